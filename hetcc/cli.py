@@ -1,0 +1,336 @@
+"""The ``hetcc`` command line: compile, run, inspect, targets, zoo.
+
+Exit codes: 0 ok, 1 internal error, 2 bad usage or bad input, 3 no feasible plan."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import __version__
+from .errors import HetccError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's usage errors exit 2 with one line
+        self.exit(2, f"hetcc: error: {message} (see {self.prog} --help)\n")
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+# ---------------------------------------------------------------- compile
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .api import compile as hetcc_compile
+    from .frontend import parse_input_shapes
+
+    console = _console(stderr=args.json)
+    on_pass = None
+    if args.verbose:
+        def on_pass(t: Any) -> None:
+            console.print(f"  [dim]pass[/dim] {t.name:<10} {t.seconds * 1e3:9.1f} ms  {t.summary}")
+    out = args.output
+    result = hetcc_compile(
+        args.model, target=args.target, objective=args.objective, deadline_ms=args.deadline,
+        power_cap_mw=args.power_cap, planner=args.planner, output_dir=out,
+        input_shapes=parse_input_shapes(args.input_shape), max_cut_tensors=args.max_cut_tensors,
+        seed=args.seed, profile_repeats=args.profile_repeats, on_pass=on_pass, dump_after=args.dump_after)
+    plan = result.plan
+    costs = result.program.get("costs")
+    has_power = result.target.has_power_model
+    summary = {
+        "model": result.program.name, "target": result.target.name, "objective": result.objective.metric,
+        "deadline_ms": result.objective.deadline_ms, "power_cap_mw": result.objective.power_cap_mw,
+        "planner": plan.planner, "planner_ms": plan.seconds * 1e3, "layers": len(costs.layers),
+        "slices": [{"device": costs.states[s.state].device, "frequency_mhz": costs.states[s.state].frequency_mhz,
+                    "first_layer": s.first, "last_layer": s.last} for s in plan.slices],
+        "latency_ms": plan.latency_ms, "energy_mj": plan.energy_mj if has_power else None,
+        "compile_seconds": result.total_seconds, "output_dir": str(out) if out else None,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    slices = " ".join(f"{costs.states[s.state].device}{_freq(costs.states[s.state].frequency_mhz)}[L{s.first}-L{s.last}]"
+                      for s in plan.slices)
+    console.print(f"[bold]{result.program.name}[/bold] on {result.target.name}: {len(costs.layers)} layers -> "
+                  f"{len(plan.slices)} slices ({plan.planner}, {plan.seconds * 1e3:.1f} ms)")
+    console.print(f"  plan: {slices}")
+    energy = f", {plan.energy_mj:.2f} mJ" if has_power else ""
+    console.print(f"  predicted: {plan.latency_ms:.2f} ms{energy}"
+                  + (f" (deadline {result.objective.deadline_ms:g} ms)" if result.objective.deadline_ms else ""))
+    if out:
+        console.print(f"  wrote {out}/ in {result.total_seconds:.2f} s  (next: hetcc inspect {out}; hetcc run {out} --verify)")
+    return 0
+
+
+def _freq(mhz: float | None) -> str:
+    return f"@{mhz:g}" if mhz else ""
+
+
+# ---------------------------------------------------------------- inspect
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .runtime.manifest import load_manifest
+
+    manifest = load_manifest(args.dir)
+    costs_path = Path(args.dir) / "costs.json"
+    costs = json.loads(costs_path.read_text()) if costs_path.exists() else None
+    if args.plot:
+        _plot(manifest, costs, Path(args.plot))
+    if args.json:
+        print(json.dumps({"manifest": manifest, "costs": costs} if args.costs else manifest, indent=2))
+        return 0
+    from rich.table import Table
+
+    console = _console()
+    m, obj = manifest["model"], manifest["objective"]
+    console.print(f"[bold]{m['name']}[/bold] for {manifest['target']['name']} ({manifest['target']['kind']}), "
+                  f"objective {obj['metric']}"
+                  + (f", deadline {obj['deadline_ms']:g} ms" if obj.get("deadline_ms") else "")
+                  + (f", power cap {obj['power_cap_mw'] / 1e3:g} W" if obj.get("power_cap_mw") else "")
+                  + f"; planner {manifest['planner']['name']} ({manifest['planner']['seconds'] * 1e3:.1f} ms)")
+    table = Table(show_edge=False)
+    for col in ("slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"):
+        table.add_column(col, justify="right" if col not in ("device", "ops", "layers") else "left")
+    for s in manifest["slices"]:
+        p = s["predicted"]
+        ops = ""
+        if costs:
+            names = sorted({op for l in costs["layers"][s["first_layer"]:s["last_layer"] + 1] for op in l["op_types"]})
+            ops = ",".join(names[:5]) + ("…" if len(names) > 5 else "")
+        share = p["transfer_ms"] / p["latency_ms"] if p["latency_ms"] else 0.0
+        table.add_row(str(s["id"]), f"L{s['first_layer']}-L{s['last_layer']}", str(s["last_layer"] - s["first_layer"] + 1),
+                      s["device"], _fmt(s["frequency_mhz"], 0) if s["frequency_mhz"] else "-",
+                      _fmt(p["latency_ms"]), _fmt(p["energy_mj"]), f"{share:.0%}", ops)
+    console.print(table)
+    pr = manifest["predicted"]
+    line = f"total: {_fmt(pr['latency_ms'])} ms"
+    if pr.get("energy_mj") is not None:
+        line += f", {_fmt(pr['energy_mj'])} mJ, EDP {_fmt(pr['edp_mj_ms'], 1)} mJ·ms"
+    if pr.get("meets_deadline") is not None:
+        line += ", meets deadline" if pr["meets_deadline"] else ", MISSES deadline"
+    console.print(line)
+    return 0
+
+
+def _plot(manifest: dict, costs: dict | None, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install matplotlib") from None
+    devices = sorted({s["device"] for s in manifest["slices"]})
+    fig, ax = plt.subplots(figsize=(10, 1 + 0.5 * len(devices)))
+    t = 0.0
+    for s in manifest["slices"]:
+        lat = s["predicted"]["latency_ms"]
+        ax.barh(devices.index(s["device"]), lat, left=t)
+        ax.text(t + lat / 2, devices.index(s["device"]), f"L{s['first_layer']}-{s['last_layer']}", ha="center", va="center", fontsize=7)
+        t += lat
+    ax.set_yticks(range(len(devices)), devices)
+    ax.set_xlabel("predicted time (ms)")
+    ax.set_title(f"{manifest['model']['name']} on {manifest['target']['name']}")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+# ---------------------------------------------------------------- run
+def cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .runtime import Executor, random_inputs, verify
+
+    ex = Executor(args.dir, strict_providers=args.strict_providers)
+    feeds = random_inputs(ex.inputs, seed=args.seed)
+    for spec in args.input or ():
+        name, _, file = spec.partition("=")
+        if not file:
+            raise UsageError(f"malformed --input {spec!r}; expected NAME=path.npy")
+        try:
+            feeds[name] = np.load(file)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--input {name}: cannot read {file!r} ({exc})") from None
+    totals, per_slice = [], []
+    for _ in range(max(1, args.repeat)):
+        ex.run(feeds)
+        totals.append(ex.last_total_ms)
+        per_slice.append(list(ex.last_timings))
+    med = np.median(np.array(per_slice), axis=0)
+    report = None
+    if args.verify:
+        report = verify(args.dir, feeds=feeds, reference_path=args.reference, rtol=args.rtol)
+    if args.json:
+        print(json.dumps({"total_ms_median": float(np.median(totals)), "slices_ms_median": med.tolist(),
+                          "providers": list(ex.providers), "repeat": args.repeat,
+                          "verify": None if report is None else {"ok": report.ok, "outputs": [o.__dict__ for o in report.outputs]}},
+                         indent=2, default=float))
+    else:
+        from rich.table import Table
+
+        console = _console()
+        table = Table(show_edge=False)
+        for col in ("slice", "device", "provider", "median ms", "predicted ms"):
+            table.add_column(col, justify="right" if "ms" in col or col == "slice" else "left")
+        for s, ms, prov in zip(ex.manifest["slices"], med, ex.providers):
+            table.add_row(str(s["id"]), s["device"], prov, f"{ms:.2f}", _fmt(s["predicted"]["latency_ms"]))
+        console.print(table)
+        console.print(f"total: {np.median(totals):.2f} ms median over {len(totals)} run(s)")
+        if report is not None:
+            for o in report.outputs:
+                console.print(f"verify {o.name}: max |diff| {o.max_abs_diff:.3g}, relative {o.rel_diff:.3g} "
+                              f"{'ok' if o.ok else 'MISMATCH'} (rtol {args.rtol:g})")
+            console.print("verify: outputs match the unsliced model" if report.ok else "verify: FAILED")
+    if report is not None and not report.ok:
+        return 4
+    return 0
+
+
+# ---------------------------------------------------------------- targets / zoo
+def cmd_targets(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from .targets import builtin_targets, load_target
+
+    console = _console()
+    if args.name:
+        t = load_target(args.name)
+        if args.json:
+            print(json.dumps({"name": t.name, "kind": t.kind, "description": t.description,
+                              "devices": [d.name for d in t.devices], "states": len(t.states())}, indent=2))
+            return 0
+        console.print(f"[bold]{t.name}[/bold] ({t.kind}{': an analytical model from published specs, not measurements' if t.kind == 'modelled' else ': costs measured on this machine'}) — {t.description}")
+        table = Table(show_edge=False)
+        for col in ("device", "kind", "provider", "DVFS MHz", "capacity"):
+            table.add_column(col)
+        for d in t.devices:
+            freqs = [lvl.freq_mhz for lvl in d.dvfs]
+            mhz = ", ".join(f"{f:g}" for f in freqs if f) or "-"
+            table.add_row(d.name, d.kind, d.execution_provider, mhz,
+                          f"{d.capacity_bytes / 1e6:g} MB" if d.capacity_bytes else "unlimited")
+        console.print(table)
+        console.print(f"{len(t.states())} device states; file {t.path}")
+        return 0
+    rows = []
+    for name in builtin_targets():
+        t = load_target(name)
+        rows.append({"name": name, "kind": t.kind, "devices": [d.name for d in t.devices], "description": t.description})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(show_edge=False)
+    for col in ("target", "kind", "devices", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["kind"], ", ".join(r["devices"]), r["description"])
+    console.print(table)
+    console.print("modelled = an analytical model from published specs and the papers' tables (not measured on a board); "
+                  "measured = profiled on this machine with onnxruntime. Add your own with --target path/to/board.toml.")
+    return 0
+
+
+def cmd_zoo(args: argparse.Namespace) -> int:
+    from . import zoo
+
+    if args.zoo_cmd == "list":
+        from rich.table import Table
+
+        table = Table(show_edge=False)
+        for col in ("name", "input", "core", "description"):
+            table.add_column(col)
+        for e in zoo.list_models():
+            table.add_row(e.name, "x".join(map(str, e.input_shape)), "yes" if e.core else "", e.description)
+        _console().print(table)
+        return 0
+    path = zoo.export(args.name, args.output, seed=args.seed)
+    print(f"wrote {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hetcc", description="Heterogeneity-aware compiler for ONNX models.")
+    p.add_argument("--version", action="version", version=f"hetcc {__version__}")
+    p.add_argument("--debug", action="store_true", help="log debug messages and show tracebacks")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    c = sub.add_parser("compile", help="slice a model across a board's devices")
+    c.add_argument("model", help="an .onnx file or a zoo name (hetcc zoo list)")
+    c.add_argument("--target", "-t", default="hikey970", help="built-in target name or path/to/board.toml")
+    c.add_argument("--objective", choices=["latency", "energy", "edp"], default="latency")
+    c.add_argument("--deadline", help="latency deadline: 170ms, 0.17s or 170 (ms)")
+    c.add_argument("--power-cap", help="average power cap: 5W, 5000mW or 5 (W)")
+    c.add_argument("--planner", default="auto", help="auto|dp|exact|single:<device> (default auto: exact when constrained or edp, else dp)")
+    c.add_argument("-o", "--output", help="artifact directory (slices/, manifest.json, costs.json)")
+    c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="fix a dynamic input shape")
+    c.add_argument("--max-cut-tensors", type=int, default=1, metavar="K", help="tensors a cut may carry (default 1)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--profile-repeats", type=int, default=None, help="host: profiling effort (default adaptive)")
+    c.add_argument("--json", action="store_true", help="print the plan summary as JSON")
+    c.add_argument("--verbose", "-v", action="store_true", help="print each pass and its wall time")
+    c.add_argument("--dump-after", metavar="PASS", help="write the analyses after PASS to hetcc-dump-PASS.json")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="execute a compiled artifact with onnxruntime")
+    r.add_argument("dir")
+    r.add_argument("--input", action="append", metavar="NAME=x.npy")
+    r.add_argument("--repeat", type=int, default=1)
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    r.add_argument("--verify", action="store_true", help="compare outputs with the unsliced model")
+    r.add_argument("--reference", help="the unsliced model (default: the path recorded at compile time)")
+    r.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --verify (default 1e-4)")
+    r.add_argument("--strict-providers", action="store_true", help="fail if a slice's execution provider is missing")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_run)
+
+    i = sub.add_parser("inspect", help="show which layers run where, at what frequency, predicted cost")
+    i.add_argument("dir")
+    i.add_argument("--json", action="store_true")
+    i.add_argument("--costs", action="store_true", help="with --json: include costs.json")
+    i.add_argument("--plot", metavar="PNG", help="draw the schedule (needs matplotlib)")
+    i.set_defaults(func=cmd_inspect)
+
+    t = sub.add_parser("targets", help="list built-in targets or show one")
+    t.add_argument("name", nargs="?")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=cmd_targets)
+
+    z = sub.add_parser("zoo", help="torchvision architectures with random weights")
+    zs = z.add_subparsers(dest="zoo_cmd", required=True, parser_class=_Parser)
+    zs.add_parser("list")
+    ze = zs.add_parser("export")
+    ze.add_argument("name")
+    ze.add_argument("-o", "--output", required=True)
+    ze.add_argument("--seed", type=int, default=0)
+    z.set_defaults(func=cmd_zoo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
+    try:
+        return args.func(args)
+    except HetccError as exc:
+        if args.debug:
+            raise
+        msg = " ".join(str(exc).split())
+        print(f"hetcc: error: {msg}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("hetcc: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

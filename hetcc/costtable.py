@@ -1,0 +1,117 @@
+"""CostTable: the L x S numbers a planner sees, and their ``costs.json`` form.
+
+Produced by ``passes.costs`` (from the analytical cost model or from measurements), turned
+into a PlanningProblem for a given objective, and written beside the manifest so any tool can
+re-check the plan (see DESIGN.md, 'Cost table').
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .optimizers.problem import Objective, PlanningProblem
+from .program import Layer
+
+
+@dataclass(frozen=True)
+class State:
+    """One device at one DVFS level."""
+
+    device: str
+    frequency_mhz: float
+    volt: float | None = None
+    is_fmax: bool = True
+
+
+@dataclass(frozen=True)
+class CostTable:
+    layers: tuple[Layer, ...]
+    states: tuple[State, ...]
+    latency_ms: np.ndarray        # [L, S]
+    power_mw: np.ndarray          # [L, S]
+    transfer_in_ms: np.ndarray    # [L, S]
+    transfer_out_ms: np.ndarray   # [L, S]
+    transfer_in_mj: np.ndarray    # [L, S]
+    transfer_out_mj: np.ndarray   # [L, S]
+    legal: np.ndarray             # [L, S] bool
+    capacity_bytes: np.ndarray    # [S], inf = unlimited
+    base_power_mw: float
+    source: str = "analytical"    # 'analytical' or 'measured'
+
+    def problem(self, objective: Objective) -> PlanningProblem:
+        return PlanningProblem(
+            latency_ms=self.latency_ms, power_mw=self.power_mw,
+            transfer_in_ms=self.transfer_in_ms, transfer_out_ms=self.transfer_out_ms,
+            transfer_in_mj=self.transfer_in_mj, transfer_out_mj=self.transfer_out_mj,
+            legal=self.legal,
+            param_bytes=np.array([l.param_bytes for l in self.layers], dtype=np.int64),
+            capacity_bytes=self.capacity_bytes, base_power_mw=self.base_power_mw,
+            objective=objective,
+            state_device=tuple(s.device for s in self.states),
+            state_freq_mhz=tuple(float(s.frequency_mhz) for s in self.states),
+            state_is_fmax=np.array([s.is_fmax for s in self.states], dtype=bool),
+            layer_names=tuple(l.name for l in self.layers),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        def table(a: np.ndarray) -> list[list[float | None]]:
+            return [[(float(v) if ok and math.isfinite(v) else None) for v, ok in zip(row, lrow)]
+                    for row, lrow in zip(a.tolist(), self.legal.tolist())]
+
+        return {
+            "schema": "hetcc.costs/1",
+            "source": self.source,
+            "layers": [{"id": l.id, "nodes": list(l.nodes), "op_types": list(l.op_types),
+                        "param_bytes": int(l.param_bytes), "flops": float(l.flops),
+                        "input_bytes": int(l.input_bytes), "output_bytes": int(l.output_bytes)}
+                       for l in self.layers],
+            "states": [{"device": s.device, "frequency_mhz": s.frequency_mhz} for s in self.states],
+            "latency_ms": table(self.latency_ms),
+            "power_mw": table(self.power_mw),
+            "transfer_in_ms": table(self.transfer_in_ms),
+            "transfer_out_ms": table(self.transfer_out_ms),
+            "transfer_in_mj": table(self.transfer_in_mj),
+            "transfer_out_mj": table(self.transfer_out_mj),
+            "legal": self.legal.astype(bool).tolist(),
+            "capacity_bytes": [None if not math.isfinite(c) else int(c) for c in self.capacity_bytes.tolist()],
+            "base_power_mw": float(self.base_power_mw),
+        }
+
+
+def problem_from_costs_json(doc: dict[str, Any], objective: Objective) -> PlanningProblem:
+    """Rebuild the PlanningProblem from a ``costs.json`` document (illegal cells become inf)."""
+    legal = np.array(doc["legal"], dtype=bool)
+
+    def arr(key: str) -> np.ndarray:
+        return np.array([[np.inf if v is None else v for v in row] for row in doc[key]], dtype=np.float64)
+
+    states = doc["states"]
+    by_dev: dict[str, float] = {}
+    for s in states:
+        by_dev[s["device"]] = max(by_dev.get(s["device"], 0.0), s["frequency_mhz"] or 0.0)
+    return PlanningProblem(
+        latency_ms=arr("latency_ms"), power_mw=arr("power_mw"),
+        transfer_in_ms=arr("transfer_in_ms"), transfer_out_ms=arr("transfer_out_ms"),
+        transfer_in_mj=arr("transfer_in_mj"), transfer_out_mj=arr("transfer_out_mj"),
+        legal=legal,
+        param_bytes=np.array([l["param_bytes"] for l in doc["layers"]], dtype=np.int64),
+        capacity_bytes=np.array([np.inf if c is None else c for c in doc["capacity_bytes"]], dtype=np.float64),
+        base_power_mw=float(doc["base_power_mw"]), objective=objective,
+        state_device=tuple(s["device"] for s in states),
+        state_freq_mhz=tuple(float(s["frequency_mhz"] or 0.0) for s in states),
+        state_is_fmax=np.array([(s["frequency_mhz"] or 0.0) == by_dev[s["device"]] for s in states], dtype=bool),
+        layer_names=tuple(f"L{l['id']:02d}" for l in doc["layers"]),
+    )
+
+
+def load_costs_json(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+def stack(rows: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.asarray(rows, dtype=np.float64)

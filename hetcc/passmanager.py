@@ -1,0 +1,73 @@
+"""Pass infrastructure (after onnx-ir's pass infra and torch.fx's): named passes that declare
+the analyses they require and ensure; a manager that runs an explicit list in order, checks
+prerequisites and records each pass's wall time."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Sequence
+
+from .errors import PipelineError
+from .program import Program
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What a pass did: whether it changed the graph, and a one-line summary for --verbose."""
+
+    modified: bool = False
+    summary: str = ""
+
+
+class Pass:
+    """Base class: configuration in ``__init__``, work in ``run(program)``."""
+
+    name: ClassVar[str] = "pass"
+    requires: ClassVar[tuple[str, ...]] = ()
+    ensures: ClassVar[tuple[str, ...]] = ()
+
+    def run(self, program: Program) -> PassResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass
+class PassTiming:
+    name: str
+    seconds: float
+    summary: str
+
+
+@dataclass
+class PassManager:
+    """Runs passes in list order. ``on_pass`` is called after each (for --verbose / progress)."""
+
+    passes: Sequence[Pass]
+    on_pass: Callable[[PassTiming], None] | None = None
+    dump_after: str | None = None
+    dump: Callable[[Program, str], None] | None = None
+    timings: list[PassTiming] = field(default_factory=list)
+
+    def run(self, program: Program) -> Program:
+        producers = {key: p.name for p in self.passes for key in p.ensures}
+        for p in self.passes:
+            for key in p.requires:
+                if not program.has(key):
+                    hint = producers.get(key, "the pass that produces it")
+                    raise PipelineError(f"pass {p.name!r} requires analysis {key!r}; run {hint!r} first")
+            t0 = time.perf_counter()
+            result = p.run(program)
+            dt = time.perf_counter() - t0
+            for key in p.ensures:
+                if not program.has(key):
+                    raise PipelineError(f"pass {p.name!r} promised analysis {key!r} but did not produce it")
+            timing = PassTiming(p.name, dt, result.summary if result else "")
+            self.timings.append(timing)
+            logger.debug("pass %s: %.3f s %s", p.name, dt, timing.summary)
+            if self.on_pass is not None:
+                self.on_pass(timing)
+            if self.dump_after == p.name and self.dump is not None:
+                self.dump(program, p.name)
+        return program

@@ -1,0 +1,232 @@
+"""Measured costs for the ``host`` target (MOSAIC's profiler, on this machine).
+
+Each layer is extracted into its own model and timed with onnxruntime under the runtime's
+session settings. A boundary between two chained sessions is not free (session call, output
+copy, layout reorders), so a microbenchmark times a 1x1-convolution chain cut in two against
+the same chain in one session for several tensor sizes and fits boundary = delta + beta * bytes.
+A layer timed alone pays one boundary, which is subtracted from its compute time and charged
+as transfer_in/out instead (half on each side). Results are cached per model and machine.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from .costtable import CostTable, State
+from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
+
+logger = logging.getLogger(__name__)
+
+CACHE_VERSION = 1
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("HETCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "hetcc")
+    return Path(root)
+
+
+def machine_fingerprint() -> str:
+    import onnxruntime as ort
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}|{cpu or platform.processor()}|{os.cpu_count()}|ort{ort.__version__}"
+
+
+def session_options(threads: int | None = None, spinning: bool = False, level: str = "all") -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads or (os.cpu_count() or 1)
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[level]
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    so.log_severity_level = 3
+    return so
+
+
+def random_feed(infos: Sequence[TensorInfo], seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feed = {}
+    for info in infos:
+        dt = np.dtype(info.dtype)
+        if dt.kind == "f":
+            feed[info.name] = rng.standard_normal(info.shape).astype(dt)
+        elif dt.kind == "b":
+            feed[info.name] = np.zeros(info.shape, dtype=dt)
+        else:
+            feed[info.name] = np.zeros(info.shape, dtype=dt)
+    return feed
+
+
+def time_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
+                 max_runs: int = 200) -> float:
+    """Median wall ms of ``sess.run`` after two warm-up runs."""
+    for _ in range(2):
+        sess.run(None, feed)
+    times = []
+    t_start = time.perf_counter()
+    while len(times) < max_runs and (len(times) < min_runs or time.perf_counter() - t_start < min_seconds):
+        t0 = time.perf_counter()
+        sess.run(None, feed)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
+    model = ir.Model(graph, ir_version=source.ir_version, functions=list(source.functions.values()))
+    return ir.to_proto(model).SerializeToString()
+
+
+def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
+    """Median ms of each layer run alone in its own session."""
+    import onnxruntime as ort
+
+    tensors: dict[str, TensorInfo] = program.get(TENSORS)
+    out = []
+    for layer in layers:
+        graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
+        sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
+        out.append(time_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_seconds=min_seconds))
+    return out
+
+
+@dataclass(frozen=True)
+class BoundaryFit:
+    """Cost of one CPU->CPU session boundary: delta_ms + beta_ms_per_byte * bytes."""
+
+    delta_ms: float
+    beta_ms_per_byte: float
+    samples: tuple[tuple[int, float], ...] = ()
+
+
+def _conv_chain(channels: int, size: int, convs: int, cut: int | None) -> list[bytes]:
+    """1x1 conv chain on [1, C, H, W]; with ``cut`` it is split into two models at that conv."""
+    rng = np.random.default_rng(0)
+    weights = [ir.tensor(rng.standard_normal((channels, channels, 1, 1)).astype(np.float32) * 0.1, name=f"w{i}")
+               for i in range(convs)]
+
+    def build(lo: int, hi: int) -> bytes:
+        shape = ir.Shape([1, channels, size, size])
+        x = ir.Value(name=f"t{lo}", shape=shape, type=ir.TensorType(ir.DataType.FLOAT))
+        cur = x
+        nodes, inits = [], []
+        for i in range(lo, hi):
+            w = ir.Value(name=f"w{i}", shape=ir.Shape(weights[i].shape), type=ir.TensorType(ir.DataType.FLOAT),
+                         const_value=weights[i])
+            inits.append(w)
+            node = ir.Node("", "Conv", [cur, w], outputs=[ir.Value(name=f"t{i + 1}", shape=shape,
+                                                                     type=ir.TensorType(ir.DataType.FLOAT))])
+            nodes.append(node)
+            cur = node.outputs[0]
+        graph = ir.Graph([x], [cur], nodes=nodes, initializers=inits, opset_imports={"": 17}, name="chain")
+        return ir.to_proto(ir.Model(graph, ir_version=8)).SerializeToString()
+
+    if cut is None:
+        return [build(0, convs)]
+    return [build(0, cut), build(cut, convs)]
+
+
+def measure_boundary(so_factory: Any = session_options, sizes: Sequence[tuple[int, int]] = ((16, 14), (32, 28), (64, 56), (128, 56)),
+                     convs: int = 4, min_seconds: float = 0.1) -> BoundaryFit:
+    """Fit the per-boundary cost from the chain cut in two minus the chain in one session."""
+    import onnxruntime as ort
+
+    samples = []
+    for channels, size in sizes:
+        nbytes = channels * size * size * 4
+        feed = {"t0": np.random.default_rng(1).standard_normal((1, channels, size, size)).astype(np.float32)}
+        mono = ort.InferenceSession(_conv_chain(channels, size, convs, None)[0], so_factory(spinning=False),
+                                    providers=["CPUExecutionProvider"])
+        parts = [ort.InferenceSession(b, so_factory(spinning=False), providers=["CPUExecutionProvider"])
+                 for b in _conv_chain(channels, size, convs, convs // 2)]
+
+        def chained(f: dict[str, np.ndarray]) -> None:
+            mid = parts[0].run(None, f)[0]
+            parts[1].run(None, {f"t{convs // 2}": mid})
+
+        t_mono, t_chain = [], []
+        for _ in range(3):
+            mono.run(None, feed)
+            chained(feed)
+        t_end = time.perf_counter() + min_seconds
+        while time.perf_counter() < t_end or len(t_mono) < 10:
+            t0 = time.perf_counter()
+            mono.run(None, feed)
+            t1 = time.perf_counter()
+            chained(feed)
+            t2 = time.perf_counter()
+            t_mono.append(t1 - t0)
+            t_chain.append(t2 - t1)
+        samples.append((nbytes, max(0.0, (float(np.median(t_chain)) - float(np.median(t_mono))) * 1e3)))
+    x = np.array([s[0] for s in samples], dtype=np.float64)
+    y = np.array([s[1] for s in samples], dtype=np.float64)
+    beta, delta = np.polyfit(x, y, 1)
+    return BoundaryFit(delta_ms=float(max(delta, 0.0)), beta_ms_per_byte=float(max(beta, 0.0)), samples=tuple(samples))
+
+
+def _cached(key: str, compute: Any) -> Any:
+    path = cache_dir() / "profiles" / f"{key}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(value))
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only home is not an error, just no cache
+        logger.debug("profile cache not written: %s", exc)
+    return value
+
+
+def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats: int | None = None) -> CostTable:
+    """Cost table for a measured target: every state is this machine's CPU."""
+    layers: tuple[Layer, ...] = program.get(LAYERS)
+    fp = machine_fingerprint()
+    threads = None
+    so = session_options(threads)
+    min_seconds = 0.05 if repeats is None else 0.01 * repeats
+    layer_key = hashlib.sha256(json.dumps([program.source_sha256, [l.nodes for l in layers], fp, CACHE_VERSION,
+                                           min_seconds]).encode()).hexdigest()[:32]
+    layer_ms = _cached(f"layers-{layer_key}", lambda: profile_layers(program, layers, so, min_seconds))
+    b_key = hashlib.sha256(json.dumps(["boundary", fp, CACHE_VERSION]).encode()).hexdigest()[:32]
+    fit = _cached(f"boundary-{b_key}", lambda: measure_boundary().__dict__)
+    delta, beta = float(fit["delta_ms"]), float(fit["beta_ms_per_byte"])
+    states = target.states()
+    dev_index = {d.name: i for i, d in enumerate(target.devices)}
+    n_l, n_s = len(layers), len(states)
+    in_b = np.array([l.input_bytes for l in layers], dtype=np.float64)
+    out_b = np.array([l.output_bytes for l in layers], dtype=np.float64)
+    t_in = delta / 2 + beta / 2 * in_b
+    t_out = delta / 2 + beta / 2 * out_b
+    compute = np.maximum(np.array(layer_ms) - t_in - t_out, 0.02 * np.array(layer_ms))
+    legal = np.stack([legal_dev[:, dev_index[s.device]] for s in states], axis=1)
+    rep = lambda v: np.repeat(v[:, None], n_s, axis=1)  # noqa: E731
+    zeros = np.zeros((n_l, n_s))
+    return CostTable(layers=layers, states=tuple(states), latency_ms=rep(compute), power_mw=zeros,
+                     transfer_in_ms=rep(t_in), transfer_out_ms=rep(t_out), transfer_in_mj=zeros.copy(),
+                     transfer_out_mj=zeros.copy(), legal=legal,
+                     capacity_bytes=np.full(n_s, np.inf), base_power_mw=0.0, source="measured")

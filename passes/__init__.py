@@ -1,0 +1,1 @@
+"""Graph passes: one module per pass (hetcc.passes)."""

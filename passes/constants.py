@@ -1,0 +1,85 @@
+"""FindConstants: fold shape queries of static tensors, then mark every value and node that is
+computable from initializers alone. Such nodes are never a layer and never cut: codegen copies
+them into each slice that reads them (torch's Identity-of-initializer and Shape/Gather chains)."""
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+import numpy as np
+import onnx_ir as ir
+
+from hetcc.graphutil import node_reads
+from hetcc.passmanager import Pass, PassResult
+from hetcc.program import CONSTANTS, ConstantInfo, Program
+
+logger = logging.getLogger(__name__)
+
+# Ops whose output differs between runs: never constant even with constant inputs.
+NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                              "Multinomial", "Bernoulli", "Dropout"})
+
+
+def _static_shape(value: ir.Value) -> tuple[int, ...] | None:
+    if value.shape is None or not all(isinstance(d, int) for d in value.shape):
+        return None
+    return tuple(value.shape)
+
+
+def fold_shape_queries(graph: ir.Graph) -> int:
+    """Replace Shape/Size of a statically shaped tensor by an initializer; returns how many."""
+    folded = 0
+    for node in list(graph):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in ("Shape", "Size") or not node.inputs:
+            continue
+        src = node.inputs[0]
+        shape = _static_shape(src) if src is not None else None
+        if shape is None:
+            continue
+        if node.op_type == "Shape":
+            start = node.attributes.get("start")
+            end = node.attributes.get("end")
+            s = start.as_int() if start is not None else 0
+            e = end.as_int() if end is not None else len(shape)
+            data = np.array(shape[s:e] if e != 0 or s != 0 else shape[s:e], dtype=np.int64)
+        else:
+            data = np.array(int(np.prod(shape)), dtype=np.int64)
+        old = node.outputs[0]
+        name = old.name
+        tensor = ir.tensor(data, name=name)
+        new = ir.Value(name=None, shape=ir.Shape(data.shape), type=ir.TensorType(ir.DataType.INT64), const_value=tensor)
+        ir.convenience.replace_all_uses_with(old, new)
+        if old in graph.outputs:  # a model output that is a shape: keep the node
+            continue
+        graph.remove(node, safe=True)
+        new.name = name
+        graph.register_initializer(new)
+        folded += 1
+    return folded
+
+
+class FindConstants(Pass):
+    name: ClassVar[str] = "constants"
+    ensures: ClassVar[tuple[str, ...]] = (CONSTANTS,)
+
+    def __init__(self, fold_shapes: bool = True) -> None:
+        self.fold_shapes = fold_shapes
+
+    def run(self, program: Program) -> PassResult:
+        graph = program.graph
+        folded = fold_shape_queries(graph) if self.fold_shapes else 0
+        graph_inputs = {id(v) for v in graph.inputs}
+        const_values: set[str] = {name for name, v in graph.initializers.items() if id(v) not in graph_inputs}
+        const_ids = {id(v) for v in graph.initializers.values() if id(v) not in graph_inputs}
+        const_nodes: set[str] = set()
+        for node in graph:  # graph order is topological
+            if node.op_type in NONDETERMINISTIC:
+                continue
+            if all(id(v) in const_ids for v in node_reads(node)):
+                const_nodes.add(node.name)
+                for out in node.outputs:
+                    const_ids.add(id(out))
+                    if out.name:
+                        const_values.add(out.name)
+        program.put(CONSTANTS, ConstantInfo(values=frozenset(const_values), nodes=frozenset(const_nodes)))
+        return PassResult(folded > 0, f"{len(const_nodes)} constant nodes, {folded} shape queries folded")

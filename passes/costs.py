@@ -1,0 +1,32 @@
+"""EstimateCosts: the L x S cost table — from the analytical model for a modelled board, or
+measured with onnxruntime on this machine for a measured target (``host``)."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from hetcc.passmanager import Pass, PassResult
+from hetcc.program import COSTS, LAYERS, LEGALITY, TENSORS, Program
+
+
+class EstimateCosts(Pass):
+    name: ClassVar[str] = "costs"
+    requires: ClassVar[tuple[str, ...]] = (TENSORS, LAYERS, LEGALITY)
+    ensures: ClassVar[tuple[str, ...]] = (COSTS,)
+
+    def __init__(self, target: Any, repeats: int | None = None) -> None:
+        self.target = target
+        self.repeats = repeats
+
+    def run(self, program: Program) -> PassResult:
+        layers = program.get(LAYERS)
+        legality = program.get(LEGALITY)
+        if self.target.kind == "measured":
+            from hetcc.profiler import measured_costs
+
+            table = measured_costs(program, self.target, legality.mask, repeats=self.repeats)
+        else:
+            from hetcc.costmodel import analytical_costs
+
+            table = analytical_costs(layers, self.target, legality.mask)
+        program.put(COSTS, table)
+        return PassResult(False, f"{table.source}: {len(table.layers)} layers x {len(table.states)} states")
