@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .errors import HetccError, UsageError
+from .errors import HetccError, ManifestError, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
     try:
         return args.func(args)
-    except HetccError as exc:
+    except (HetccError, ManifestError) as exc:
         if args.debug:
             raise
         msg = " ".join(str(exc).split())

@@ -1,5 +1,9 @@
-"""The error hierarchy: every error a user can cause is a HetccError with a one-line message."""
+"""The error hierarchy: every error a user can cause has a one-line message and an exit code."""
 from __future__ import annotations
+
+# The runtime ships alone to boards, so its errors (artifact/manifest problems, bad feeds) are
+# defined there, outside this hierarchy; the CLI catches both (exit code 2).
+from hetcc.runtime.errors import InputError, ManifestError  # noqa: F401
 
 
 class HetccError(Exception):
@@ -18,10 +22,6 @@ class TargetError(HetccError):
 
 class UsageError(HetccError):
     """A command-line value or API argument is malformed."""
-
-
-class ManifestError(HetccError):
-    """An artifact directory, manifest or slice file is missing, malformed or tampered with."""
 
 
 class PipelineError(HetccError):

@@ -1,0 +1,163 @@
+"""Check a compiled artifact against the model it was compiled from (``hetcc run --verify``).
+
+Runs the sliced artifact through the Executor and the unsliced model through plain
+onnxruntime (CPU provider, same session options) on the same inputs, and compares every model
+output by relative difference max|a - b| / max(max|b|, tiny).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import onnxruntime as ort
+
+from .errors import ManifestError
+from .executor import CPU_PROVIDER, Executor, TensorSpec, make_session_options
+from .manifest import MANIFEST_NAME, sha256_file
+
+__all__ = ["random_inputs", "verify", "VerifyReport", "OutputDiff"]
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def random_inputs(specs: Iterable[TensorSpec | Mapping[str, Any]], seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic test inputs: floats standard normal, ints in [0, 8), bools fair coins.
+
+    Small non-negative integers keep index-like inputs (token ids, gather indices) in range.
+    """
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, np.ndarray] = {}
+    for spec in specs:
+        if not isinstance(spec, TensorSpec):
+            spec = TensorSpec.from_manifest(spec)
+        dtype = np.dtype(spec.dtype)
+        if dtype.kind == "f":
+            value = np.asarray(rng.standard_normal(spec.shape), dtype=dtype)
+        elif dtype.kind in "iu":
+            value = np.asarray(rng.integers(0, 8, size=spec.shape), dtype=dtype)
+        elif dtype.kind == "b":
+            value = np.asarray(rng.random(spec.shape) < 0.5)
+        else:
+            raise ValueError(f"input {spec.name!r}: cannot make random values of dtype {dtype}")
+        feeds[spec.name] = value
+    return feeds
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    """How far one output of the sliced artifact is from the unsliced model's."""
+
+    name: str
+    max_abs_diff: float
+    rel_diff: float
+    ok: bool
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Per-output differences; ``ok`` when every output's rel_diff <= rtol."""
+
+    outputs: tuple[OutputDiff, ...]
+    ok: bool
+    rtol: float
+    reference_path: str
+    sliced_ms: float
+    reference_ms: float
+
+    def summary(self) -> str:
+        lines = [
+            f"{'ok' if o.ok else 'MISMATCH'}  {o.name}: max|diff| {o.max_abs_diff:.3g}, "
+            f"relative {o.rel_diff:.3g} (rtol {self.rtol:g})"
+            for o in self.outputs
+        ]
+        verdict = "sliced artifact matches the unsliced model" if self.ok else "sliced artifact DIFFERS"
+        lines.append(
+            f"{verdict} ({self.sliced_ms:.2f} ms sliced, {self.reference_ms:.2f} ms unsliced)"
+        )
+        return "\n".join(lines)
+
+
+def _compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float) -> OutputDiff:
+    if got.shape != want.shape:
+        return OutputDiff(name, float("inf"), float("inf"), False)
+    if got.size == 0:
+        return OutputDiff(name, 0.0, 0.0, True)
+    a = got.astype(np.float64, copy=False)
+    b = want.astype(np.float64, copy=False)
+    diff = np.abs(a - b)
+    both_nan = np.isnan(a) & np.isnan(b)
+    if both_nan.any():
+        diff = np.where(both_nan, 0.0, diff)
+    max_abs = float(np.max(diff))
+    scale = float(np.nanmax(np.abs(b))) if not np.isnan(b).all() else 0.0
+    rel = max_abs / max(scale, _TINY)
+    return OutputDiff(name, max_abs, rel, bool(rel <= rtol))
+
+
+def _reference_model(ex: Executor, reference_path: str | os.PathLike | None) -> Path:
+    model = ex.manifest["model"]
+    shown_manifest = os.path.join(str(ex.artifact_dir), MANIFEST_NAME)
+    if reference_path is not None:
+        path = Path(reference_path)
+        if not path.is_file():
+            raise ManifestError(f"{reference_path}: no such model file; pass --reference the model you compiled")
+    else:
+        source = model.get("source_path")
+        if not source:
+            raise ManifestError(
+                f"{shown_manifest}: model.source_path is null, so there is no unsliced model to compare "
+                "with; pass --reference MODEL.onnx"
+            )
+        path = Path(source)
+        if not path.is_absolute():
+            path = ex.artifact_dir / path
+        if not path.is_file():
+            raise ManifestError(
+                f"{source}: the model this artifact was compiled from is gone; pass --reference MODEL.onnx"
+            )
+    if sha256_file(path) != model["sha256"]:
+        raise ManifestError(
+            f"{path}: model changed since compile (sha256 mismatch); pass --reference or recompile"
+        )
+    return path
+
+
+def verify(
+    artifact_dir: str | os.PathLike | Executor,
+    feeds: Mapping[str, np.ndarray] | None = None,
+    reference_path: str | os.PathLike | None = None,
+    rtol: float = 1e-4,
+    seed: int = 0,
+) -> VerifyReport:
+    """Compare the sliced artifact with the unsliced model on ``feeds`` (random if None).
+
+    ``artifact_dir`` may also be an already-built Executor. The reference is
+    ``reference_path`` or the manifest's ``model.source_path``; either must have the sha256
+    recorded at compile time.
+    """
+    ex = artifact_dir if isinstance(artifact_dir, Executor) else Executor(artifact_dir)
+    ref_path = _reference_model(ex, reference_path)
+    if feeds is None:
+        feeds = random_inputs(ex.inputs, seed=seed)
+    got = ex.run(feeds)
+    sliced_ms = ex.last_total_ms
+
+    so = make_session_options(ex.manifest["runtime"], shared_cpu=False, label=str(ref_path))
+    ref = ort.InferenceSession(str(ref_path), so, providers=[CPU_PROVIDER])
+    ref_inputs = {i.name for i in ref.get_inputs()}
+    names = [o.name for o in ex.outputs]
+    missing = [n for n in names if n not in {o.name for o in ref.get_outputs()}]
+    if missing:
+        raise ManifestError(
+            f"{ref_path}: has no output {missing[0]!r}; pass --reference the model this artifact was compiled from"
+        )
+    t0 = time.perf_counter()
+    want = ref.run(names, {k: v for k, v in feeds.items() if k in ref_inputs})
+    reference_ms = (time.perf_counter() - t0) * 1e3
+
+    diffs = tuple(_compare(n, np.asarray(got[n]), np.asarray(w), rtol) for n, w in zip(names, want))
+    return VerifyReport(diffs, all(d.ok for d in diffs), rtol, str(ref_path), sliced_ms, reference_ms)
