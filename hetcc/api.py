@@ -73,7 +73,7 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | None
         from . import zoo
 
         if str(model) in zoo.ZOO:
-            return zoo.cached_export(str(model), seed=seed)
+            return _zoo_model(str(model), seed)
         return path  # the frontend reports the missing file
     try:
         import torch
@@ -88,6 +88,17 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | None
         out = Path(tempfile.mkdtemp(prefix="hetcc-module-")) / f"{type(model).__name__.lower()}.onnx"
         return zoo.export_module(model, shape, out)
     raise UsageError(f"cannot compile a {type(model).__name__}; pass a path to an .onnx file, a zoo name or a torch.nn.Module")
+
+
+def _zoo_model(name: str, seed: int) -> Path:
+    """A zoo name given as MODEL: export once into the cache (~/.cache/hetcc/zoo) and reuse."""
+    from . import zoo
+    from .profiler import cache_dir
+
+    path = cache_dir() / "zoo" / f"{name}-seed{seed}.onnx"
+    if not path.exists():
+        zoo.export(name, path, seed=seed)
+    return path
 
 
 def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = "latency", *,

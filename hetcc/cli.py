@@ -169,7 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     med = np.median(np.array(per_slice), axis=0)
     report = None
     if args.verify:
-        report = verify(args.dir, feeds=feeds, reference_path=args.reference, rtol=args.rtol)
+        report = verify(ex, feeds=feeds, reference_path=args.reference, rtol=args.rtol)
     if args.json:
         print(json.dumps({"total_ms_median": float(np.median(totals)), "slices_ms_median": med.tolist(),
                           "providers": list(ex.providers), "repeat": args.repeat,

@@ -6,11 +6,9 @@ re-check the plan (see DESIGN.md, 'Cost table').
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +21,7 @@ class State:
     """One device at one DVFS level."""
 
     device: str
-    frequency_mhz: float
+    frequency_mhz: float | None
     volt: float | None = None
     is_fmax: bool = True
 
@@ -53,7 +51,7 @@ class CostTable:
             capacity_bytes=self.capacity_bytes, base_power_mw=self.base_power_mw,
             objective=objective,
             state_device=tuple(s.device for s in self.states),
-            state_freq_mhz=tuple(float(s.frequency_mhz) for s in self.states),
+            state_freq_mhz=tuple(float(s.frequency_mhz or 0.0) for s in self.states),
             state_is_fmax=np.array([s.is_fmax for s in self.states], dtype=bool),
             layer_names=tuple(l.name for l in self.layers),
         )
@@ -108,10 +106,3 @@ def problem_from_costs_json(doc: dict[str, Any], objective: Objective) -> Planni
         layer_names=tuple(f"L{l['id']:02d}" for l in doc["layers"]),
     )
 
-
-def load_costs_json(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
-
-
-def stack(rows: Sequence[Sequence[float]]) -> np.ndarray:
-    return np.asarray(rows, dtype=np.float64)

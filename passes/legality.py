@@ -36,7 +36,9 @@ class Legality:
 
 
 def _mb(nbytes: float) -> str:
-    return f"{nbytes / 1e6:.1f} MB"
+    if nbytes >= 1e6:
+        return f"{nbytes / 1e6:.1f} MB"
+    return f"{nbytes / 1e3:.1f} kB" if nbytes >= 1e3 else f"{int(nbytes)} B"
 
 
 def _node_ops(node: ir.Node) -> list[str]:

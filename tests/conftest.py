@@ -14,7 +14,7 @@ from hetcc.passes.shapes import AnnotateTensors
 from hetcc.passmanager import PassManager
 
 
-def write_text_model(text: str, path: Path) -> Path:
+def _write_text_model(text: str, path: Path) -> Path:
     model = onnx.parser.parse_model(text)
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
@@ -25,8 +25,14 @@ def write_text_model(text: str, path: Path) -> Path:
 def analyse(tmp_path):
     """analyse(text, k=1, shapes=None) -> Program after shapes, constants and layers."""
     def _run(text: str, k: int = 1, shapes=None):
-        path = write_text_model(text, tmp_path / "m.onnx")
+        path = _write_text_model(text, tmp_path / "m.onnx")
         program = load_model(path, shapes)
         PassManager([AnnotateTensors(), FindConstants(), GroupLayers(k)]).run(program)
         return program
     return _run
+
+
+@pytest.fixture
+def write_text_model():
+    """write_text_model(text, path) -> path: parse ONNX text, check it, save it."""
+    return _write_text_model

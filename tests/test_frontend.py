@@ -6,7 +6,6 @@ import pytest
 from hetcc.errors import ModelError, UsageError
 from hetcc.frontend import load_model, parse_input_shapes
 
-from conftest import write_text_model
 
 DYNAMIC = """<ir_version: 8, opset_import: ["" : 17]>
 dyn (float[N,3,8,8] x) => (float[N,3,8,8] y) {
@@ -35,20 +34,20 @@ def test_empty_file(tmp_path):
         load_model(bad)
 
 
-def test_dynamic_dim_names_the_flag(tmp_path):
+def test_dynamic_dim_names_the_flag(tmp_path, write_text_model):
     path = write_text_model(DYNAMIC, tmp_path / "d.onnx")
     with pytest.raises(ModelError, match=r"input 'x' has a dynamic dimension 'N'; pass --input-shape x=1x3x8x8"):
         load_model(path)
 
 
-def test_input_shape_fixes_and_propagates(tmp_path):
+def test_input_shape_fixes_and_propagates(tmp_path, write_text_model):
     path = write_text_model(DYNAMIC, tmp_path / "d.onnx")
     p = load_model(path, {"x": (2, 3, 8, 8)})
     out = p.graph.outputs[0]
     assert list(out.shape) == [2, 3, 8, 8]
 
 
-def test_input_shape_errors(tmp_path):
+def test_input_shape_errors(tmp_path, write_text_model):
     path = write_text_model(DYNAMIC, tmp_path / "d.onnx")
     with pytest.raises(UsageError, match="model's inputs are: x"):
         load_model(path, {"nope": (1, 3, 8, 8)})
