@@ -1,0 +1,110 @@
+"""End to end: zoo model -> compile -> slices + manifest -> run; outputs equal the unsliced model.
+
+The CI set is small models (the whole zoo runs in benchmarks/verify_zoo.py, by hand)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import hetcc
+from hetcc.costtable import problem_from_costs_json
+from hetcc.optimizers import plan as run_planner
+from hetcc.optimizers.problem import Objective, Slice
+from hetcc.runtime import Executor, random_inputs, verify
+
+pytestmark = pytest.mark.zoo
+torch = pytest.importorskip("torch")
+
+MODELS = ["squeezenet1_1", "mobilenet_v2"]
+
+
+@pytest.fixture(scope="session")
+def zoo_models(tmp_path_factory):
+    from hetcc import zoo
+
+    root = tmp_path_factory.mktemp("zoo")
+    return {name: zoo.export(name, root / f"{name}.onnx") for name in MODELS}
+
+
+def chain_with_plain_ort(artifact, feeds):
+    """Run the slices in manifest order with plain onnxruntime (no hetcc runtime)."""
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    env = dict(feeds)
+    for s in manifest["slices"]:
+        sess = ort.InferenceSession(str(artifact / s["file"]), providers=["CPUExecutionProvider"])
+        outs = sess.run([o["name"] for o in s["outputs"]], {i["name"]: env[i["name"]] for i in s["inputs"]})
+        env.update({o["name"]: v for o, v in zip(s["outputs"], outs)})
+    return {o["name"]: env[o["name"]] for o in manifest["model"]["outputs"]}
+
+
+def reference(model_path, feeds):
+    sess = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
+def rel_diff(a, b):
+    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-12))
+
+
+def check_costs_consistent(artifact):
+    """The manifest's prediction equals costs.json summed over the chosen slices."""
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    costs = json.loads((artifact / "costs.json").read_text())
+    obj = Objective(**{k: manifest["objective"][k] for k in ("metric", "deadline_ms", "power_cap_mw")})
+    problem = problem_from_costs_json(costs, obj)
+    state_of = {(s["device"], s["frequency_mhz"]): i for i, s in enumerate(costs["states"])}
+    slices = [Slice(s["first_layer"], s["last_layer"], state_of[(s["device"], s["frequency_mhz"])])
+              for s in manifest["slices"]]
+    plan = problem.evaluate(slices)
+    assert plan.latency_ms == pytest.approx(manifest["predicted"]["latency_ms"], rel=1e-9)
+    if manifest["predicted"]["energy_mj"] is not None:
+        assert plan.energy_mj == pytest.approx(manifest["predicted"]["energy_mj"], rel=1e-9)
+    return problem, plan
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("objective,deadline", [("latency", None), ("energy", None), ("energy", "medium")])
+def test_hikey970_slices_reproduce_model(zoo_models, tmp_path, name, objective, deadline):
+    model = zoo_models[name]
+    if deadline == "medium":
+        fast = hetcc.compile(model, target="hikey970", objective="latency").plan.latency_ms
+        slow = hetcc.compile(model, target="hikey970", objective="energy").plan.latency_ms
+        deadline = (fast + slow) / 2
+    out = tmp_path / "build"
+    result = hetcc.compile(model, target="hikey970", objective=objective, deadline_ms=deadline, output_dir=out)
+    if deadline is not None:
+        assert result.plan.latency_ms <= deadline * (1 + 1e-9)
+    feeds = random_inputs(Executor(out).inputs, seed=1)
+    ref = reference(model, feeds)
+    plain = chain_with_plain_ort(out, feeds)
+    ours = Executor(out).run(feeds)
+    for k in ref:
+        assert rel_diff(plain[k], ref[k]) <= 1e-4
+        assert rel_diff(ours[k], ref[k]) <= 1e-4
+    assert verify(out).ok
+    problem, plan = check_costs_consistent(out)
+    # optimality against the table the planner saw, re-derived from costs.json
+    best = run_planner(problem, "exact" if problem.objective.constrained else "dp")
+    assert problem.objective.value(plan.latency_ms, plan.energy_mj) == pytest.approx(
+        problem.objective.value(best.latency_ms, best.energy_mj), rel=1e-9)
+
+
+def test_host_compile_and_verify(zoo_models, tmp_path):
+    out = tmp_path / "host"
+    hetcc.compile(zoo_models["squeezenet1_1"], target="host", output_dir=out, profile_repeats=1)
+    report = verify(out)
+    assert report.ok
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["target"]["kind"] == "measured"
+    assert manifest["predicted"]["energy_mj"] is None
+    check_costs_consistent(out)
+
+
+def test_forced_cuts_verify(zoo_models, tmp_path):
+    """Many slices (every layer its own slice) still reproduce the model exactly."""
+    out = tmp_path / "many"
+    hetcc.compile(zoo_models["mobilenet_v2"], target="hikey970", planner="single:little", output_dir=out)
+    assert verify(out).ok
