@@ -147,7 +147,7 @@ def _with_seed(planner: str, options: dict[str, Any], seed: int) -> dict[str, An
     """Pass ``seed`` to planners that take one (the learned ones); dp/exact are deterministic."""
     from .optimizers import get_planner
 
-    if "seed" in options or planner == "auto" or planner.startswith("single:"):
+    if "seed" in options or planner == "auto" or ":" in planner:
         return options
     try:
         fn = get_planner(planner)

@@ -104,7 +104,17 @@ def test_host_compile_and_verify(zoo_models, tmp_path):
 
 
 def test_forced_cuts_verify(zoo_models, tmp_path):
-    """Many slices (every layer its own slice) still reproduce the model exactly."""
+    """Many slices on one device still reproduce the model exactly."""
     out = tmp_path / "many"
-    hetcc.compile(zoo_models["mobilenet_v2"], target="hikey970", planner="single:little", output_dir=out)
+    result = hetcc.compile(zoo_models["mobilenet_v2"], target="hikey970", planner="even:12", output_dir=out)
+    assert len(result.plan.slices) == 12
+    assert len({s.state for s in result.plan.slices}) == 1
+    assert verify(out).ok
+
+
+def test_every_layer_its_own_slice(zoo_models, tmp_path):
+    out = tmp_path / "all"
+    n = len(hetcc.compile(zoo_models["squeezenet1_1"], target="hikey970").program.get("layers"))
+    result = hetcc.compile(zoo_models["squeezenet1_1"], target="hikey970", planner=f"even:{n}", output_dir=out)
+    assert len(result.plan.slices) == n
     assert verify(out).ok
