@@ -1,0 +1,265 @@
+"""Compile-time benchmark: per zoo model, the time of each pass, of the planners and of a whole compile.
+
+For every model (the core zoo set by default) on ``hikey970`` (25 device states):
+
+* nodes, layers, and the median wall time of each pass over ``--repeats`` end-to-end compiles
+  with an output directory (frontend load + passes + writing the slices);
+* ``dp`` planner ms: latency objective (MOSAIC uses each device's max-frequency state only);
+* ``exact`` planner ms: energy objective under a medium deadline, halfway between the fastest
+  plan's latency and the latency of the unconstrained energy-optimal plan;
+
+both planners timed directly on the PlanningProblem (median of many calls). Targets: dp < 10 ms
+and exact < 100 ms for every model, ResNet-50 compile < 5 s end to end.
+
+    python benchmarks/compile.py                 # core set
+    python benchmarks/compile.py --all           # every zoo entry
+    python benchmarks/compile.py --models resnet50,vgg16
+    python benchmarks/compile.py --quick         # squeezenet1_1, few repeats (tests run this)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = Path(__file__).stem
+PASSES = ("shapes", "constants", "layers", "legality", "costs", "partition", "codegen")
+TARGET = "hikey970"
+DP_TARGET_MS = 10.0
+EXACT_TARGET_MS = 100.0
+COMPILE_TARGET_S = 5.0
+COMPILE_TARGET_MODEL = "resnet50"
+QUICK_MODELS = ("squeezenet1_1",)
+
+
+# ---- shared benchmark plumbing (each script is standalone, so these few helpers are repeated) ----
+
+def machine_info() -> dict[str, Any]:
+    import numpy as np
+    import onnxruntime as ort
+
+    import hetcc
+
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = None
+    return {"cpu_count": os.cpu_count(), "usable_cpus": usable, "cpu": cpu, "machine": platform.machine(),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "onnxruntime": ort.__version__, "numpy": np.__version__,
+            "hetcc": getattr(hetcc, "__version__", "?"), "loadavg_at_start": load}
+
+
+def model_path(name: str, models_dir: Path, seed: int = 0) -> Path:
+    """The zoo model exported once into ``models_dir`` (the benchmarks' model cache) and reused."""
+    from hetcc import zoo
+
+    path = models_dir / f"{name}-seed{seed}.onnx"
+    if not path.exists():
+        print(f"exporting {name} -> {path}", file=sys.stderr, flush=True)
+        zoo.export(name, path, seed=seed)
+    return path
+
+
+def select_models(args: argparse.Namespace) -> list[str]:
+    from hetcc import zoo
+
+    if args.quick:
+        return list(QUICK_MODELS)
+    if args.models:
+        names = [m.strip() for m in args.models.split(",") if m.strip()]
+        unknown = [m for m in names if m not in zoo.ZOO]
+        if unknown:
+            raise SystemExit(f"unknown zoo model(s) {', '.join(unknown)}; known: {', '.join(zoo.ZOO)}")
+        return names
+    return [e.name for e in zoo.list_models() if args.all or e.core]
+
+
+def write_json(doc: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, out)
+
+
+def make_console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=240)
+
+
+def median(xs: list[float]) -> float:
+    return float(statistics.median(xs))
+
+
+# ---- the measurements ----
+
+def time_planner(problem: Any, planner: str, repeats: int, min_seconds: float) -> tuple[list[float], Any]:
+    """Wall ms of ``plan(problem, planner)``: one warm-up, then ``repeats`` calls (more while under
+    ``min_seconds``, at most 10x ``repeats``)."""
+    from hetcc.optimizers import plan as run_planner
+
+    result = run_planner(problem, planner)
+    runs: list[float] = []
+    t_end = time.perf_counter() + min_seconds
+    while len(runs) < repeats or (time.perf_counter() < t_end and len(runs) < 10 * repeats):
+        t0 = time.perf_counter()
+        run_planner(problem, planner)
+        runs.append((time.perf_counter() - t0) * 1e3)
+    return runs, result
+
+
+def plan_summary(plan: Any, problem: Any) -> dict[str, Any]:
+    return {"latency_ms": plan.latency_ms, "energy_mj": plan.energy_mj, "num_slices": len(plan.slices),
+            "slices": [{"first": s.first, "last": s.last, "device": problem.state_device[s.state],
+                        "frequency_mhz": problem.state_freq_mhz[s.state]} for s in plan.slices]}
+
+
+def bench_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    import hetcc
+    from hetcc.optimizers import plan as run_planner
+    from hetcc.optimizers.problem import Objective
+
+    path = model_path(name, args.models_dir)
+    compile_runs: list[float] = []
+    pass_runs: list[dict[str, float]] = []
+    result = None
+    for _ in range(args.compile_repeats):
+        with tempfile.TemporaryDirectory(prefix=f"hetcc-bench-{name}-") as tmp:
+            t0 = time.perf_counter()
+            result = hetcc.compile(path, target=TARGET, objective="latency", output_dir=Path(tmp) / "build")
+            compile_runs.append(time.perf_counter() - t0)
+        pass_runs.append({t.name: t.seconds for t in result.timings})
+    assert result is not None
+    program = result.program
+    costs = program.get("costs")
+    pass_median = {p: median([r[p] for r in pass_runs if p in r]) for p in pass_runs[0]}
+    frontend = [c - sum(r.values()) for c, r in zip(compile_runs, pass_runs)]
+
+    # dp: latency objective (max-frequency states only, MOSAIC Eq. 6)
+    lat_problem = costs.problem(Objective("latency"))
+    dp_runs, dp_plan = time_planner(lat_problem, "dp", args.planner_repeats, args.planner_min_seconds)
+
+    # exact: energy under a medium deadline
+    fastest = run_planner(lat_problem, "exact")
+    energy_opt = run_planner(costs.problem(Objective("energy")), "exact")
+    deadline = (fastest.latency_ms + energy_opt.latency_ms) / 2.0
+    exact_problem = costs.problem(Objective("energy", deadline_ms=deadline))
+    exact_runs, exact_plan = time_planner(exact_problem, "exact", args.planner_repeats, args.planner_min_seconds)
+
+    dp_ms, exact_ms, compile_s = median(dp_runs), median(exact_runs), median(compile_runs)
+    return {
+        "model": name, "model_path": str(path), "target": TARGET,
+        "nodes": len(list(program.graph)), "layers": len(program.get("layers")),
+        "states": lat_problem.num_states, "fmax_states": int(lat_problem.state_is_fmax.sum()),
+        "passes_s": pass_median, "frontend_s": median(frontend), "compile_s": compile_s,
+        "compile_runs_s": compile_runs, "pass_runs_s": pass_runs, "frontend_runs_s": frontend,
+        "compile_plan": plan_summary(result.plan, lat_problem),
+        "dp": {"objective": "latency", "median_ms": dp_ms, "runs_ms": dp_runs,
+               "plan": plan_summary(dp_plan, lat_problem)},
+        "exact": {"objective": "energy", "deadline_ms": deadline, "fastest_latency_ms": fastest.latency_ms,
+                  "energy_optimal_latency_ms": energy_opt.latency_ms,
+                  "energy_optimal_energy_mj": energy_opt.energy_mj, "median_ms": exact_ms, "runs_ms": exact_runs,
+                  "plan": plan_summary(exact_plan, exact_problem)},
+        "targets_met": {"dp": dp_ms < DP_TARGET_MS, "exact": exact_ms < EXACT_TARGET_MS,
+                        "compile": (compile_s < COMPILE_TARGET_S) if name == COMPILE_TARGET_MODEL else None},
+    }
+
+
+def verdict(ok: bool | None) -> str:
+    return "–" if ok is None else ("[green]PASS[/]" if ok else "[red]MISS[/]")
+
+
+def print_table(rows: list[dict[str, Any]], console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"hetcc compile time on {TARGET} (median; pass columns in ms; "
+                        f"targets: dp < {DP_TARGET_MS:g} ms, exact < {EXACT_TARGET_MS:g} ms, "
+                        f"{COMPILE_TARGET_MODEL} compile < {COMPILE_TARGET_S:g} s)")
+    table.add_column("model")
+    for col in ("#nodes", "#layers", "load", *PASSES):
+        table.add_column(col, justify="right")
+    for col in ("compile s", "dp ms", "dp", "exact ms", "exact", "compile"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["model"], *[""] * (3 + len(PASSES)), "[red]error[/]", *[""] * 5)
+            continue
+        passes = [f"{r['passes_s'][p] * 1e3:.1f}" if p in r["passes_s"] else "" for p in PASSES]
+        met = r["targets_met"]
+        table.add_row(r["model"], str(r["nodes"]), str(r["layers"]), f"{r['frontend_s'] * 1e3:.0f}", *passes,
+                      f"{r['compile_s']:.2f}", f"{r['dp']['median_ms']:.2f}", verdict(met["dp"]),
+                      f"{r['exact']['median_ms']:.2f}", verdict(met["exact"]), verdict(met["compile"]))
+    console.print(table)
+    for r in rows:
+        if "error" in r:
+            console.print(f"[red]{r['model']}: {r['error']}[/]", highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", help="comma-separated zoo names (default: the core set)")
+    ap.add_argument("--all", action="store_true", help="every zoo entry, not just the core set")
+    ap.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_MODELS)} with few repeats")
+    ap.add_argument("--compile-repeats", type=int, default=None, help="end-to-end compiles per model (3)")
+    ap.add_argument("--planner-repeats", type=int, default=None, help="planner calls per model (at least; 15)")
+    ap.add_argument("--models-dir", type=Path, default=HERE / ".models", help="exported-model cache")
+    ap.add_argument("--out", type=Path, default=None, help=f"JSON path (default benchmarks/results/{SCRIPT}.json; "
+                    f"{SCRIPT}-quick.json, -all.json or -models.json with those options)")
+    args = ap.parse_args(argv)
+    args.compile_repeats = args.compile_repeats or (2 if args.quick else 3)
+    args.planner_repeats = args.planner_repeats or (5 if args.quick else 15)
+    args.planner_min_seconds = 0.1 if args.quick else 0.5
+    suffix = "-quick" if args.quick else "-all" if args.all else "-models" if args.models else ""
+    out = args.out or HERE / "results" / f"{SCRIPT}{suffix}.json"
+
+    console = make_console()
+    machine = machine_info()
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rows = []
+    for name in select_models(args):
+        console.print(f"[dim]{name}…[/]", highlight=False)
+        try:
+            rows.append(bench_model(name, args))
+        except Exception as exc:  # one model failing must not hide the others' numbers
+            traceback.print_exc()
+            rows.append({"model": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"})
+    print_table(rows, console)
+    ok_rows = [r for r in rows if "error" not in r]
+    misses = [f"{r['model']}: {k}" for r in ok_rows for k, v in r["targets_met"].items() if v is False]
+    console.print(f"targets missed: {', '.join(misses)}" if misses else "all targets met", highlight=False)
+    write_json({"script": SCRIPT, "date": started, "machine": machine,
+                "args": {"models": [r["model"] for r in rows], "quick": args.quick,
+                         "compile_repeats": args.compile_repeats, "planner_repeats": args.planner_repeats},
+                "targets": {"dp_ms": DP_TARGET_MS, "exact_ms": EXACT_TARGET_MS,
+                            "compile_s": COMPILE_TARGET_S, "compile_model": COMPILE_TARGET_MODEL},
+                "results": rows, "misses": misses}, out)
+    console.print(f"wrote {out}", highlight=False)
+    return 1 if len(ok_rows) < len(rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

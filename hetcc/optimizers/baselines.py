@@ -1,0 +1,124 @@
+"""Baselines: MOSAIC's device-preferred plans (``single:<device>``) and brute force (``brute``).
+
+``single:<device>`` is the TF-*-P baseline of MOSAIC (PACT'19, Sec. VI-A): every device runs at
+its maximum frequency; each slice holds as many consecutive layers as the preferred device can
+take; a layer that would overflow the slice's memory starts the next slice on the preferred
+device; a layer the preferred device cannot run at all (unsupported, or too large on its own)
+runs alone in a separate slice on the NPU if it can, else the GPU, else the big cluster, else
+(our addition, for boards without those names) the first state at maximum frequency that can.
+
+``brute`` enumerates every plan; the tests use it as the ground truth on small problems.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import InfeasibleError, UsageError
+from . import register
+from .dp import layer_label
+from .problem import Plan, PlanningProblem, Slice
+
+logger = logging.getLogger(__name__)
+
+#: MOSAIC's fallback path for a layer the preferred device cannot run.
+FALLBACK_DEVICES = ("npu", "gpu", "big")
+
+
+def fmax_state(problem: PlanningProblem, device: str) -> int | None:
+    """The state of ``device`` at its maximum frequency (None when the device is absent)."""
+    states = [s for s in range(problem.num_states) if problem.state_device[s] == device]
+    if not states:
+        return None
+    flagged = [s for s in states if bool(problem.state_is_fmax[s])]
+    pool = flagged or states
+    return max(pool, key=lambda s: (problem.state_freq_mhz[s], -s))
+
+
+def single_device(problem: PlanningProblem, device: str) -> Plan:
+    """MOSAIC's ``device``-preferred plan; see the module docstring."""
+    preferred = fmax_state(problem, device)
+    if preferred is None:
+        raise UsageError(f"unknown device {device!r} for planner single:{device}; "
+                         f"the target has {', '.join(problem.devices)}")
+    fallbacks = [s for s in (fmax_state(problem, d) for d in FALLBACK_DEVICES) if s is not None]
+    fallbacks += [s for s in range(problem.num_states) if bool(problem.state_is_fmax[s]) and s not in fallbacks]
+    slices: list[Slice] = []
+    first = None          # first layer of the open preferred slice
+    for i in range(problem.num_layers):
+        if problem.slice_legal(i, i, preferred):
+            if first is not None and not problem.slice_legal(first, i, preferred):
+                slices.append(Slice(first, i - 1, preferred))   # memory full: next slice
+                first = None
+            if first is None:
+                first = i
+            continue
+        if first is not None:
+            slices.append(Slice(first, i - 1, preferred))
+            first = None
+        for s in fallbacks:
+            if problem.slice_legal(i, i, s):
+                slices.append(Slice(i, i, s))
+                break
+        else:
+            raise InfeasibleError(f"{layer_label(problem, i)} is legal on no device at its maximum "
+                                  "frequency; no plan can run it")
+    if first is not None:
+        slices.append(Slice(first, problem.num_layers - 1, preferred))
+    return problem.evaluate(slices, planner=f"single:{device}")
+
+
+def count_plans(num_layers: int, num_states: int) -> int:
+    """Plans without legality: S * (S + 1)^(L - 1) (each gap between layers is a cut or not)."""
+    if num_layers == 0:
+        return 0
+    return num_states * (num_states + 1) ** (num_layers - 1)
+
+
+def enumerate_plans(problem: PlanningProblem) -> Iterator[tuple[tuple[Slice, ...], float, float]]:
+    """Every legal plan as (slices, latency_ms, energy_mj), summed in slice order like evaluate."""
+    L, S = problem.num_layers, problem.num_states
+    costs: dict[tuple[int, int], list[tuple[int, float, float]]] = {}
+    for a in range(L):
+        for b in range(a, L):
+            row = []
+            for s in range(S):
+                if problem.slice_legal(a, b, s):
+                    c = problem.slice_cost(a, b, s)
+                    row.append((s, c.latency_ms, c.energy_mj))
+            costs[a, b] = row
+
+    def rec(a: int, prefix: tuple[Slice, ...], t: float, e: float):
+        if a == L:
+            yield prefix, t, e
+            return
+        for b in range(a, L):
+            for s, ct, ce in costs[a, b]:
+                yield from rec(b + 1, prefix + (Slice(a, b, s),), t + ct, e + ce)
+
+    yield from rec(0, (), 0, 0)
+
+
+@register("brute")
+def brute(problem: PlanningProblem, max_plans: int = 200_000) -> Plan:
+    """The optimum by exhaustive enumeration (ties: first in enumeration order)."""
+    n = count_plans(problem.num_layers, problem.num_states)
+    if n > max_plans:
+        raise UsageError(f"brute force would enumerate {n} plans ({problem.num_layers} layers x "
+                         f"{problem.num_states} states), more than max_plans={max_plans}; "
+                         "use --planner exact")
+    obj = problem.objective
+    best, best_v, any_legal = None, np.inf, False
+    for slices, t, e in enumerate_plans(problem):
+        any_legal = True
+        if obj.feasible(t, e):
+            v = obj.value(t, e)
+            if v < best_v:
+                best, best_v = slices, v
+    if best is None:
+        if not any_legal:
+            raise InfeasibleError("no legal plan: some layer is legal on no device")
+        raise InfeasibleError("no plan meets the deadline / power cap")
+    return problem.evaluate(best, planner="brute")

@@ -1,0 +1,190 @@
+"""``exact`` against brute force for every metric, deadline and power cap; its error messages."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hetcc.errors import InfeasibleError
+from hetcc.optimizers.dp import dp
+from hetcc.optimizers import exact as exact_module
+from hetcc.optimizers.exact import exact, pareto_rows
+from hetcc.optimizers.problem import METRICS, Objective, Slice
+from hetcc.optimizers.synthetic import synthetic_problem
+from optimizer_cases import Brute, close, make_problem, problems
+
+SETTINGS = settings(max_examples=150, deadline=None)
+
+
+def check_against_brute(problem, objective, stream=True):
+    problem = problem.with_objective(objective)
+    best = Brute.of(problem).best(objective)
+    if best is None:
+        with pytest.raises(InfeasibleError):
+            exact(problem, stream=stream)
+        return None
+    plan = exact(problem, stream=stream)
+    problem.check_slices(plan.slices)
+    assert objective.feasible(plan.latency_ms, plan.energy_mj)
+    assert close(objective.value(plan.latency_ms, plan.energy_mj), best), (plan, best)
+    return plan
+
+
+@st.composite
+def constrained(draw):
+    """A problem and an objective whose deadline / cap lie around its plans' range (or outside)."""
+    problem = draw(problems())
+    brute = Brute.of(problem)
+    metric = draw(st.sampled_from(METRICS))
+    deadline = cap = None
+    if len(brute):
+        lat = brute.latency_ms
+        power = brute.energy_mj / lat * 1000.0
+        if draw(st.booleans()):
+            deadline = draw(st.one_of(st.floats(lat.min(), lat.max()), st.sampled_from(sorted(lat)),
+                                      st.floats(0.5 * lat.min(), lat.min())))
+        if draw(st.integers(0, 2)) == 0:
+            cap = draw(st.one_of(st.floats(power.min(), power.max()), st.sampled_from(sorted(power)),
+                                 st.floats(0.5 * power.min(), power.min())))
+    else:
+        deadline = draw(st.one_of(st.none(), st.just(10.0)))
+    return problem, Objective(metric, deadline, cap), draw(st.booleans())
+
+
+@SETTINGS
+@given(constrained())
+def test_optimal_under_any_deadline_and_cap(case):
+    problem, objective, stream = case
+    plan = check_against_brute(problem, objective, stream)
+    if plan is not None and objective.deadline_ms is not None:
+        assert plan.latency_ms <= objective.deadline_ms * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(constrained())
+def test_optimal_with_coarse_suffix_fronts(case):
+    # two points per relaxed suffix front: the bounds are as loose as they get and must stay sound
+    problem, objective, stream = case
+    saved = exact_module.FRONT_POINTS
+    exact_module.FRONT_POINTS = 2
+    try:
+        check_against_brute(problem, objective, stream)
+    finally:
+        exact_module.FRONT_POINTS = saved
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pruned_search_equals_the_plain_label_dp_on_a_board(seed):
+    p = synthetic_problem(10, seed=seed)
+    fast = exact(p.with_objective(Objective("latency")))
+    lean = exact(p.with_objective(Objective("energy")))
+    deadline = fast.latency_ms + 0.3 * (lean.latency_ms - fast.latency_ms)
+    cap = 0.97 * fast.energy_mj / fast.latency_ms * 1000
+    for objective in (Objective("energy", deadline_ms=deadline), Objective("edp", deadline_ms=deadline),
+                      Objective("latency", power_cap_mw=cap), Objective("edp", power_cap_mw=cap)):
+        q = p.with_objective(objective)
+        a, b = exact(q), exact(q, prune=False)
+        assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(), st.sampled_from(METRICS))
+def test_optimal_without_constraints(problem, metric):
+    check_against_brute(problem, Objective(metric))
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(structured=True), st.sampled_from(["latency", "energy"]))
+def test_unconstrained_equals_dp(problem, metric):
+    # structured problems: a device's max-frequency state is its fastest, so MOSAIC's latency
+    # restriction loses nothing
+    problem = problem.with_objective(Objective(metric))
+    try:
+        ref = dp(problem)
+    except InfeasibleError:
+        with pytest.raises(InfeasibleError):
+            exact(problem)
+        return
+    got = exact(problem)
+    assert close(got.latency_ms if metric == "latency" else got.energy_mj,
+                 ref.latency_ms if metric == "latency" else ref.energy_mj)
+
+
+def test_streamed_and_enumerated_searches_agree_on_a_board():
+    p = synthetic_problem(14, seed=5)
+    fast = exact(p.with_objective(Objective("latency")))
+    lean = exact(p.with_objective(Objective("energy")))
+    deadline = (fast.latency_ms + lean.latency_ms) / 2
+    power = lean.energy_mj / lean.latency_ms * 1000
+    for objective in (Objective("energy", deadline_ms=deadline), Objective("edp", deadline_ms=deadline),
+                      Objective("latency", power_cap_mw=power * 1.05)):
+        a = exact(p.with_objective(objective))
+        b = exact(p.with_objective(objective), stream=False)
+        assert objective.feasible(a.latency_ms, a.energy_mj)
+        assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
+
+
+def test_medium_deadline_on_the_board_is_met_and_beats_the_unconstrained_plans():
+    p = synthetic_problem(40, seed=2)
+    fast = exact(p.with_objective(Objective("latency")))
+    lean = exact(p.with_objective(Objective("energy")))
+    deadline = (fast.latency_ms + lean.latency_ms) / 2
+    plan = exact(p.with_objective(Objective("energy", deadline_ms=deadline)))
+    assert plan.latency_ms <= deadline * (1 + 1e-9)
+    assert lean.energy_mj - 1e-9 <= plan.energy_mj <= fast.energy_mj + 1e-9
+    assert plan.planner == "exact"
+
+
+def test_deadline_message_gives_the_fastest_reachable_latency(chain3):
+    with pytest.raises(InfeasibleError) as err:
+        exact(chain3.with_objective(Objective("energy", deadline_ms=5.0)))
+    assert str(err.value) == ("no plan meets the 5.0 ms deadline: the fastest reachable latency is "
+                              "7.0 ms; relax --deadline")
+
+
+def test_cap_message_gives_the_lowest_reachable_average_power(chain3):
+    # transfers draw no power here, so the coolest plan runs each layer in its own slice on
+    # device 1: 3 mJ over 3 * (2 + 1 + 2) = 15 ms, 200 mW
+    with pytest.raises(InfeasibleError) as err:
+        exact(chain3.with_objective(Objective("latency", power_cap_mw=150.0)))
+    assert str(err.value) == ("no plan meets the 150 mW power cap: the lowest reachable average power "
+                              "is 200 mW; relax --power-cap")
+    plan = exact(chain3.with_objective(Objective("latency", power_cap_mw=200.0)))
+    assert plan.slices == (Slice(0, 0, 1), Slice(1, 1, 1), Slice(2, 2, 1))
+
+
+def test_messages_say_which_constraint_blocks():
+    # one layer: A is fast and hot, B slow and cool
+    p = make_problem([[1.0, 10.0]], power=[[2000.0, 100.0]])
+    with pytest.raises(InfeasibleError) as err:
+        exact(p.with_objective(Objective("latency", deadline_ms=5.0, power_cap_mw=500.0)))
+    assert str(err.value) == ("no plan meets both the 5.0 ms deadline and the 500 mW power cap: within "
+                              "the cap the fastest plan takes 10.0 ms; relax --deadline or --power-cap")
+    with pytest.raises(InfeasibleError, match="deadline, even ignoring the 500 mW power cap: the fastest"):
+        exact(p.with_objective(Objective("energy", deadline_ms=0.5, power_cap_mw=500.0)))
+    with pytest.raises(InfeasibleError, match="power cap, even ignoring the 20.0 ms deadline: the lowest"):
+        exact(p.with_objective(Objective("edp", deadline_ms=20.0, power_cap_mw=50.0)))
+    ok = exact(p.with_objective(Objective("energy", deadline_ms=20.0, power_cap_mw=500.0)))
+    assert ok.slices == (Slice(0, 0, 1),)
+
+
+def test_names_the_layer_no_device_can_run():
+    p = make_problem([[1.0], [1.0], [1.0]], legal=[[True], [False], [True]], names=("a", "b", "c"))
+    with pytest.raises(InfeasibleError, match=r"layer 1 \(b\) is legal on no device"):
+        exact(p.with_objective(Objective("edp", deadline_ms=100.0)))
+
+
+def test_pareto_rows_keeps_exactly_the_non_dominated_labels():
+    T = np.array([[3.0, 1.0, 2.0, 2.0, 1.0, np.inf], [1.0, 1.0, np.inf, np.inf, np.inf, np.inf]])
+    X = np.array([[1.0, 5.0, 2.0, 3.0, 5.0, np.inf], [2.0, 2.0, np.inf, np.inf, np.inf, np.inf]])
+    tag = np.arange(12).reshape(2, 6)
+    oT, oX, otag = pareto_rows(T, X, tag)
+    assert oT.shape == (2, 3)
+    assert oT[0].tolist() == [1.0, 2.0, 3.0] and oX[0].tolist() == [5.0, 2.0, 1.0]
+    assert otag[0].tolist() == [1, 2, 0]
+    assert oT[1].tolist() == [1.0, np.inf, np.inf] and otag[1].tolist() == [6, -1, -1]
+    # a point better by one ulp is never dropped
+    t = np.array([[1.0, 1.0]])
+    x = np.array([[1.0, np.nextafter(1.0, 0.0)]])
+    assert pareto_rows(t, x)[1].tolist() == [[np.nextafter(1.0, 0.0)]]

@@ -1,0 +1,108 @@
+"""The benchmark scripts run (``--quick``, in a subprocess) and write the JSON they promise.
+
+Only that they work and report measured, positive numbers is checked here; the figures
+themselves come from full runs of the scripts, by hand (STYLE: no timed assertions in tests).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.zoo
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+pytest.importorskip("rich")
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+QUICK_MODEL = "squeezenet1_1"
+PASSES = ("shapes", "constants", "layers", "legality", "costs", "partition", "codegen")
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory):
+    """One exported quick model for every script (exported here, not into the repo's cache)."""
+    from hetcc import zoo
+
+    root = tmp_path_factory.mktemp("bench-models")
+    zoo.export(QUICK_MODEL, root / f"{QUICK_MODEL}-seed0.onnx", seed=0)
+    return root
+
+
+def run_script(name: str, tmp_path: Path, models_dir: Path) -> tuple[dict, str]:
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--models-dir", str(models_dir), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, f"{name}.py --quick exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    doc = json.loads(out.read_text())
+    assert doc["script"] == name
+    assert doc["date"]
+    assert doc["machine"]["cpu_count"] >= 1 and doc["machine"]["onnxruntime"]
+    assert doc["args"]["quick"] is True
+    assert QUICK_MODEL in proc.stdout  # the table was printed
+    return doc, proc.stdout
+
+
+def test_compile_benchmark(tmp_path, models_dir):
+    doc, stdout = run_script("compile", tmp_path, models_dir)
+    assert set(doc["targets"]) == {"dp_ms", "exact_ms", "compile_s", "compile_model"}
+    (row,) = doc["results"]
+    assert row["model"] == QUICK_MODEL and row["target"] == "hikey970"
+    assert row["nodes"] > 0 and row["layers"] > 0 and row["states"] == 25
+    assert set(PASSES) <= set(row["passes_s"])
+    assert all(row["passes_s"][p] > 0 for p in PASSES)
+    assert row["compile_s"] > 0 and row["frontend_s"] > 0
+    assert len(row["compile_runs_s"]) == doc["args"]["compile_repeats"]
+    for planner in ("dp", "exact"):
+        assert row[planner]["median_ms"] > 0 and all(t > 0 for t in row[planner]["runs_ms"])
+        assert row[planner]["plan"]["num_slices"] >= 1
+    exact = row["exact"]
+    assert exact["fastest_latency_ms"] <= exact["deadline_ms"] <= exact["energy_optimal_latency_ms"]
+    assert exact["plan"]["latency_ms"] <= exact["deadline_ms"] * (1 + 1e-9)
+    assert set(row["targets_met"]) == {"dp", "exact", "compile"}
+    assert row["targets_met"]["compile"] is None  # the compile target is ResNet-50's
+    assert "PASS" in stdout or "MISS" in stdout
+
+
+def test_runtime_overhead_benchmark(tmp_path, models_dir):
+    doc, _ = run_script("runtime_overhead", tmp_path, models_dir)
+    fit = doc["boundary_fit"]
+    assert fit["delta_ms"] >= 0 and fit["beta_ms_per_byte"] >= 0 and len(fit["samples"]) >= 2
+    (row,) = doc["results"]
+    assert row["model"] == QUICK_MODEL and row["target"] == "host"
+    assert row["mono_ms"] > 0 and row["mono_basic_ms"] > 0
+    assert set(row["slices"]) == {"4", "8"}
+    for n, d in row["slices"].items():
+        assert d["chain_ms"] > 0 and d["hetcc_ms"] > 0 and d["chain_basic_ms"] > 0
+        for key in ("chain_overhead_pct", "per_boundary_us", "fit_per_boundary_us", "hetcc_vs_chain_pct",
+                    "hetcc_target_met"):
+            assert key in d
+        assert len(row["plans"][n]["slices"]) == int(n)
+        assert len(row["plans"][n]["boundaries"]) == int(n) - 1
+    # every variant (chains, hetcc runtime, BASIC) computes the same model
+    assert row["max_rel_diff"] and all(v <= 1e-4 for v in row["max_rel_diff"].values())
+    spin = row["spinning"]
+    assert spin["slices"] == 8
+    assert all(spin[k] > 0 for k in ("mono_ms", "chain_ms", "mono_spin_ms", "chain_spin_ms"))
+    assert len(row["measurements"]["mono"]["runs_ms"]) == doc["args"]["rounds"]
+
+
+def test_verify_zoo_benchmark(tmp_path, models_dir):
+    doc, stdout = run_script("verify_zoo", tmp_path, models_dir)
+    rows = doc["results"]
+    assert {(r["target"], r["objective"]) for r in rows} == {
+        ("hikey970", "latency"), ("hikey970", "energy"), ("host", "latency")}
+    for r in rows:
+        assert r["model"] == QUICK_MODEL
+        assert r["ok"], r
+        assert r["slices"] >= 1 and r["compile_s"] > 0
+        assert r["max_rel_diff"] <= doc["rtol"] == 1e-4
+        assert r["runtime_rel_diff"] and r["chain_rel_diff"]
+    assert doc["failed"] == []
+    assert "all 3 checks ok" in stdout
