@@ -118,7 +118,7 @@ def _static(vi: onnx.ValueInfoProto) -> bool:
     return all(d.HasField("dim_value") for d in t.tensor_type.shape.dim)
 
 
-def _infer(proto: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None) -> onnx.ModelProto:
     for out in proto.graph.output:  # symbolic output dims are re-inferred from the fixed inputs
         if out.type.HasField("tensor_type"):
             for d in out.type.tensor_type.shape.dim:
@@ -138,10 +138,52 @@ def _infer(proto: onnx.ModelProto, path: Path) -> onnx.ModelProto:
         except Exception as exc:  # pragma: no cover - depends on the model
             logger.debug("symbolic shape inference failed: %s", exc)
     missing = _missing_shapes(inferred)
+    if missing and model is not None:
+        inferred = _shapes_by_running(model, inferred, missing, path)
+        missing = _missing_shapes(inferred)
     if missing:
         raise ModelError(f"{path}: cannot infer a static shape for tensor {missing[0]!r} "
                          f"({len(missing)} tensors without one); fix the input shapes with --input-shape")
     return inferred
+
+
+def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list[str], path: Path) -> onnx.ModelProto:
+    """Last resort for shapes that static inference cannot propagate (e.g. a Where over shape
+    values, as in ViT's class token): run the model once on zeros with onnxruntime and read the
+    shapes of the tensors still missing. Valid because every input shape is fixed."""
+    import numpy as np
+    import onnxruntime as ort
+
+    proto = ir.to_proto(model)
+    known_out = {o.name for o in proto.graph.output}
+    for name in missing:
+        if name not in known_out:
+            proto.graph.output.append(onnx.ValueInfoProto(name=name))
+    try:
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        feeds = {}
+        for i in sess.get_inputs():
+            dtype = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+                     "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_,
+                     "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}.get(i.type, np.float32)
+            feeds[i.name] = np.zeros(i.shape, dtype=dtype)
+        names = [o.name for o in sess.get_outputs()]
+        values = dict(zip(names, sess.run(names, feeds)))
+    except Exception as exc:
+        logger.debug("running the model for shapes failed: %s", exc)
+        return inferred
+    out = onnx.ModelProto()
+    out.CopyFrom(inferred)
+    for name in missing:
+        v = values.get(name)
+        if isinstance(v, np.ndarray):
+            elem = onnx.helper.np_dtype_to_tensor_dtype(v.dtype)
+            out.graph.value_info.append(onnx.helper.make_tensor_value_info(name, elem, list(v.shape)))
+    logger.info("%s: %d tensor shapes taken from one onnxruntime run", path, len(missing))
+    return out
 
 
 def _missing_shapes(model: onnx.ModelProto) -> list[str]:
@@ -176,7 +218,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
         onnx.checker.check_model(proto)
     except Exception as exc:
         raise ModelError(f"{path}: invalid ONNX model ({_first_line(exc)})") from None
-    _apply_shapes(model, _infer(proto, path))
+    _apply_shapes(model, _infer(proto, path, model))
     RemoveUnusedNodesPass()(model)  # dead nodes never run and would confuse slice extraction
     TopologicalSortPass()(model)
     _name_nodes(model.graph)

@@ -63,3 +63,22 @@ def test_malformed_input_shape(spec):
 
 def test_parse_input_shape():
     assert parse_input_shapes(["input=1x3x224x224", "m=2,5"]) == {"input": (1, 3, 224, 224), "m": (2, 5)}
+
+
+WHERE_SHAPE = """<ir_version: 8, opset_import: ["" : 17]>
+whereshape (float[2,3] x) => (float[2,3] y) <float[1,3] tok = {1,2,3}, bool[2] keep = {1,1}> {
+    s = Shape(x)
+    ones = Constant<value = int64[2] {1, 1}>()
+    t = Where(keep, s, ones)
+    e = Expand(tok, t)
+    y = Add(x, e)
+}
+"""
+
+
+def test_shapes_static_inference_cannot_propagate_come_from_one_run(tmp_path, write_text_model):
+    """ViT's class token: Expand to a shape computed by Where over Shape values."""
+    path = write_text_model(WHERE_SHAPE, tmp_path / "w.onnx")
+    p = load_model(path)
+    by_name = {o.name: o for n in p.graph for o in n.outputs}
+    assert list(by_name["e"].shape) == [2, 3]
