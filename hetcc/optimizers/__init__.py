@@ -84,7 +84,8 @@ def _check_options(name: str, fn: Planner, problem: PlanningProblem, options: di
         inspect.signature(fn).bind(problem, **options)
     except TypeError:
         params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)]
+                  if p.kind is p.KEYWORD_ONLY
+                  or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)]
         params = [p for p in params if p not in ("device", "slices")]
         valid = ", ".join(params) if params else "none"
         raise UsageError(f"planner {name!r} does not take option(s) {', '.join(sorted(options))}; "

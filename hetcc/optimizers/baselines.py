@@ -44,7 +44,8 @@ def single_device(problem: PlanningProblem, device: str) -> Plan:
         raise UsageError(f"unknown device {device!r} for planner single:{device}; "
                          f"the target has {', '.join(problem.devices)}")
     fallbacks = [s for s in (fmax_state(problem, d) for d in FALLBACK_DEVICES) if s is not None]
-    fallbacks += [s for s in range(problem.num_states) if bool(problem.state_is_fmax[s]) and s not in fallbacks]
+    fallbacks += [s for s in range(problem.num_states)
+                  if bool(problem.state_is_fmax[s]) and s not in fallbacks]
     slices: list[Slice] = []
     first = None          # first layer of the open preferred slice
     for i in range(problem.num_layers):

@@ -22,9 +22,10 @@ be feasible and better than a bound U):
   dropping points no prefix can use; for a label they bound T within its X budget and X within
   its T budget, capturing the trade-off where one multiplier cannot (for edp, the product is
   bounded through every front point);
-* the incumbent: the best feasible plan among the walks' plans after a greedy state repair;
-* iterative deepening: passes with guessed bounds between the root lower bound and the
-  incumbent; a pass that finds a feasible plan within its guess has found the optimum.
+* the incumbent: the best feasible plan among the walks' plans after a greedy state repair,
+  then improved by a narrow beam search (the same pass keeping a few labels per point);
+* iterative deepening: when the incumbent is far from the root lower bound, first a pass with
+  a guessed bound in between; a pass that finds a feasible plan within its guess is optimal.
 
 ``prune=False`` turns all of it off (the plain label DP, for verification).
 """
@@ -44,8 +45,10 @@ logger = logging.getLogger(__name__)
 
 RTOL = 1e-9  # Objective.feasible's tolerance
 FRONT_POINTS = 64   # points per relaxed suffix front
-DEEPENING_OF_GAP = (1 / 16, 1 / 4)        # guesses between the root bound and the incumbent
-DEEPENING_MIN_GAP = 0.05                   # ... when the incumbent is this far above the bound
+BEAM_WIDTH = 8      # labels per search point in the incumbent's beam search
+BEAM_SKIP_GAP = 1e-4   # no beam search when the incumbent is this close to the root bound
+DEEPENING_OF_GAP = (1 / 4,)   # guesses between the root bound and the incumbent ...
+DEEPENING_MIN_GAP = 0.05      # ... when the incumbent is this far above the bound
 DEEPENING_BLIND = tuple(1e-3 * 4.0 ** np.arange(6))   # relative to the root bound, no incumbent
 
 
@@ -119,6 +122,18 @@ def pareto_rows(T: np.ndarray, X: np.ndarray, *payload: np.ndarray) -> tuple[np.
         o[rr, pos] = p[rr, order[rr, cc]]
         outs.append(o)
     return tuple(outs)
+
+
+def _best_rows(n: int, score: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per row, the ``n`` entries with the smallest finite ``score`` (taken from every array);
+    ``arrays[0]`` is T, +inf where empty."""
+    R, W = arrays[0].shape
+    if W <= n:
+        return arrays
+    score = np.where(arrays[0] < INF, score, INF)
+    order = np.argsort(score, axis=1)[:, :n]
+    ri = np.arange(R)[:, None]
+    return tuple(a[ri, order] for a in arrays)
 
 
 def _bucket(T: np.ndarray, X: np.ndarray, K: int) -> np.ndarray:
@@ -322,7 +337,7 @@ class _Search:
                 path = scalar_dp(combine(E3, T3, lam))[1]
         self.U = INF
         best = None
-        for path in paths:
+        for path in self._seeds(paths):
             path = self._local_search(path)
             if path is None:
                 continue
@@ -330,28 +345,23 @@ class _Search:
             if v < self.U:
                 self.U, best = v, path
         if not self.prune:     # reference mode: the plain Pareto DP, no bounds, no incumbent
-            self._dead = lambda T, X, b, ss: np.zeros(T.shape, dtype=bool)
+            self._dead = lambda T, X, b, ss: (np.zeros(T.shape, dtype=bool), np.zeros(T.shape))
             self.Ucut = INF
             path, _ = self._labels()
             if path is None:
                 self.fail(True, True, t_min)
             return self._plan(path)
         self._prepare_bounds()
-        # Iterative deepening on the objective: search with a guessed upper bound g above the
-        # root lower bound. Pruning at g only discards plans worse than g, so a feasible plan
-        # found with value <= g is optimal; if none is found the optimum exceeds g and the next
-        # guess runs. The last pass uses the incumbent (or no bound at all).
         root = float(self._lower(np.zeros(1), np.zeros(1), 0, None)[0][0])
-        if not np.isfinite(root):
-            guesses = []
-        elif np.isfinite(self.U):
-            gap = self.U - root
-            # the repaired incumbent is usually within a fraction of a percent of the optimum,
-            # and a pass at a guess that fails costs more than it saves; guess only when far off
-            guesses = [root + gap * f for f in DEEPENING_OF_GAP] if gap > DEEPENING_MIN_GAP * abs(root) else []
-        else:
-            guesses = [root + max(abs(root), 1e-12) * r for r in DEEPENING_BLIND]
-        for cut in [*guesses, self.U]:
+        if np.isfinite(root) and not self.U <= root * (1 + BEAM_SKIP_GAP):
+            # a narrow beam search usually lands within a fraction of a percent of the optimum:
+            # a far better incumbent than the repaired hull points, for the price of one pass
+            self.Ucut = self.U * (1 + 1e-9) if np.isfinite(self.U) else INF
+            path, val = self._labels(beam=BEAM_WIDTH)
+            if path is not None and val < self.U:
+                logger.debug("exact: beam incumbent %.6g (was %.6g)", val, self.U)
+                self.U, best = val, path
+        for cut in self._cuts(root):
             self.Ucut = cut * (1 + 1e-9) + 1e-300 if np.isfinite(cut) else INF
             path, val = self._labels()
             if path is not None and val <= self.Ucut:
@@ -363,16 +373,45 @@ class _Search:
             self.fail(True, True, t_min)
         return self._plan(path)
 
+    def _cuts(self, root: float) -> list[float]:
+        """Iterative deepening: the bounds of the exact passes, the incumbent's value last.
+
+        A pass at a guess g between the root lower bound and the incumbent prunes every plan
+        worse than g, so a feasible plan it finds (value <= g) is optimal; if it finds none the
+        optimum exceeds g and the next pass runs. Guess only when the incumbent is far from the
+        bound: otherwise it is usually near the optimum and a failed guess costs more than it
+        saves. Without an incumbent, guess blindly above the root bound, then search unbounded.
+        """
+        if not np.isfinite(root):
+            return [self.U]
+        if np.isfinite(self.U):
+            gap = self.U - root
+            far = gap > DEEPENING_MIN_GAP * abs(root)
+            return [root + gap * f for f in DEEPENING_OF_GAP if far] + [self.U]
+        return [root + max(abs(root), 1e-12) * r for r in DEEPENING_BLIND] + [INF]
+
+    def _seeds(self, paths: list, infeasible: int = 2) -> list:
+        """The paths worth repairing: the best feasible one and the least violating others."""
+        unique = list({tuple(p): p for p in paths if p}.values())
+        scored = []
+        for p in unique:
+            T, E = self.totals(p)
+            scored.append((float(self._violation(T, E)), float(self.value(T, E)), p))
+        feasible = sorted((s for s in scored if s[0] <= 0), key=lambda s: s[1])[:1]
+        others = sorted((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]))[:infeasible]
+        return [s[2] for s in feasible + others]
+
     def _violation(self, T, E):
         """How far (T, E) is from feasible, relative to the deadline and the allowed energy."""
         v = 0.0
         if np.isfinite(self.Dtol):
             v = v + np.maximum(0.0, T - self.Dtol) / max(self.D, 1e-12)
         if self.has_cap:
-            v = v + np.maximum(0.0, E - self.c * T / 1000.0 - self.tolX) / np.maximum(1e-12, self.c * T / 1000.0)
+            allowed = self.c * T / 1000.0
+            v = v + np.maximum(0.0, E - allowed - self.tolX) / np.maximum(1e-12, allowed)
         return v
 
-    def _local_search(self, path: list, max_moves: int = 200) -> list | None:
+    def _local_search(self, path: list, max_moves: int = 60) -> list | None:
         """A feasible, locally improved version of ``path`` (None if none is found).
 
         Keeps the slicing and re-picks one slice's state at a time: while the plan violates
@@ -589,8 +628,10 @@ class _Search:
             return fT[0], fX[0], dead[0]
         return fT, fX, dead
 
-    def _dead(self, T: np.ndarray, X: np.ndarray, b: int, ss: np.ndarray | None) -> np.ndarray:
-        """Labels that cannot complete to a feasible plan within the current cut."""
+    def _dead(self, T: np.ndarray, X: np.ndarray, b: int,
+              ss: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(labels that cannot complete to a feasible plan within the current cut, their
+        objective lower bounds)."""
         lb, dead = self._lower(T, X, b, ss)
         if np.isfinite(self.Ucut):
             with np.errstate(invalid="ignore"):
@@ -601,7 +642,7 @@ class _Search:
                     rows = None if ss is None else idx[0]
                     with np.errstate(invalid="ignore", over="ignore"):
                         dead[idx] |= self._front_objective_bound(T[idx], X[idx], b, rows) > self.Ucut
-        return dead
+        return dead, lb
 
     def _lower(self, T: np.ndarray, X: np.ndarray, b: int,
                ss: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -656,8 +697,11 @@ class _Search:
         value = self.value(Tt, np.maximum(Xt + self.c * Tt / 1000.0, 0.0))
         return np.where(ok, value, INF).min(axis=-1)
 
-    def _labels(self) -> tuple[list | None, float]:
-        """One forward pass at the current cut: (best feasible path, its value) or (None, inf)."""
+    def _labels(self, beam: int | None = None) -> tuple[list | None, float]:
+        """One forward pass at the current cut: (best feasible path, its value) or (None, inf).
+
+        With ``beam`` only that many labels with the smallest lower bounds survive per search
+        point: a fast heuristic (for the incumbent), not exact."""
         L = self.L
         cT, cX = self.cT, self.cX
         layT, inT, outT = cT
@@ -676,7 +720,8 @@ class _Search:
         ffirst = [np.full(1, -1)]
         fstate = [np.full(1, -1)]
         offsets = [0, 1]
-        allT, allX, allB, allI = np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        allT, allX = np.zeros(1), np.zeros(1)           # every closed label so far, for enumeration
+        allB, allI = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
         oT = np.full((ns, 0), INF)
         oX = np.full((ns, 0), INF)
         opar = np.full((ns, 0), -1, dtype=np.int64)
@@ -694,10 +739,15 @@ class _Search:
                 first = np.concatenate([ofirst, np.full((ns, F), i)], axis=1)
                 bad = ~(np.isfinite(T) & np.isfinite(X))
                 T[bad] = INF
-                bad |= self._dead(T, X, b, ss)
+                dead, lb = self._dead(T, X, b, ss)
+                bad |= dead
                 T[bad] = INF
                 X[bad] = INF
-                oT, oX, opar, ofirst = pareto_rows(T, X, par, first)
+                if beam:
+                    rows = pareto_rows(T, X, par, first, lb)
+                    oT, oX, opar, ofirst, _ = _best_rows(beam, rows[-1], *rows)
+                else:
+                    oT, oX, opar, ofirst = pareto_rows(T, X, par, first)
                 with np.errstate(invalid="ignore"):
                     cTc = oT + outT[i, ss][:, None]
                     cXc = oX + outX[i, ss][:, None]
@@ -720,11 +770,13 @@ class _Search:
                 par = np.concatenate([p[2] for p in parts]).astype(np.int64)
                 first = np.concatenate([p[3] for p in parts]).astype(np.int64)
                 state = np.concatenate([p[4] for p in parts]).astype(np.int64)
-                bad = self._dead(T, X, b, None)
+                bad, lb = self._dead(T, X, b, None)
                 T = np.where(bad, INF, T)[None, :]
                 X = np.where(bad, INF, X)[None, :]
-                T, X, par, first, state = (a[0] for a in pareto_rows(T, X, par[None, :], first[None, :],
-                                                                     state[None, :]))
+                rows = pareto_rows(T, X, par[None, :], first[None, :], state[None, :], lb[None, :])
+                if beam:
+                    rows = _best_rows(beam, rows[-1], *rows)
+                T, X, par, first, state = (a[0] for a in rows[:5])
             else:
                 T = X = np.zeros(0)
                 par = first = state = np.zeros(0, dtype=np.int64)
@@ -758,6 +810,11 @@ class _Search:
             b = k
         path.reverse()
         return path, best
+
+
+def lowest_average_power_mw(problem: PlanningProblem) -> float:
+    """The lowest average power (energy / latency) of any legal plan, in mW."""
+    return _Search(problem.with_objective(Objective("latency"))).lowest_average_power_mw()
 
 
 @register("exact")

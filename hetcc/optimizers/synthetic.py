@@ -132,7 +132,8 @@ def synthetic_problem(num_layers: int = 60, seed: int = 0,
             cap[s] = model.capacity_bytes
             for i, ly in enumerate(layers):
                 compute_ms = ly["flops"] / (model.gflops[ly["kind"]] * 1e9 * eff[i]) * 1e3
-                memory_ms = (ly["in_bytes"] + ly["out_bytes"] + ly["params"]) / (model.bandwidth_gbs * 1e9) * 1e3
+                moved = ly["in_bytes"] + ly["out_bytes"] + ly["params"]
+                memory_ms = moved / (model.bandwidth_gbs * 1e9) * 1e3
                 theta = compute_ms * fmax               # ms * MHz
                 lat[i, s] = theta / f + model.overhead_ms + memory_ms
                 busy = compute_ms * fmax / f / lat[i, s]
@@ -151,4 +152,5 @@ def synthetic_problem(num_layers: int = 60, seed: int = 0,
         transfer_in_mj=tin_mj, transfer_out_mj=tout_mj, legal=legal, param_bytes=params,
         capacity_bytes=cap, base_power_mw=BASE_POWER_MW,
         objective=objective or Objective(), state_device=tuple(devs), state_freq_mhz=tuple(freqs),
-        state_is_fmax=np.array(fmax_flags), layer_names=tuple(f"{ly['kind']}{i}" for i, ly in enumerate(layers)))
+        state_is_fmax=np.array(fmax_flags),
+        layer_names=tuple(f"{ly['kind']}{i}" for i, ly in enumerate(layers)))

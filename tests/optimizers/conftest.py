@@ -135,7 +135,8 @@ class Brute:
         return len(self.slices)
 
     def feasible(self, objective: Objective) -> np.ndarray:
-        return np.array([objective.feasible(t, e) for t, e in zip(self.latency_ms, self.energy_mj)], dtype=bool)
+        pairs = zip(self.latency_ms, self.energy_mj)
+        return np.array([objective.feasible(t, e) for t, e in pairs], dtype=bool)
 
     def values(self, objective: Objective) -> np.ndarray:
         return np.array([objective.value(t, e) for t, e in zip(self.latency_ms, self.energy_mj)])

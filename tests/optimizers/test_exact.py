@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hetcc.errors import InfeasibleError
 from hetcc.optimizers.dp import dp
 from hetcc.optimizers import exact as exact_module
-from hetcc.optimizers.exact import exact, pareto_rows
+from hetcc.optimizers.exact import exact, lowest_average_power_mw, pareto_rows
 from hetcc.optimizers.problem import METRICS, Objective, Slice
 from hetcc.optimizers.synthetic import synthetic_problem
 from optimizer_cases import Brute, close, make_problem, problems
@@ -61,17 +61,17 @@ def test_optimal_under_any_deadline_and_cap(case):
         assert plan.latency_ms <= objective.deadline_ms * (1 + 1e-9)
 
 
-@settings(max_examples=60, deadline=None)
-@given(constrained())
-def test_optimal_with_coarse_suffix_fronts(case):
-    # two points per relaxed suffix front: the bounds are as loose as they get and must stay sound
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=constrained())
+def test_optimal_with_coarse_suffix_fronts_and_a_narrow_beam(case, monkeypatch):
+    # two points per relaxed suffix front: the bounds are as loose as they get and must stay
+    # sound; a one-label beam and always guessing exercise the incumbent search and deepening
     problem, objective, stream = case
-    saved = exact_module.FRONT_POINTS
-    exact_module.FRONT_POINTS = 2
-    try:
-        check_against_brute(problem, objective, stream)
-    finally:
-        exact_module.FRONT_POINTS = saved
+    monkeypatch.setattr(exact_module, "FRONT_POINTS", 2)
+    monkeypatch.setattr(exact_module, "BEAM_WIDTH", 1)
+    monkeypatch.setattr(exact_module, "BEAM_SKIP_GAP", -1.0)
+    monkeypatch.setattr(exact_module, "DEEPENING_MIN_GAP", 0.0)
+    check_against_brute(problem, objective, stream)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -152,6 +152,7 @@ def test_cap_message_gives_the_lowest_reachable_average_power(chain3):
                               "is 200 mW; relax --power-cap")
     plan = exact(chain3.with_objective(Objective("latency", power_cap_mw=200.0)))
     assert plan.slices == (Slice(0, 0, 1), Slice(1, 1, 1), Slice(2, 2, 1))
+    assert lowest_average_power_mw(chain3) == pytest.approx(200.0)
 
 
 def test_messages_say_which_constraint_blocks():
