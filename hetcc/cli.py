@@ -22,7 +22,10 @@ class _Parser(argparse.ArgumentParser):
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        console = Console(stderr=stderr, highlight=False, soft_wrap=True, width=160)
+    return console
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
