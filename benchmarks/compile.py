@@ -19,19 +19,19 @@ and exact < 100 ms for every model, ResNet-50 compile < 5 s end to end.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
-import statistics
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # run from another directory or loaded by path
+    sys.path.insert(0, str(HERE))
+
+from _common import (add_io_args, bench_each, machine_info, make_console, median, model_path,  # noqa: E402
+                     out_path, print_errors, select_models, utc_now, write_json)
+
 SCRIPT = Path(__file__).stem
 PASSES = ("shapes", "constants", "layers", "legality", "costs", "partition", "codegen")
 TARGET = "hikey970"
@@ -40,79 +40,6 @@ EXACT_TARGET_MS = 100.0
 COMPILE_TARGET_S = 5.0
 COMPILE_TARGET_MODEL = "resnet50"
 QUICK_MODELS = ("squeezenet1_1",)
-
-
-# ---- shared benchmark plumbing (each script is standalone, so these few helpers are repeated) ----
-
-def machine_info() -> dict[str, Any]:
-    import numpy as np
-    import onnxruntime as ort
-
-    import hetcc
-
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count()
-    try:
-        load = list(os.getloadavg())
-    except OSError:
-        load = None
-    return {"cpu_count": os.cpu_count(), "usable_cpus": usable, "cpu": cpu, "machine": platform.machine(),
-            "platform": platform.platform(), "python": platform.python_version(),
-            "onnxruntime": ort.__version__, "numpy": np.__version__,
-            "hetcc": getattr(hetcc, "__version__", "?"), "loadavg_at_start": load}
-
-
-def model_path(name: str, models_dir: Path, seed: int = 0) -> Path:
-    """The zoo model exported once into ``models_dir`` (the benchmarks' model cache) and reused."""
-    from hetcc import zoo
-
-    path = models_dir / f"{name}-seed{seed}.onnx"
-    if not path.exists():
-        print(f"exporting {name} -> {path}", file=sys.stderr, flush=True)
-        zoo.export(name, path, seed=seed)
-    return path
-
-
-def select_models(args: argparse.Namespace) -> list[str]:
-    from hetcc import zoo
-
-    if args.quick:
-        return list(QUICK_MODELS)
-    if args.models:
-        names = [m.strip() for m in args.models.split(",") if m.strip()]
-        unknown = [m for m in names if m not in zoo.ZOO]
-        if unknown:
-            raise SystemExit(f"unknown zoo model(s) {', '.join(unknown)}; known: {', '.join(zoo.ZOO)}")
-        return names
-    return [e.name for e in zoo.list_models() if args.all or e.core]
-
-
-def write_json(doc: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, out)
-
-
-def make_console() -> Any:
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=240)
-
-
-def median(xs: list[float]) -> float:
-    return float(statistics.median(xs))
 
 
 # ---- the measurements ----
@@ -214,9 +141,7 @@ def print_table(rows: list[dict[str, Any]], console: Any) -> None:
                       f"{r['compile_s']:.2f}", f"{r['dp']['median_ms']:.2f}", verdict(met["dp"]),
                       f"{r['exact']['median_ms']:.2f}", verdict(met["exact"]), verdict(met["compile"]))
     console.print(table)
-    for r in rows:
-        if "error" in r:
-            console.print(f"[red]{r['model']}: {r['error']}[/]", highlight=False)
+    print_errors(rows, console)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,27 +151,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_MODELS)} with few repeats")
     ap.add_argument("--compile-repeats", type=int, default=None, help="end-to-end compiles per model (3)")
     ap.add_argument("--planner-repeats", type=int, default=None, help="planner calls per model (at least; 15)")
-    ap.add_argument("--models-dir", type=Path, default=HERE / ".models", help="exported-model cache")
-    ap.add_argument("--out", type=Path, default=None, help=f"JSON path (default benchmarks/results/{SCRIPT}.json; "
-                    f"{SCRIPT}-quick.json, -all.json or -models.json with those options)")
+    add_io_args(ap, SCRIPT)
     args = ap.parse_args(argv)
     args.compile_repeats = args.compile_repeats or (2 if args.quick else 3)
     args.planner_repeats = args.planner_repeats or (5 if args.quick else 15)
     args.planner_min_seconds = 0.1 if args.quick else 0.5
-    suffix = "-quick" if args.quick else "-all" if args.all else "-models" if args.models else ""
-    out = args.out or HERE / "results" / f"{SCRIPT}{suffix}.json"
+    out = out_path(args, SCRIPT)
 
     console = make_console()
     machine = machine_info()
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    rows = []
-    for name in select_models(args):
-        console.print(f"[dim]{name}…[/]", highlight=False)
-        try:
-            rows.append(bench_model(name, args))
-        except Exception as exc:  # one model failing must not hide the others' numbers
-            traceback.print_exc()
-            rows.append({"model": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"})
+    started = utc_now()
+    rows = bench_each(select_models(args, QUICK_MODELS), lambda name: bench_model(name, args), console)
     print_table(rows, console)
     ok_rows = [r for r in rows if "error" not in r]
     misses = [f"{r['model']}: {k}" for r in ok_rows for k, v in r["targets_met"].items() if v is False]

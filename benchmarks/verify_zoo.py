@@ -17,11 +17,8 @@ devices this machine lacks (hikey970's GPU/NPU) run on the CPU provider. Exits 1
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import logging
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -32,87 +29,17 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # run from another directory or loaded by path
+    sys.path.insert(0, str(HERE))
+
+from _common import (add_io_args, error_text, machine_info, make_console, model_path, out_path,  # noqa: E402
+                     rel_diff, select_models, utc_now, write_json)
+
 SCRIPT = Path(__file__).stem
 RTOL = 1e-4
 CONFIGS = (("hikey970", "latency"), ("hikey970", "energy"), ("host", "latency"))
 QUICK_MODELS = ("squeezenet1_1",)
 CPU = ["CPUExecutionProvider"]
-
-
-# ---- shared benchmark plumbing (each script is standalone, so these few helpers are repeated) ----
-
-def machine_info() -> dict[str, Any]:
-    import onnxruntime as ort
-
-    import hetcc
-
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count()
-    try:
-        load = list(os.getloadavg())
-    except OSError:
-        load = None
-    return {"cpu_count": os.cpu_count(), "usable_cpus": usable, "cpu": cpu, "machine": platform.machine(),
-            "platform": platform.platform(), "python": platform.python_version(),
-            "onnxruntime": ort.__version__, "numpy": np.__version__,
-            "hetcc": getattr(hetcc, "__version__", "?"), "loadavg_at_start": load}
-
-
-def model_path(name: str, models_dir: Path, seed: int = 0) -> Path:
-    """The zoo model exported once into ``models_dir`` (the benchmarks' model cache) and reused."""
-    from hetcc import zoo
-
-    path = models_dir / f"{name}-seed{seed}.onnx"
-    if not path.exists():
-        print(f"exporting {name} -> {path}", file=sys.stderr, flush=True)
-        zoo.export(name, path, seed=seed)
-    return path
-
-
-def select_models(args: argparse.Namespace) -> list[str]:
-    from hetcc import zoo
-
-    if args.quick:
-        return list(QUICK_MODELS)
-    if args.models:
-        names = [m.strip() for m in args.models.split(",") if m.strip()]
-        unknown = [m for m in names if m not in zoo.ZOO]
-        if unknown:
-            raise SystemExit(f"unknown zoo model(s) {', '.join(unknown)}; known: {', '.join(zoo.ZOO)}")
-        return names
-    return [e.name for e in zoo.list_models() if args.all or e.core]
-
-
-def write_json(doc: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, out)
-
-
-def make_console() -> Any:
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=240)
-
-
-def rel_diff(got: np.ndarray, want: np.ndarray) -> float:
-    """max |got - want| / max |want| (what hetcc.runtime.verify reports)."""
-    if got.shape != want.shape:
-        return float("inf")
-    scale = float(np.max(np.abs(want))) if want.size else 0.0
-    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / max(scale, 1e-300)
 
 
 # ---- the checks ----
@@ -200,22 +127,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated zoo names (default: the core set)")
     ap.add_argument("--all", action="store_true", help="every zoo entry, not just the core set")
     ap.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_MODELS)} only")
-    ap.add_argument("--models-dir", type=Path, default=HERE / ".models", help="exported-model cache")
-    ap.add_argument("--out", type=Path, default=None, help=f"JSON path (default benchmarks/results/{SCRIPT}.json; "
-                    f"{SCRIPT}-quick.json, -all.json or -models.json with those options)")
+    add_io_args(ap, SCRIPT)
     args = ap.parse_args(argv)
     args.profile_repeats = 1 if args.quick else None
-    suffix = "-quick" if args.quick else "-all" if args.all else "-models" if args.models else ""
-    out = args.out or HERE / "results" / f"{SCRIPT}{suffix}.json"
+    out = out_path(args, SCRIPT)
     # hikey970's GPU/NPU providers are absent here; the runtime says so once per provider, which
     # is expected for this check
     logging.getLogger("hetcc.runtime").setLevel(logging.ERROR)
 
     console = make_console()
     machine = machine_info()
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    started = utc_now()
     rows = []
-    for name in select_models(args):
+    for name in select_models(args, QUICK_MODELS):
         console.print(f"[dim]{name}…[/]", highlight=False)
         try:
             path = model_path(name, args.models_dir)
@@ -229,9 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(check(name, path, target, objective, args))
             except Exception as exc:  # report it and go on with the rest of the zoo
                 traceback.print_exc()
-                first = str(exc).splitlines()[0] if str(exc) else ""
                 rows.append({"model": name, "target": target, "objective": objective, "ok": False,
-                             "error": f"{type(exc).__name__}: {first}"})
+                             "error": error_text(exc)})
     print_table(rows, console)
     failed = [f"{r['model']} {r['target']}/{r['objective']}" for r in rows if not r["ok"]]
     console.print(f"FAILED: {', '.join(failed)}" if failed else f"all {len(rows)} checks ok", highlight=False)
