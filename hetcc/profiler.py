@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 import onnx_ir as ir
 
-from .costtable import CostTable, State
+from .costtable import CostTable
 from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
 
 logger = logging.getLogger(__name__)

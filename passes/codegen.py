@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 import tempfile
@@ -76,10 +75,6 @@ def sha256_file(path: Path) -> str:
 
 def _spec(info: TensorInfo) -> dict[str, Any]:
     return {"name": info.name, "dtype": info.dtype, "shape": list(info.shape)}
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 @dataclass(frozen=True)

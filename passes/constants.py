@@ -41,7 +41,7 @@ def fold_shape_queries(graph: ir.Graph) -> int:
             end = node.attributes.get("end")
             s = start.as_int() if start is not None else 0
             e = end.as_int() if end is not None else len(shape)
-            data = np.array(shape[s:e] if e != 0 or s != 0 else shape[s:e], dtype=np.int64)
+            data = np.array(shape[s:e], dtype=np.int64)  # ONNX clamps start/end like a Python slice
         else:
             data = np.array(int(np.prod(shape)), dtype=np.int64)
         old = node.outputs[0]

@@ -28,7 +28,6 @@ class _Deps:
 
     def __init__(self, graph: ir.Graph, consts: ConstantInfo) -> None:
         self.nodes: list[ir.Node] = [n for n in graph if n.name not in consts.nodes]
-        index = {id(n): i for i, n in enumerate(self.nodes)}
         self.producer: dict[str, int] = {}
         for i, n in enumerate(self.nodes):
             for o in n.outputs:
@@ -39,7 +38,6 @@ class _Deps:
             names = [v.name for v in node_reads(n) if v.name and v.name not in consts.values]
             self.reads.append(list(dict.fromkeys(names)))
         self.graph_outputs = {v.name for v in graph.outputs}
-        del index
 
     def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(source node or -1 for a model input, destination node, tensor id) per read."""

@@ -126,3 +126,22 @@ def test_invalid_k_is_rejected():
 
     with pytest.raises(ValueError):
         GroupLayers(0)
+
+
+SHAPE_OF_ACTIVATION = HEADER + """
+shapeact (float[1,2,3] x) => (float[1,6] y) <int64[1] axis0 = {0}, int64[1] minus1 = {-1}> {
+    a = Relu(x)
+    s = Shape<start = 0, end = 1>(a)
+    shp = Concat<axis = 0>(s, minus1)
+    r = Reshape(a, shp)
+    y = Relu(r)
+}
+"""
+
+
+def test_shape_of_a_static_activation_is_folded(analyse):
+    p = analyse(SHAPE_OF_ACTIVATION)
+    assert op_of(p) == [["Relu"], ["Reshape"], ["Relu"]]
+    assert "Shape" not in {n.op_type for n in p.graph}
+    folded = p.graph.initializers["s"].const_value.numpy()
+    assert folded.tolist() == [1]
