@@ -25,10 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # run from another directory or loaded by path
-    sys.path.insert(0, str(HERE))
-
+if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
+    sys.path.insert(0, HERE)
 from _common import (add_io_args, bench_each, machine_info, make_console, median, model_path,  # noqa: E402
                      out_path, print_errors, select_models, utc_now, write_json)
 

@@ -32,10 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # run from another directory or loaded by path
-    sys.path.insert(0, str(HERE))
-
+if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
+    sys.path.insert(0, HERE)
 from _common import (add_io_args, bench_each, machine_info, make_console, median, model_path,  # noqa: E402
                      out_path, print_errors, rel_diff, utc_now, write_json)
 

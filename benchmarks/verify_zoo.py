@@ -28,10 +28,8 @@ from typing import Any
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # run from another directory or loaded by path
-    sys.path.insert(0, str(HERE))
-
+if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
+    sys.path.insert(0, HERE)
 from _common import (add_io_args, error_text, machine_info, make_console, model_path, out_path,  # noqa: E402
                      rel_diff, select_models, utc_now, write_json)
 
