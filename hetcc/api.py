@@ -106,6 +106,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
             planner: str = "auto", planner_options: dict[str, Any] | None = None,
             output_dir: str | Path | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
             max_cut_tensors: int = 1, seed: int = 0, profile_repeats: int | None = None,
+            profile_cache: bool = True,
             on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None) -> CompileResult:
     """Compile ``model`` for ``target``; with ``output_dir`` write the artifact (slices + manifest).
 
@@ -136,7 +137,8 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     program = load_model(resolve_model(model, input_shapes, seed), input_shapes)
     passes = build_pipeline(tgt, obj, output_dir=output_dir, planner=planner,
                             planner_options=_with_seed(planner, options, seed),
-                            max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats)
+                            max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats,
+                            profile_cache=profile_cache)
     manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, dump=_dump)
     manager.run(program)
     return CompileResult(plan=program.get("plan"), program=program, target=tgt, objective=obj,

@@ -47,7 +47,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         args.model, target=args.target, objective=args.objective, deadline_ms=args.deadline,
         power_cap_mw=args.power_cap, planner=args.planner, output_dir=out,
         input_shapes=parse_input_shapes(args.input_shape), max_cut_tensors=args.max_cut_tensors,
-        seed=args.seed, profile_repeats=args.profile_repeats, on_pass=on_pass, dump_after=args.dump_after)
+        seed=args.seed, profile_repeats=args.profile_repeats, profile_cache=not args.reprofile,
+        on_pass=on_pass, dump_after=args.dump_after)
     plan = result.plan
     costs = result.program.get("costs")
     has_power = result.target.has_power_model
@@ -279,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-cut-tensors", type=int, default=1, metavar="K", help="tensors a cut may carry (default 1)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--profile-repeats", type=int, default=None, help="host: profiling effort (default adaptive)")
+    c.add_argument("--reprofile", action="store_true", help="host: measure again instead of using the cached profile")
     c.add_argument("--json", action="store_true", help="print the plan summary as JSON")
     c.add_argument("--verbose", "-v", action="store_true", help="print each pass and its wall time")
     c.add_argument("--dump-after", metavar="PASS", help="write the analyses after PASS to hetcc-dump-PASS.json")

@@ -18,14 +18,14 @@ from hetcc.passmanager import Pass
 def build_pipeline(target: Any, objective: Objective, *, output_dir: str | Path | None,
                    planner: str = "auto", planner_options: dict[str, Any] | None = None,
                    max_cut_tensors: int = 1, runtime: RuntimeSettings | None = None,
-                   profile_repeats: int | None = None) -> list[Pass]:
+                   profile_repeats: int | None = None, profile_cache: bool = True) -> list[Pass]:
     """The passes ``hetcc compile`` runs; without ``output_dir`` it stops after planning."""
     passes: list[Pass] = [
         AnnotateTensors(),
         FindConstants(),
         GroupLayers(max_cut_tensors),
         CheckLegality(target),
-        EstimateCosts(target, repeats=profile_repeats),
+        EstimateCosts(target, repeats=profile_repeats, use_cache=profile_cache),
         Partition(objective, planner, planner_options),
     ]
     if output_dir is not None:

@@ -185,12 +185,14 @@ def measure_boundary(so_factory: Any = session_options, sizes: Sequence[tuple[in
     return BoundaryFit(delta_ms=float(max(delta, 0.0)), beta_ms_per_byte=float(max(beta, 0.0)), samples=tuple(samples))
 
 
-def _cached(key: str, compute: Any) -> Any:
+def _cached(key: str, compute: Any, use_cache: bool = True) -> Any:
+    """``compute()``'s JSON value, read from the profile cache when there (and ``use_cache``)."""
     path = cache_dir() / "profiles" / f"{key}.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        pass
+    if use_cache:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
     value = compute()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,8 +204,10 @@ def _cached(key: str, compute: Any) -> Any:
     return value
 
 
-def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats: int | None = None) -> CostTable:
-    """Cost table for a measured target: every state is this machine's CPU."""
+def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats: int | None = None,
+                   use_cache: bool = True) -> CostTable:
+    """Cost table for a measured target: every state is this machine's CPU. Profiles are cached
+    per model and machine (``~/.cache/hetcc/profiles``); ``use_cache=False`` measures afresh."""
     layers: tuple[Layer, ...] = program.get(LAYERS)
     fp = machine_fingerprint()
     threads = None
@@ -211,9 +215,9 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
     min_seconds = 0.05 if repeats is None else 0.01 * repeats
     layer_key = hashlib.sha256(json.dumps([program.source_sha256, [l.nodes for l in layers], fp, CACHE_VERSION,
                                            min_seconds]).encode()).hexdigest()[:32]
-    layer_ms = _cached(f"layers-{layer_key}", lambda: profile_layers(program, layers, so, min_seconds))
+    layer_ms = _cached(f"layers-{layer_key}", lambda: profile_layers(program, layers, so, min_seconds), use_cache)
     b_key = hashlib.sha256(json.dumps(["boundary", fp, CACHE_VERSION]).encode()).hexdigest()[:32]
-    fit = _cached(f"boundary-{b_key}", lambda: measure_boundary().__dict__)
+    fit = _cached(f"boundary-{b_key}", lambda: measure_boundary().__dict__, use_cache)
     delta, beta = float(fit["delta_ms"]), float(fit["beta_ms_per_byte"])
     states = target.states()
     dev_index = {d.name: i for i, d in enumerate(target.devices)}

@@ -13,9 +13,10 @@ class EstimateCosts(Pass):
     requires: ClassVar[tuple[str, ...]] = (TENSORS, LAYERS, LEGALITY)
     ensures: ClassVar[tuple[str, ...]] = (COSTS,)
 
-    def __init__(self, target: Any, repeats: int | None = None) -> None:
+    def __init__(self, target: Any, repeats: int | None = None, use_cache: bool = True) -> None:
         self.target = target
         self.repeats = repeats
+        self.use_cache = use_cache
 
     def run(self, program: Program) -> PassResult:
         layers = program.get(LAYERS)
@@ -23,7 +24,8 @@ class EstimateCosts(Pass):
         if self.target.kind == "measured":
             from hetcc.profiler import measured_costs
 
-            table = measured_costs(program, self.target, legality.mask, repeats=self.repeats)
+            table = measured_costs(program, self.target, legality.mask, repeats=self.repeats,
+                                   use_cache=self.use_cache)
         else:
             from hetcc.costmodel import analytical_costs
 
