@@ -17,13 +17,14 @@ be feasible and better than a bound U):
 
 * lower bounds on the rest of the plan per dimension (backward DPs) and Lagrangian ones whose
   multipliers come from a hull walk on the constraint (a parametric MOSAIC DP);
-* relaxed suffix fronts: the backward Pareto fronts in (T, X), each reduced to at most
-  FRONT_POINTS ideal points of consecutive groups (so they dominate the true fronts) after
+* with a power cap, relaxed suffix fronts: the backward Pareto fronts in (T, X), each reduced to
+  at most FRONT_POINTS ideal points of consecutive groups (so they dominate the true fronts) after
   dropping points no prefix can use; for a label they bound T within its X budget and X within
   its T budget, capturing the trade-off where one multiplier cannot (for edp, the product is
   bounded through every front point);
 * the incumbent: the best feasible plan among the walks' plans after a greedy state repair,
-  then improved by a narrow beam search (the same pass keeping a few labels per point);
+  then improved by a narrow beam search (the same pass keeping a few labels per point; under a
+  deadline alone only when the incumbent is far from the root bound);
 * iterative deepening: when the incumbent is far from the root lower bound, first a pass with
   a guessed bound in between; a pass that finds a feasible plan within its guess is optimal.
 
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 RTOL = 1e-9  # Objective.feasible's tolerance
 FRONT_POINTS = 64   # points per relaxed suffix front
 BEAM_WIDTH = 8      # labels per search point in the incumbent's beam search
-BEAM_SKIP_GAP = 1e-4   # no beam search when the incumbent is this close to the root bound
+BEAM_SKIP_GAP = 1e-4   # no beam search when the incumbent is this close to the root bound ...
+BEAM_MIN_GAP = 0.05    # ... or, under a deadline alone (cheap exact passes), not this far above it
 DEEPENING_OF_GAP = (1 / 4,)   # guesses between the root bound and the incumbent ...
 DEEPENING_MIN_GAP = 0.05      # ... when the incumbent is this far above the bound
 DEEPENING_BLIND = tuple(1e-3 * 4.0 ** np.arange(6))   # relative to the root bound, no incumbent
@@ -93,35 +95,31 @@ def pareto_rows(T: np.ndarray, X: np.ndarray, *payload: np.ndarray) -> tuple[np.
     R, N = T.shape
     if N == 0:
         return (T, X, *payload)
-    order = np.argsort(T, axis=1)          # much faster than lexsort; equal T is rare
-    ri = np.arange(R)[:, None]
-    Ts = T[ri, order]
+    base = (N * np.arange(R))[:, None]      # flat indices: take() is much faster than [ri, order]
+    order = np.argsort(T, axis=1) + base    # faster than lexsort; ties are checked for below
+    Ts = T.take(order)
     if N > 1 and ((Ts[:, 1:] == Ts[:, :-1]) & (Ts[:, 1:] < INF)).any():
-        order = np.lexsort((X, T), axis=1)  # equal T: order by X so the better one comes first
-        Ts = T[ri, order]
-    Xs = X[ri, order]
-    keep = np.empty((R, N), dtype=bool)
-    keep[:, 0] = Xs[:, 0] < INF
+        order = np.lexsort((X, T), axis=1) + base  # equal T: order by X so the better one comes first
+        Ts = T.take(order)
+    Xs = X.take(order)
+    keep = (Ts < INF) & (Xs < INF)
     if N > 1:
         run = np.minimum.accumulate(Xs, axis=1)
-        np.less(Xs[:, 1:], run[:, :-1], out=keep[:, 1:])
-    keep &= Ts < INF
+        keep[:, 1:] &= Xs[:, 1:] < run[:, :-1]
     if R == 1:
-        k = keep[0]
-        return (Ts[:, k], Xs[:, k], *(p[ri, order][:, k] for p in payload))
-    width = int(keep.sum(axis=1).max())
-    rr, cc = np.nonzero(keep)
-    pos = np.cumsum(keep, axis=1)[rr, cc] - 1
-    outT = np.full((R, width), INF)
-    outX = np.full((R, width), INF)
-    outT[rr, pos] = Ts[rr, cc]
-    outX[rr, pos] = Xs[rr, cc]
-    outs = [outT, outX]
-    for p in payload:
-        o = np.full((R, width), -1, dtype=p.dtype)
-        o[rr, pos] = p[rr, order[rr, cc]]
-        outs.append(o)
-    return tuple(outs)
+        o = order[keep]
+        return (T.take(o)[None], X.take(o)[None], *(p.take(o)[None] for p in payload))
+    cnt = np.cumsum(keep, axis=1)
+    width = int(cnt[:, -1].max())
+    src = order[keep]
+    dst = cnt[keep] - 1 + np.nonzero(keep)[0] * width
+
+    def put(a: np.ndarray, fill) -> np.ndarray:
+        out = np.full(R * width, fill, dtype=a.dtype)
+        out[dst] = a.take(src)
+        return out.reshape(R, width)
+
+    return (put(T, INF), put(X, INF), *(put(p, -1) for p in payload))
 
 
 def _best_rows(n: int, score: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -196,8 +194,18 @@ class _Search:
         ebound = sum(float(np.max(np.where(np.isfinite(a), a, -INF), axis=1).clip(min=0).sum())
                      for a in self.cE)
         self.tolX = RTOL * max(1.0, ebound) if self.has_cap else INF
+        self._paths = {}
 
     # ---- scalar helpers ----
+    def best_path(self, cost: np.ndarray) -> list:
+        """scalar_dp's path for ``cost``, memoised for the fixed tensors T3, E3 and X3."""
+        for name in ("T3", "E3", "X3"):
+            if cost is getattr(self, name):
+                if name not in self._paths:
+                    self._paths[name] = scalar_dp(cost)[1]
+                return self._paths[name]
+        return scalar_dp(cost)[1]
+
     def totals(self, path: list) -> tuple[float, float]:
         return path_sum(self.T3, path), path_sum(self.E3, path)
 
@@ -220,12 +228,12 @@ class _Search:
         Returns (None, plans) when even min Q exceeds q. The multiplier lam gives the valid bound
         P >= min(P + lam*Q) - lam*q for every plan with Q <= q.
         """
-        pa = scalar_dp(P3)[1]
+        pa = self.best_path(P3)
         Pa, Qa = path_sum(P3, pa), path_sum(Q3, pa)
         paths = [pa]
         if Qa <= q:
             return 0.0, paths
-        pb = scalar_dp(Q3)[1]
+        pb = self.best_path(Q3)
         Pb, Qb = path_sum(P3, pb), path_sum(Q3, pb)
         paths.append(pb)
         if Qb > q:
@@ -252,7 +260,7 @@ class _Search:
 
     def lowest_average_power_mw(self) -> float:
         """min over legal plans of energy/latency (Dinkelbach's iteration on E - rho*T)."""
-        path = scalar_dp(self.X3 if self.has_cap else self.E3)[1]
+        path = self.best_path(self.X3 if self.has_cap else self.E3)
         T, E = self.totals(path)
         rho = 1000.0 * E / T if T > 0 else 0.0
         for _ in range(100):
@@ -293,14 +301,14 @@ class _Search:
         T3, E3, X3 = self.T3, self.E3, self.X3
         # additive metric without constraints: MOSAIC's recurrence over all states is exact
         if not obj.constrained and metric != "edp":
-            path = scalar_dp(T3 if metric == "latency" else E3)[1]
+            path = self.best_path(T3 if metric == "latency" else E3)
             return self._plan(path)
-        fast = scalar_dp(T3)[1]
+        fast = self.best_path(T3)
         t_min = path_sum(T3, fast)
         deadline_ok = t_min <= self.Dtol
         cap_ok = True
         if self.has_cap:
-            cap_ok = path_sum(X3, scalar_dp(X3)[1]) <= self.tolX
+            cap_ok = path_sum(X3, self.best_path(X3)) <= self.tolX
         if not (deadline_ok and cap_ok):
             self.fail(deadline_ok, cap_ok, t_min)
         if metric == "latency" and not self.has_cap:
@@ -309,7 +317,7 @@ class _Search:
         # the unconstrained optimum of an additive metric is optimal when it happens to be feasible
         paths = [fast]
         if metric != "edp":
-            opt = fast if metric == "latency" else scalar_dp(E3)[1]
+            opt = fast if metric == "latency" else self.best_path(E3)
             if self.feasible(*self.totals(opt)):
                 return self._plan(opt)
             paths.append(opt)
@@ -327,7 +335,7 @@ class _Search:
             self.mu = mu or 0.0
         if metric == "edp":
             lam = None
-            path = scalar_dp(E3)[1]
+            path = self.best_path(E3)
             for _ in range(6):   # Dinkelbach-like: the hull point where lam = E/T
                 paths.append(path)
                 T, E = self.totals(path)
@@ -353,9 +361,11 @@ class _Search:
             return self._plan(path)
         self._prepare_bounds()
         root = float(self._lower(np.zeros(1), np.zeros(1), 0, None)[0][0])
-        if np.isfinite(root) and not self.U <= root * (1 + BEAM_SKIP_GAP):
+        skip_gap = BEAM_SKIP_GAP if self._fronts is not None else BEAM_MIN_GAP
+        if np.isfinite(root) and not self.U <= root + skip_gap * abs(root):
             # a narrow beam search usually lands within a fraction of a percent of the optimum:
             # a far better incumbent than the repaired hull points, for the price of one pass
+            # (without a cap the exact pass is cheap unless the incumbent is far off)
             self.Ucut = self.U * (1 + 1e-9) if np.isfinite(self.U) else INF
             path, val = self._labels(beam=BEAM_WIDTH)
             if path is not None and val < self.U:
@@ -465,7 +475,11 @@ class _Search:
         if self.mu > 0:
             P, P3 = (self.cT, self.T3) if self.cap_on_T else (self.cE, self.E3)
             self.bC = [(self.mu, self._lagrangian(P, P3, self.cX, self.X3, self.mu))]
-        self._suffix_fronts()
+        # the relaxed suffix fronts pay off only with a power cap: under a deadline alone the
+        # Lagrangian bound is tight enough that building them costs more than they prune
+        self._fronts = None
+        if self.has_cap:
+            self._suffix_fronts()
 
     def _suffix_fronts(self, K: int | None = None) -> None:
         """Relaxed Pareto fronts of the rest of the plan, at most K points per search point.
@@ -636,7 +650,7 @@ class _Search:
         if np.isfinite(self.Ucut):
             with np.errstate(invalid="ignore"):
                 dead |= lb > self.Ucut
-            if self.metric == "edp":
+            if self.metric == "edp" and self._fronts is not None:
                 idx = np.nonzero(~dead & (T < INF))       # only the survivors: K points each
                 if idx[0].size:
                     rows = None if ss is None else idx[0]
@@ -671,10 +685,11 @@ class _Search:
                     Elb = np.maximum(Elb, E + rest(bounds) - mu * (self.tolX - X))
             # the relaxed suffix front: the first point within the X budget bounds T, the last
             # point within the T budget bounds X; none in both budgets means infeasible
-            fT, fX, fdead = self._front_bounds(b, ss is None, self.Dtol - T, self.tolX - X)
-            dead |= fdead
-            Tlb = np.maximum(Tlb, T + fT)
-            Elb = np.maximum(Elb, X + fX + c * Tlb / 1000.0)
+            if self._fronts is not None:
+                fT, fX, fdead = self._front_bounds(b, ss is None, self.Dtol - T, self.tolX - X)
+                dead |= fdead
+                Tlb = np.maximum(Tlb, T + fT)
+                Elb = np.maximum(Elb, X + fX + c * Tlb / 1000.0)
             if self.metric == "latency":
                 lb = Tlb
             elif self.metric == "energy":
