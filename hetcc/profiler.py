@@ -5,7 +5,9 @@ session settings. A boundary between two chained sessions is not free (session c
 copy, layout reorders), so a microbenchmark times a 1x1-convolution chain cut in two against
 the same chain in one session for several tensor sizes and fits boundary = delta + beta * bytes.
 A layer timed alone pays one boundary, which is subtracted from its compute time and charged
-as transfer_in/out instead (half on each side). Results are cached per model and machine.
+as transfer_in/out instead (half on each side). The microbenchmark gives the shape of the fit;
+its scale is calibrated on the model itself: the layers timed alone minus the whole model timed
+once is what its L-1 boundaries cost. Results are cached per model and machine.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
 
 logger = logging.getLogger(__name__)
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def cache_dir() -> Path:
@@ -109,6 +111,27 @@ def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_secon
         sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
         out.append(time_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_seconds=min_seconds))
     return out
+
+
+def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float:
+    """Median ms of the whole (unsliced) model in one session."""
+    import onnxruntime as ort
+
+    tensors: dict[str, TensorInfo] = program.get(TENSORS)
+    graph = program.graph
+    inputs = [v.name for v in graph.inputs if v.name not in graph.initializers]
+    sess = ort.InferenceSession(ir.to_proto(program.model).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return time_session(sess, random_feed([tensors[n] for n in inputs]), min_seconds=min_seconds)
+
+
+def boundary_scale(layer_ms: Sequence[float], model_ms: float, t_in: np.ndarray, t_out: np.ndarray) -> float:
+    """Factor that makes the boundary model match this model: sum(layers alone) - whole model =
+    the L-1 boundaries' cost. Clamped to [0.2, 10] against timing noise; 1 when undetermined."""
+    predicted = float(t_out[:-1].sum() + t_in[1:].sum())
+    measured = float(np.sum(layer_ms)) - model_ms
+    if len(layer_ms) < 2 or predicted <= 0 or measured <= 0:
+        return 1.0
+    return float(np.clip(measured / predicted, 0.2, 10.0))
 
 
 @dataclass(frozen=True)
@@ -215,7 +238,9 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
     min_seconds = 0.05 if repeats is None else 0.01 * repeats
     layer_key = hashlib.sha256(json.dumps([program.source_sha256, [l.nodes for l in layers], fp, CACHE_VERSION,
                                            min_seconds]).encode()).hexdigest()[:32]
-    layer_ms = _cached(f"layers-{layer_key}", lambda: profile_layers(program, layers, so, min_seconds), use_cache)
+    profile = _cached(f"layers-{layer_key}", lambda: {"layers_ms": profile_layers(program, layers, so, min_seconds),
+                                                      "model_ms": profile_model(program, so, min_seconds)}, use_cache)
+    layer_ms = np.array(profile["layers_ms"], dtype=np.float64)
     b_key = hashlib.sha256(json.dumps(["boundary", fp, CACHE_VERSION]).encode()).hexdigest()[:32]
     fit = _cached(f"boundary-{b_key}", lambda: measure_boundary().__dict__, use_cache)
     delta, beta = float(fit["delta_ms"]), float(fit["beta_ms_per_byte"])
@@ -226,7 +251,11 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
     out_b = np.array([l.output_bytes for l in layers], dtype=np.float64)
     t_in = delta / 2 + beta / 2 * in_b
     t_out = delta / 2 + beta / 2 * out_b
-    compute = np.maximum(np.array(layer_ms) - t_in - t_out, 0.02 * np.array(layer_ms))
+    scale = boundary_scale(layer_ms, float(profile["model_ms"]), t_in, t_out)
+    logger.info("host boundary model: delta %.1f us, beta %.1f us/MB, x%.2f calibrated on the model",
+                delta * 1e3, beta * 1e9, scale)
+    t_in, t_out = t_in * scale, t_out * scale
+    compute = np.maximum(layer_ms - t_in - t_out, 0.02 * layer_ms)
     legal = np.stack([legal_dev[:, dev_index[s.device]] for s in states], axis=1)
     rep = lambda v: np.repeat(v[:, None], n_s, axis=1)  # noqa: E731
     zeros = np.zeros((n_l, n_s))
