@@ -95,7 +95,7 @@ def _zoo_model(name: str, seed: int) -> Path:
     from . import zoo
     from .profiler import cache_dir
 
-    path = cache_dir() / "zoo" / f"{name}-seed{seed}.onnx"
+    path = cache_dir() / "zoo" / f"seed{seed}" / f"{name}.onnx"  # the stem names the model
     if not path.exists():
         zoo.export(name, path, seed=seed)
     return path
