@@ -28,14 +28,9 @@ def machine_info() -> dict[str, Any]:
 
     import hetcc
 
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from hetcc.profiler import cpu_model
+
+    cpu = cpu_model()
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -2,7 +2,6 @@
 ``--input-shape``, infer every shape, and wrap it in a Program (onnx-ir)."""
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import re
@@ -14,6 +13,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 
 from .errors import ModelError, UsageError
+from .runtime.manifest import sha256_file
 from .program import Program
 
 logger = logging.getLogger(__name__)
@@ -33,14 +33,6 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]
             raise UsageError(f"--input-shape {spec!r}: every dimension must be a positive integer")
         shapes[m.group(1)] = dims
     return shapes
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _read(path: Path) -> ir.Model:
@@ -222,7 +214,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     RemoveUnusedNodesPass()(model)  # dead nodes never run and would confuse slice extraction
     TopologicalSortPass()(model)
     _name_nodes(model.graph)
-    return Program(model=model, source_path=path.resolve(), source_sha256=file_sha256(path), name=path.stem)
+    return Program(model=model, source_path=path.resolve(), source_sha256=sha256_file(path), name=path.stem)
 
 
 def _name_nodes(graph: ir.Graph) -> None:

@@ -37,18 +37,21 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def machine_fingerprint() -> str:
-    import onnxruntime as ort
-
-    cpu = ""
+def cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo), else whatever platform knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"{platform.machine()}|{cpu or platform.processor()}|{os.cpu_count()}|ort{ort.__version__}"
+    return platform.processor()
+
+
+def machine_fingerprint() -> str:
+    import onnxruntime as ort
+
+    return f"{platform.machine()}|{cpu_model()}|{os.cpu_count()}|ort{ort.__version__}"
 
 
 def session_options(threads: int | None = None, spinning: bool = False, level: str = "all") -> Any:

@@ -4,7 +4,6 @@ interrupted compile leaves nothing behind and an existing output is replaced onl
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -21,6 +20,7 @@ from hetcc.costtable import CostTable
 from hetcc.errors import UsageError
 from hetcc.optimizers.problem import Objective, Plan
 from hetcc.passmanager import Pass, PassResult
+from hetcc.runtime.manifest import sha256_file
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
 
 logger = logging.getLogger(__name__)
@@ -63,14 +63,6 @@ def atomic_directory(final: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _spec(info: TensorInfo) -> dict[str, Any]:
