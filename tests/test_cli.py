@@ -193,3 +193,27 @@ def test_targets_lists_modelled_and_measured(capsys):
     assert "hikey970" in out and "host" in out and "measured" in out and "modelled" in out
     code, out, _ = run(capsys, "targets", "hikey970")
     assert code == 0 and "25 device states" in out
+
+
+def test_inspect_table_and_plot(capsys, chain, tmp_path):
+    out = tmp_path / "build"
+    assert run(capsys, "compile", chain, "--objective", "energy", "--planner", "even:2", "-o", str(out))[0] == 0
+    code, stdout, _ = run(capsys, "inspect", str(out))
+    assert code == 0
+    assert "slice" in stdout and "L0-L" in stdout and "total:" in stdout and "mJ" in stdout
+    png = tmp_path / "plan.png"
+    code, _, err = run(capsys, "inspect", str(out), "--plot", str(png))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert code == 2
+        assert_one_line_error(err, "matplotlib")
+    else:
+        assert code == 0 and png.stat().st_size > 0
+
+
+def test_verbose_prints_every_pass(capsys, chain):
+    code, stdout, _ = run(capsys, "compile", chain, "--verbose")
+    assert code == 0
+    for name in ("shapes", "constants", "layers", "legality", "costs", "partition"):
+        assert f"pass {name}" in stdout

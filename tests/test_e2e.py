@@ -139,3 +139,15 @@ def test_every_layer_its_own_slice(zoo_models, tmp_path):
     result = hetcc.compile(zoo_models["squeezenet1_1"], target="hikey970", planner=f"even:{n}", output_dir=out)
     assert len(result.plan.slices) == n
     assert verify(out).ok
+
+
+def test_two_tensor_cuts_verify(zoo_models, tmp_path):
+    """--max-cut-tensors 2: finer layers, slices fed by two tensors, outputs unchanged."""
+    model = zoo_models["squeezenet1_1"]
+    k1 = len(hetcc.compile(model, target="hikey970").program.get("layers"))
+    out = tmp_path / "k2"
+    result = hetcc.compile(model, target="hikey970", max_cut_tensors=2, planner="even:24", output_dir=out)
+    assert len(result.program.get("layers")) > k1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert max(len(s["inputs"]) for s in manifest["slices"]) == 2
+    assert verify(out).ok
