@@ -217,3 +217,11 @@ def test_verbose_prints_every_pass(capsys, chain):
     assert code == 0
     for name in ("shapes", "constants", "layers", "legality", "costs", "partition"):
         assert f"pass {name}" in stdout
+
+
+def test_dump_after_writes_the_analyses(capsys, chain, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "compile", chain, "--dump-after", "layers")[0] == 0
+    dump = json.loads((tmp_path / "hetcc-dump-layers.json").read_text())
+    assert {"tensors", "constants", "layers"} <= set(dump) and "costs" not in dump
+    assert len(dump["layers"]) == 4
