@@ -139,6 +139,8 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
                             planner_options=_with_seed(planner, options, seed),
                             max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats,
                             profile_cache=profile_cache)
+    if dump_after is not None and dump_after not in [p.name for p in passes]:
+        raise UsageError(f"--dump-after {dump_after!r}: no such pass; passes: {', '.join(p.name for p in passes)}")
     manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, dump=_dump)
     manager.run(program)
     return CompileResult(plan=program.get("plan"), program=program, target=tgt, objective=obj,

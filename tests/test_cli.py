@@ -225,3 +225,9 @@ def test_dump_after_writes_the_analyses(capsys, chain, tmp_path, monkeypatch):
     dump = json.loads((tmp_path / "hetcc-dump-layers.json").read_text())
     assert {"tensors", "constants", "layers"} <= set(dump) and "costs" not in dump
     assert len(dump["layers"]) == 4
+
+
+def test_dump_after_unknown_pass(capsys, chain):
+    code, _, err = run(capsys, "compile", chain, "--dump-after", "nonsense")
+    assert code == 2
+    assert_one_line_error(err, "nonsense", "layers")
