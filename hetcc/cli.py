@@ -69,9 +69,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     console.print(f"[bold]{result.program.name}[/bold] on {result.target.name}: {len(costs.layers)} layers -> "
                   f"{len(plan.slices)} slices ({plan.planner}, {plan.seconds * 1e3:.1f} ms)")
     console.print(f"  plan: {slices}")
-    energy = f", {plan.energy_mj:.2f} mJ" if has_power else ""
-    console.print(f"  predicted: {plan.latency_ms:.2f} ms{energy}"
-                  + (f" (deadline {result.objective.deadline_ms:g} ms)" if result.objective.deadline_ms else ""))
+    energy = f", {plan.energy_mj:.2f} mJ, {plan.energy_mj / plan.latency_ms:.2f} W average" if has_power else ""
+    limits = [f"deadline {result.objective.deadline_ms:g} ms"] if result.objective.deadline_ms else []
+    limits += [f"cap {result.objective.power_cap_mw / 1e3:g} W"] if result.objective.power_cap_mw else []
+    console.print(f"  predicted: {plan.latency_ms:.2f} ms{energy}" + (f" ({', '.join(limits)})" if limits else ""))
     if out:
         console.print(f"  wrote {out}/ in {result.total_seconds:.2f} s  (next: hetcc inspect {out}; hetcc run {out} --verify)")
     return 0
