@@ -141,10 +141,13 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None) ->
 
 def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list[str], path: Path) -> onnx.ModelProto:
     """Last resort for shapes that static inference cannot propagate (e.g. a Where over shape
-    values, as in ViT's class token): run the model once on zeros with onnxruntime and read the
+    values, as in ViT's class token): run the model once on random inputs with onnxruntime and read the
     shapes of the tensors still missing. Valid because every input shape is fixed."""
     import numpy as np
     import onnxruntime as ort
+
+    from .runtime import random_inputs
+    from .runtime.executor import TensorSpec
 
     proto = ir.to_proto(model)
     known_out = {o.name for o in proto.graph.output}
@@ -156,12 +159,8 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
         so.log_severity_level = 3
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         sess = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
-        feeds = {}
-        for i in sess.get_inputs():
-            dtype = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
-                     "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_,
-                     "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}.get(i.type, np.float32)
-            feeds[i.name] = np.zeros(i.shape, dtype=dtype)
+        feeds = random_inputs([TensorSpec(v.name, str(v.dtype.numpy()), tuple(v.shape))
+                               for v in model.graph.inputs if v.name not in model.graph.initializers])
         names = [o.name for o in sess.get_outputs()]
         values = dict(zip(names, sess.run(names, feeds)))
     except Exception as exc:

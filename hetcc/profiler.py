@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import onnx_ir as ir
 
+from .costmodel import transfer_ms
 from .costtable import CostTable
 from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
 
@@ -55,33 +56,21 @@ def machine_fingerprint() -> str:
 
 
 def session_options(threads: int | None = None, spinning: bool = False, level: str = "all") -> Any:
-    import onnxruntime as ort
+    """The runtime's own session options (so what is profiled is what will run), quiet."""
+    from .runtime.executor import make_session_options
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads or (os.cpu_count() or 1)
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = {
-        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[level]
-    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    so = make_session_options({"allow_spinning": spinning, "graph_optimization_level": level,
+                               "intra_op_num_threads": threads}, shared_cpu=False)
     so.log_severity_level = 3
     return so
 
 
 def random_feed(infos: Sequence[TensorInfo], seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    feed = {}
-    for info in infos:
-        dt = np.dtype(info.dtype)
-        if dt.kind == "f":
-            feed[info.name] = rng.standard_normal(info.shape).astype(dt)
-        elif dt.kind == "b":
-            feed[info.name] = np.zeros(info.shape, dtype=dt)
-        else:
-            feed[info.name] = np.zeros(info.shape, dtype=dt)
-    return feed
+    """Inputs for timing, from the runtime's generator (floats normal, small non-negative ints)."""
+    from .runtime import random_inputs
+    from .runtime.executor import TensorSpec
+
+    return random_inputs([TensorSpec(i.name, i.dtype, i.shape) for i in infos], seed=seed)
 
 
 def time_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
@@ -252,8 +241,9 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
     n_l, n_s = len(layers), len(states)
     in_b = np.array([l.input_bytes for l in layers], dtype=np.float64)
     out_b = np.array([l.output_bytes for l in layers], dtype=np.float64)
-    t_in = delta / 2 + beta / 2 * in_b
-    t_out = delta / 2 + beta / 2 * out_b
+    # half of a boundary (delta + beta * bytes) on each side of it: the cost model's Eq. 1-2
+    t_in = transfer_ms(in_b, beta * 1e6 / 2, delta / 2)
+    t_out = transfer_ms(out_b, beta * 1e6 / 2, delta / 2)
     scale = boundary_scale(layer_ms, float(profile["model_ms"]), t_in, t_out)
     logger.info("host boundary model: delta %.1f us, beta %.1f us/MB, x%.2f calibrated on the model",
                 delta * 1e3, beta * 1e9, scale)
