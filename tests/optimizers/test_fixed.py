@@ -6,18 +6,15 @@ import pytest
 
 from hetcc.errors import UsageError
 from hetcc.optimizers import plan
-from hetcc.optimizers.problem import Objective, PlanningProblem
+from hetcc.optimizers.problem import PlanningProblem
+from optimizer_cases import make_problem
 
 
-def flat_problem(n_layers: int, n_states: int = 2) -> PlanningProblem:
-    lat = np.tile(np.array([[1.0], [2.0]]).T, (n_layers, 1))[:, :n_states]
-    z = np.zeros_like(lat)
-    return PlanningProblem(latency_ms=lat, power_mw=z + 100, transfer_in_ms=z + 0.1, transfer_out_ms=z + 0.1,
-                           transfer_in_mj=z, transfer_out_mj=z, legal=np.ones_like(lat, dtype=bool),
-                           param_bytes=np.zeros(n_layers, dtype=np.int64), capacity_bytes=np.full(n_states, np.inf),
-                           base_power_mw=0.0, objective=Objective("latency"),
-                           state_device=("a", "b")[:n_states], state_freq_mhz=(1.0, 1.0)[:n_states],
-                           state_is_fmax=np.ones(n_states, dtype=bool))
+def flat_problem(n_layers: int) -> PlanningProblem:
+    """Every layer 1 ms on state a, 2 ms on state b; 0.1 ms to enter or leave a slice."""
+    lat = np.tile([1.0, 2.0], (n_layers, 1))
+    return make_problem(lat, power=np.full_like(lat, 100.0), t_in=lat * 0 + 0.1, t_out=lat * 0 + 0.1,
+                        devices=("a", "b"))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
