@@ -1,7 +1,6 @@
 """Python API: ``hetcc.compile(model, target=..., objective=..., output_dir=...)``."""
 from __future__ import annotations
 
-import inspect
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -136,7 +135,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     options = dict(planner_options or {})
     program = load_model(resolve_model(model, input_shapes, seed), input_shapes)
     passes = build_pipeline(tgt, obj, output_dir=output_dir, planner=planner,
-                            planner_options=_with_seed(planner, options, seed),
+                            planner_options=options,
                             max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats,
                             profile_cache=profile_cache)
     if dump_after is not None and dump_after not in [p.name for p in passes]:
@@ -145,21 +144,6 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     manager.run(program)
     return CompileResult(plan=program.get("plan"), program=program, target=tgt, objective=obj,
                          output_dir=Path(output_dir) if output_dir is not None else None, timings=manager.timings)
-
-
-def _with_seed(planner: str, options: dict[str, Any], seed: int) -> dict[str, Any]:
-    """Pass ``seed`` to planners that take one (the learned ones); dp/exact are deterministic."""
-    from .optimizers import get_planner
-
-    if "seed" in options or planner == "auto" or ":" in planner:
-        return options
-    try:
-        fn = get_planner(planner)
-    except Exception:
-        return options  # the partition pass reports the unknown planner
-    if "seed" in inspect.signature(fn).parameters:
-        return {**options, "seed": seed}
-    return options
 
 
 def _dump(program: Program, pass_name: str) -> None:

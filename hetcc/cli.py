@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", help="artifact directory (slices/, manifest.json, costs.json)")
     c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="fix a dynamic input shape")
     c.add_argument("--max-cut-tensors", type=int, default=1, metavar="K", help="tensors a cut may carry (default 1)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=int, default=0, help="seed of a zoo model's random weights (default 0)")
     c.add_argument("--profile-repeats", type=int, default=None, help="host: profiling effort (default adaptive)")
     c.add_argument("--reprofile", action="store_true", help="host: measure again instead of using the cached profile")
     c.add_argument("--json", action="store_true", help="print the plan summary as JSON")
