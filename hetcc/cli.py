@@ -74,7 +74,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     limits += [f"cap {result.objective.power_cap_mw / 1e3:g} W"] if result.objective.power_cap_mw else []
     console.print(f"  predicted: {plan.latency_ms:.2f} ms{energy}" + (f" ({', '.join(limits)})" if limits else ""))
     if out:
-        console.print(f"  wrote {out}/ in {result.total_seconds:.2f} s  (next: hetcc inspect {out}; hetcc run {out} --verify)")
+        d = Path(out)
+        console.print(f"  wrote {d}/ in {result.total_seconds:.2f} s  (next: hetcc inspect {d}; hetcc run {d} --verify)")
     return 0
 
 
