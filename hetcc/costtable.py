@@ -8,22 +8,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
-from .optimizers.problem import Objective, PlanningProblem
+from .planners.problem import FEATURES, LayerFeatures, PlanningProblem, StateTable
 from .program import Layer
+from .targets import State
 
 
-@dataclass(frozen=True)
-class State:
-    """One device at one DVFS level."""
-
-    device: str
-    frequency_mhz: float | None
-    volt: float | None = None
-    is_fmax: bool = True
+def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
+    """The named per-layer numbers of ``FEATURES`` (planners' layer vectors and states)."""
+    rows = []
+    for l in layers:
+        nc, g, fc = l.node_classes, l.geometry, l.flops_by_class
+        row = {"nodes": len(l.nodes), "flops": l.flops, "param_bytes": l.param_bytes,
+               "input_bytes": l.input_bytes, "output_bytes": l.output_bytes}
+        for c in ("conv", "matmul", "other"):
+            row[f"{c}_nodes"] = nc.get(c, 0)
+            row[f"{c}_flops"] = fc.get(c, 0.0)
+        for k in ("kernel", "stride", "in_channels", "out_channels"):
+            row[k] = g.get(k, 0)
+        rows.append([float(row[name]) for name in FEATURES])
+    return LayerFeatures(FEATURES, np.array(rows, dtype=np.float64).reshape(len(layers), len(FEATURES)))
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,14 @@ class CostTable:
     base_power_mw: float
     source: str = "analytical"    # 'analytical' or 'measured'
 
-    def problem(self, objective: Objective) -> PlanningProblem:
+    def state_table(self) -> StateTable:
+        return StateTable(device=tuple(s.device for s in self.states), kind=tuple(s.kind for s in self.states),
+                          freq_mhz=np.array([float(s.frequency_mhz or 0.0) for s in self.states]),
+                          is_fmax=np.array([s.is_fmax for s in self.states], dtype=bool))
+
+    def problem(self, name: str = "model", hardware: Any = None,
+                hardware_config: Mapping[str, Any] | None = None) -> PlanningProblem:
+        """The planners' view of this table (numbers only)."""
         return PlanningProblem(
             latency_ms=self.latency_ms, power_mw=self.power_mw,
             transfer_in_ms=self.transfer_in_ms, transfer_out_ms=self.transfer_out_ms,
@@ -68,7 +82,7 @@ class CostTable:
                         "param_bytes": int(l.param_bytes), "flops": float(l.flops),
                         "input_bytes": int(l.input_bytes), "output_bytes": int(l.output_bytes)}
                        for l in self.layers],
-            "states": [{"device": s.device, "frequency_mhz": s.frequency_mhz} for s in self.states],
+            "states": [{"device": s.device, "kind": s.kind, "frequency_mhz": s.frequency_mhz} for s in self.states],
             "latency_ms": table(self.latency_ms),
             "power_mw": table(self.power_mw),
             "transfer_in_ms": table(self.transfer_in_ms),
@@ -81,7 +95,7 @@ class CostTable:
         }
 
 
-def problem_from_costs_json(doc: dict[str, Any], objective: Objective) -> PlanningProblem:
+def problem_from_costs_json(doc: dict[str, Any]) -> PlanningProblem:
     """Rebuild the PlanningProblem from a ``costs.json`` document (illegal cells become inf)."""
     legal = np.array(doc["legal"], dtype=bool)
 
@@ -99,10 +113,11 @@ def problem_from_costs_json(doc: dict[str, Any], objective: Objective) -> Planni
         legal=legal,
         param_bytes=np.array([l["param_bytes"] for l in doc["layers"]], dtype=np.int64),
         capacity_bytes=np.array([np.inf if c is None else c for c in doc["capacity_bytes"]], dtype=np.float64),
-        base_power_mw=float(doc["base_power_mw"]), objective=objective,
-        state_device=tuple(s["device"] for s in states),
-        state_freq_mhz=tuple(float(s["frequency_mhz"] or 0.0) for s in states),
-        state_is_fmax=np.array([(s["frequency_mhz"] or 0.0) == by_dev[s["device"]] for s in states], dtype=bool),
+        base_power_mw=float(doc["base_power_mw"]),
+        states=StateTable(device=tuple(s["device"] for s in states),
+                          kind=tuple(s.get("kind", "cpu") for s in states),
+                          freq_mhz=np.array([float(s["frequency_mhz"] or 0.0) for s in states]),
+                          is_fmax=np.array([(s["frequency_mhz"] or 0.0) == by_dev[s["device"]] for s in states])),
         layer_names=tuple(f"L{l['id']:02d}" for l in doc["layers"]),
     )
 

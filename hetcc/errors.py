@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 # The runtime ships alone to boards, so its errors (artifact/manifest problems, bad feeds) are
-# defined there, outside this hierarchy; the CLI catches both (exit code 2).
-from hetcc.runtime.errors import InputError, ManifestError  # noqa: F401
+# defined in hetcc.runtime.errors, outside this hierarchy, and this module does not import the
+# runtime (nor onnxruntime); ``is_user_error`` recognises both kinds for the CLI.
+import sys
 
 
 class HetccError(Exception):
@@ -34,3 +35,11 @@ class InfeasibleError(HetccError):
     """No plan satisfies the constraints (deadline, power cap, legality)."""
 
     exit_code = 3
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """A HetccError or one of the runtime's errors (those have a one-line message and exit code)."""
+    if isinstance(exc, HetccError):
+        return True
+    rt = sys.modules.get("hetcc.runtime.errors")
+    return rt is not None and isinstance(exc, rt.ManifestError)

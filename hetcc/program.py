@@ -19,7 +19,7 @@ CONSTANTS = "constants"    # ConstantInfo                      passes.constants
 LAYERS = "layers"          # tuple[Layer, ...]                 passes.layers
 LEGALITY = "legality"      # Legality                          passes.legality
 COSTS = "costs"            # CostTable                         passes.costs
-PLAN = "plan"              # optimizers.problem.Plan           passes.partition
+PLAN = "plan"              # planners.Plan                     passes.partition
 ARTIFACT = "artifact"      # Path of the written artifact dir  passes.codegen
 
 
@@ -62,6 +62,8 @@ class Layer:
     input_bytes: int
     output_bytes: int
     dtypes: tuple[str, ...]
+    node_classes: dict[str, int] = field(default_factory=dict)   # nodes per op class
+    geometry: dict[str, int] = field(default_factory=dict)       # largest Conv kernel, stride, channels
 
     @property
     def name(self) -> str:

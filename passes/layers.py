@@ -151,8 +151,12 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         params: dict[str, int] = {}
         dtypes: set[str] = set()
         flops = {"conv": 0.0, "matmul": 0.0, "other": 0.0}
+        counts = {"conv": 0, "matmul": 0, "other": 0}
+        geometry = {"kernel": 0, "stride": 0, "in_channels": 0, "out_channels": 0}
         for j in members:
             node = deps.nodes[j]
+            counts[op_class(node.op_type)] += 1
+            _conv_geometry(node, tensors, geometry)
             ops.extend(inner_op_types(node))
             for v in _inner_reads(node):
                 if v.name in consts.values and v.name in tensors:
@@ -169,8 +173,28 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             flops=float(sum(flops.values())), flops_by_class=flops,
             input_bytes=int(sum(tensors[n].nbytes for n in inputs if n in tensors)),
             output_bytes=int(sum(tensors[n].nbytes for n in outputs if n in tensors)),
-            dtypes=tuple(sorted(dtypes))))
+            dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry))
     return tuple(layers)
+
+
+def _conv_geometry(node: ir.Node, tensors: Mapping[str, TensorInfo], geometry: dict[str, int]) -> None:
+    """Raise ``geometry`` (largest kernel side, stride, input and output channels) to a Conv's."""
+    if node.op_type not in ("Conv", "ConvTranspose", "QLinearConv", "ConvInteger"):
+        return
+    for name, key in (("kernel_shape", "kernel"), ("strides", "stride")):
+        attr = node.attributes.get(name)
+        if attr is not None and attr.as_ints():
+            geometry[key] = max(geometry[key], max(attr.as_ints()))
+    w_index = 3 if node.op_type == "QLinearConv" else 1
+    x = tensors.get(node.inputs[0].name) if node.inputs and node.inputs[0] is not None else None
+    w = tensors.get(node.inputs[w_index].name) if len(node.inputs) > w_index and node.inputs[w_index] is not None else None
+    if x is not None and len(x.shape) >= 2:
+        geometry["in_channels"] = max(geometry["in_channels"], int(x.shape[1]))
+    if w is not None and len(w.shape) >= 3:
+        geometry["out_channels"] = max(geometry["out_channels"], int(w.shape[0]))
+        if not geometry["kernel"]:
+            geometry["kernel"] = int(max(w.shape[2:]))
+        geometry["stride"] = max(geometry["stride"], 1)
 
 
 class GroupLayers(Pass):

@@ -48,7 +48,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
-from hetcc.costtable import State
 from hetcc.errors import TargetError
 
 logger = logging.getLogger(__name__)
@@ -64,6 +63,17 @@ INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
 KNOWN_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "int8", "uint8", "int16",
                           "uint16", "uint32", "uint64", "float8e4m3fn", "float8e5m2", "int4",
                           "uint4", "string", "complex64", "complex128"}) | INDEX_DTYPES
+
+
+@dataclass(frozen=True)
+class State:
+    """One device at one DVFS level: a column of the cost table."""
+
+    device: str
+    frequency_mhz: float | None
+    volt: float | None = None
+    is_fmax: bool = True
+    kind: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -199,7 +209,7 @@ class Target:
             n = len(d.dvfs)
             for k, lvl in enumerate(d.dvfs):
                 out.append(State(device=d.name, frequency_mhz=lvl.freq_mhz, volt=lvl.volt,
-                                 is_fmax=(k == n - 1)))
+                                 is_fmax=(k == n - 1), kind=d.kind))
         return tuple(out)
 
     def state_device_index(self) -> tuple[int, ...]:
@@ -578,5 +588,5 @@ class _Validator:
             power_model=power_model)
 
 
-__all__ = ["DvfsLevel", "Device", "Link", "Target", "PREDICATES", "Predicate", "register_predicate",
+__all__ = ["State", "DvfsLevel", "Device", "Link", "Target", "PREDICATES", "Predicate", "register_predicate",
            "load_target", "builtin_targets", "SCHEMA", "DEVICE_KINDS", "INDEX_DTYPES"]

@@ -7,12 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hetcc.errors import InfeasibleError
-from hetcc.optimizers.dp import dp
-from hetcc.optimizers import exact as exact_module
-from hetcc.optimizers.exact import exact, lowest_average_power_mw, pareto_rows
-from hetcc.optimizers.problem import METRICS, Objective, Slice
-from hetcc.optimizers.synthetic import synthetic_problem
-from optimizer_cases import Brute, close, make_problem, problems
+from hetcc.planners.dp import dp
+from hetcc.planners import exact as exact_module
+from hetcc.planners.exact import exact, lowest_average_power_mw, pareto_rows
+from hetcc.planners.problem import METRICS, Objective, Slice
+from hetcc.planners.synthetic import synthetic_problem
+from planner_cases import Brute, close, make_problem, problems
 
 SETTINGS = settings(max_examples=150, deadline=None)
 

@@ -16,10 +16,13 @@ from typing import Iterator
 
 import numpy as np
 
+from dataclasses import dataclass, field
+
 from ..errors import InfeasibleError, UsageError
-from . import register
-from .dp import layer_label
+from .context import PlanContext
+from .metrics import Objective
 from .problem import Plan, PlanningProblem, Slice
+from .registry import PlannerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -27,25 +30,21 @@ logger = logging.getLogger(__name__)
 FALLBACK_DEVICES = ("npu", "gpu", "big")
 
 
-def fmax_state(problem: PlanningProblem, device: str) -> int | None:
-    """The state of ``device`` at its maximum frequency (None when the device is absent)."""
-    states = [s for s in range(problem.num_states) if problem.state_device[s] == device]
-    if not states:
-        return None
-    flagged = [s for s in states if bool(problem.state_is_fmax[s])]
-    pool = flagged or states
-    return max(pool, key=lambda s: (problem.state_freq_mhz[s], -s))
+@dataclass(frozen=True)
+class SingleOptions:
+    device: str = field(default="", metadata={"doc": "the preferred device (single:<device>)"})
 
 
 def single_device(problem: PlanningProblem, device: str) -> Plan:
     """MOSAIC's ``device``-preferred plan; see the module docstring."""
-    preferred = fmax_state(problem, device)
+    fmax_state = problem.states.fmax_state
+    preferred = fmax_state(device)
     if preferred is None:
         raise UsageError(f"unknown device {device!r} for planner single:{device}; "
                          f"the target has {', '.join(problem.devices)}")
-    fallbacks = [s for s in (fmax_state(problem, d) for d in FALLBACK_DEVICES) if s is not None]
+    fallbacks = [s for s in (fmax_state(d) for d in FALLBACK_DEVICES) if s is not None]
     fallbacks += [s for s in range(problem.num_states)
-                  if bool(problem.state_is_fmax[s]) and s not in fallbacks]
+                  if bool(problem.states.is_fmax[s]) and s not in fallbacks]
     slices: list[Slice] = []
     first = None          # first layer of the open preferred slice
     for i in range(problem.num_layers):
@@ -64,11 +63,11 @@ def single_device(problem: PlanningProblem, device: str) -> Plan:
                 slices.append(Slice(i, i, s))
                 break
         else:
-            raise InfeasibleError(f"{layer_label(problem, i)} is legal on no device at its maximum "
+            raise InfeasibleError(f"{problem.layer_label(i)} is legal on no device at its maximum "
                                   "frequency; no plan can run it")
     if first is not None:
         slices.append(Slice(first, problem.num_layers - 1, preferred))
-    return problem.evaluate(slices, planner=f"single:{device}")
+    return problem.evaluate(slices)
 
 
 def count_plans(num_layers: int, num_states: int) -> int:
@@ -102,24 +101,38 @@ def enumerate_plans(problem: PlanningProblem) -> Iterator[tuple[tuple[Slice, ...
     yield from rec(0, (), 0, 0)
 
 
-@register("brute")
-def brute(problem: PlanningProblem, max_plans: int = 200_000) -> Plan:
+@dataclass(frozen=True)
+class BruteOptions:
+    max_plans: int = field(default=200_000, metadata={"doc": "refuse problems with more plans than this"})
+
+
+def brute(problem: PlanningProblem, objective: Objective, max_plans: int = 200_000) -> Plan:
     """The optimum by exhaustive enumeration (ties: first in enumeration order)."""
     n = count_plans(problem.num_layers, problem.num_states)
     if n > max_plans:
         raise UsageError(f"brute force would enumerate {n} plans ({problem.num_layers} layers x "
                          f"{problem.num_states} states), more than max_plans={max_plans}; "
                          "use --planner exact")
-    obj = problem.objective
+    obj = objective
     best, best_v, any_legal = None, np.inf, False
     for slices, t, e in enumerate_plans(problem):
         any_legal = True
         if obj.feasible(t, e):
-            v = obj.value(t, e)
+            v = obj.key(t, e)
             if v < best_v:
                 best, best_v = slices, v
     if best is None:
         if not any_legal:
             raise InfeasibleError("no legal plan: some layer is legal on no device")
         raise InfeasibleError("no plan meets the deadline / power cap")
-    return problem.evaluate(best, planner="brute")
+    return problem.evaluate(best)
+
+
+SPECS = (
+    PlannerSpec("single", "MOSAIC's device-preferred baseline (TF-*-P): longest legal slices on the device at "
+                "f_max, else NPU, GPU, big", lambda p, o, ctx: single_device(p, ctx.options.device),
+                SingleOptions, positional="device"),
+    PlannerSpec("brute", "every plan enumerated (the ground truth of the tests; small problems only)",
+                lambda p, o, ctx: brute(p, o, ctx.options.max_plans), BruteOptions,
+                constraints=("deadline", "power_cap"), exact=True),
+)

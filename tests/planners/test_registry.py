@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from hetcc.errors import UsageError
-from hetcc.optimizers import PLANNERS, get_planner, plan, planner_names, register, resolve
-from hetcc.optimizers.problem import Objective, Slice
+from hetcc.planners import PLANNERS, get_planner, plan, planner_names, register, resolve
+from hetcc.planners.problem import Objective, Slice
 
 
 def test_builtin_planners_are_registered():
@@ -71,7 +71,7 @@ def test_register_adds_a_planner_and_refuses_duplicates(chain3):
 def test_planner_modules_do_not_import_onnx():
     import inspect
 
-    mods = [m for name, m in sys.modules.items() if name.startswith("hetcc.optimizers")]
+    mods = [m for name, m in sys.modules.items() if name.startswith("hetcc.planners")]
     assert len(mods) >= 5
     for mod in mods:
         imported = [v.__name__ for v in vars(mod).values() if inspect.ismodule(v)]

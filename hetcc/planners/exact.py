@@ -38,9 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InfeasibleError
-from . import register
 from .dp import INF, SliceTables, cell_costs, forward_totals, path_sum, require_runnable, scalar_dp
-from .problem import Objective, Plan, PlanningProblem, Slice
+from .context import PlanContext
+from .metrics import Objective
+from .problem import Plan, PlanningProblem, Slice
+from .registry import PlannerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -164,10 +166,10 @@ def _mw(x: float) -> str:
 class _Search:
     """One exact solve; see the module docstring."""
 
-    def __init__(self, problem: PlanningProblem, stream: bool = True, prune: bool = True):
+    def __init__(self, problem: PlanningProblem, objective: Objective, stream: bool = True, prune: bool = True):
         self.problem = problem
         self.prune = prune
-        obj = problem.objective
+        obj = objective
         self.obj = obj
         self.metric = obj.metric
         self.L, self.S = problem.num_layers, problem.num_states
@@ -285,7 +287,7 @@ class _Search:
             raise InfeasibleError(f"no plan meets {p}{also}: the lowest reachable average power is "
                                   f"{_mw(self.lowest_average_power_mw())} mW; relax --power-cap")
         if d and p:
-            fastest = _Search(self.problem.with_objective(Objective("latency", power_cap_mw=self.c)))
+            fastest = _Search(self.problem, Objective("latency", power_cap_mw=self.c))
             try:
                 t_cap = fastest.run().latency_ms
                 within = f": within the cap the fastest plan takes {_ms(t_cap)} ms"
@@ -461,7 +463,7 @@ class _Search:
         return [(int(f), int(e) - 1, int(s)) for f, e, s in zip(first, ends, state)]
 
     def _plan(self, path: list) -> Plan:
-        return self.problem.evaluate([Slice(int(f), int(l), int(s)) for f, l, s in path], planner="exact")
+        return self.problem.evaluate([Slice(int(f), int(l), int(s)) for f, l, s in path])
 
     def _prepare_bounds(self) -> None:
         self.bT = suffix_bounds(*self.cT, self.T3)
@@ -829,15 +831,19 @@ class _Search:
 
 def lowest_average_power_mw(problem: PlanningProblem) -> float:
     """The lowest average power (energy / latency) of any legal plan, in mW."""
-    return _Search(problem.with_objective(Objective("latency"))).lowest_average_power_mw()
+    return _Search(problem, Objective("latency")).lowest_average_power_mw()
 
 
-@register("exact")
-def exact(problem: PlanningProblem, stream: bool = True, prune: bool = True) -> Plan:
+def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, prune: bool = True) -> Plan:
     """The optimal plan under the cost model, for any metric, deadline and power cap.
 
     Raises InfeasibleError naming the deadline, cap or layer that no plan can satisfy. For
     verification: ``stream=False`` enumerates every slice explicitly (no open labels) and
     ``prune=False`` runs the plain Pareto DP without bounds (slow, but obviously exact).
     """
-    return _Search(problem, stream=stream, prune=prune).run()
+    return _Search(problem, objective, stream=stream, prune=prune).run()
+
+
+SPECS = (PlannerSpec("exact", "ours: Pareto-label DP with sound bounds; the proven optimum for latency, energy "
+                     "or edp under a deadline and/or power cap", lambda p, o, ctx: exact(p, o),
+                     constraints=("deadline", "power_cap"), exact=True),)

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from hetcc.optimizers.baselines import enumerate_plans
-from hetcc.optimizers.problem import Objective, PlanningProblem, Slice
+from hetcc.planners import Objective, PlanningProblem, Slice, StateTable
+from hetcc.planners.baselines import enumerate_plans
 
 DEVICE_NAMES = ("big", "little", "gpu", "npu")
 
 
 def make_problem(latency, power=None, *, legal=None, params=None, capacity=None, t_in=None, t_out=None,
                  e_in=None, e_out=None, base_power_mw=0.0, devices=None, freqs=None, fmax=None,
-                 objective=None, names=()) -> PlanningProblem:
+                 names=()) -> PlanningProblem:
     """A PlanningProblem from (nested) lists; omitted tables are zeros / all legal / unlimited."""
     lat = np.asarray(latency, dtype=np.float64)
     L, S = lat.shape
@@ -37,10 +37,10 @@ def make_problem(latency, power=None, *, legal=None, params=None, capacity=None,
         legal=np.ones((L, S), dtype=bool) if legal is None else np.asarray(legal, dtype=bool),
         param_bytes=np.zeros(L, dtype=np.int64) if params is None else np.asarray(params, dtype=np.int64),
         capacity_bytes=np.full(S, np.inf) if capacity is None else np.asarray(capacity, dtype=np.float64),
-        base_power_mw=float(base_power_mw), objective=objective or Objective(),
-        state_device=devices,
-        state_freq_mhz=tuple(freqs) if freqs is not None else tuple(1000.0 for _ in range(S)),
-        state_is_fmax=np.ones(S, dtype=bool) if fmax is None else np.asarray(fmax, dtype=bool),
+        base_power_mw=float(base_power_mw),
+        states=StateTable(device=devices, kind=("cpu",) * S,
+                          freq_mhz=np.asarray(freqs if freqs is not None else [1000.0] * S, dtype=np.float64),
+                          is_fmax=np.ones(S, dtype=bool) if fmax is None else np.asarray(fmax, dtype=bool)),
         layer_names=tuple(names))
 
 
@@ -139,7 +139,7 @@ class Brute:
         return np.array([objective.feasible(t, e) for t, e in pairs], dtype=bool)
 
     def values(self, objective: Objective) -> np.ndarray:
-        return np.array([objective.value(t, e) for t, e in zip(self.latency_ms, self.energy_mj)])
+        return np.array([objective.key(t, e) for t, e in zip(self.latency_ms, self.energy_mj)])
 
     def best(self, objective: Objective, states_ok=None) -> float | None:
         """The optimum value (None when no plan is feasible); ``states_ok(slices)`` filters plans."""
@@ -169,4 +169,4 @@ def chain3() -> PlanningProblem:
 
 __all__ = ["Brute", "Slice", "close", "make_problem", "problems", "uses_only"]
 
-sys.modules["optimizer_cases"] = sys.modules[__name__]
+sys.modules["planner_cases"] = sys.modules[__name__]

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, UsageError
-from . import register
+from ..errors import InfeasibleError
+from .context import PlanContext
+from .metrics import Objective
 from .problem import Plan, PlanningProblem, Slice
+from .registry import PlannerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -114,13 +116,6 @@ class SliceTables:
         return self.tensor(c.layer_mj, c.in_mj, c.out_mj)
 
 
-def layer_label(problem: PlanningProblem, i: int) -> str:
-    names = problem.layer_names
-    if i < len(names) and names[i]:
-        return f"layer {i} ({names[i]})"
-    return f"layer {i}"
-
-
 def require_runnable(problem: PlanningProblem, tables: SliceTables, cost: np.ndarray,
                      where: str = "device") -> None:
     """Raise InfeasibleError naming the first layer that no state can run as a slice on its own.
@@ -138,7 +133,7 @@ def require_runnable(problem: PlanningProblem, tables: SliceTables, cost: np.nda
             why = "no device supports it"
         else:
             why = "it exceeds the memory of every device that supports it, or its costs are not finite"
-        raise InfeasibleError(f"{layer_label(problem, i)} is legal on no {where} ({why}); "
+        raise InfeasibleError(f"{problem.layer_label(i)} is legal on no {where} ({why}); "
                               "no plan can run it")
 
 
@@ -181,22 +176,26 @@ def path_sum(cost: np.ndarray, path: list[tuple[int, int, int]]) -> float:
     return float(sum(cost[last + 1, first, s] for first, last, s in path))
 
 
-@register("dp")
-def dp(problem: PlanningProblem) -> Plan:
+def optimal(problem: PlanningProblem, metric: str) -> Plan:
     """MOSAIC Algorithm 1: the optimal plan for latency (max-frequency states) or energy (all)."""
-    obj = problem.objective
-    if obj.metric == "edp" or obj.constrained:
-        what = "edp" if obj.metric == "edp" else "a deadline or power cap"
-        raise UsageError(f"dp optimises an additive metric without constraints (got {what}); "
-                         "use --planner exact")
-    if obj.metric == "latency":
-        states = np.flatnonzero(np.asarray(problem.state_is_fmax, dtype=bool))
+    if metric == "latency":
+        states = np.flatnonzero(problem.states.is_fmax)
         where = "device at its maximum frequency"
     else:
         states = np.arange(problem.num_states)
         where = "device"
     tables = SliceTables(problem, cell_costs(problem), states)
-    cost = tables.latency() if obj.metric == "latency" else tables.energy()
+    cost = tables.latency() if metric == "latency" else tables.energy()
     require_runnable(problem, tables, cost, where)
     _, path = scalar_dp(cost)
-    return problem.evaluate([Slice(first, last, int(states[s])) for first, last, s in path], planner="dp")
+    return problem.evaluate([Slice(first, last, int(states[s])) for first, last, s in path])
+
+
+def plan_dp(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
+    """Deadline- and cap-oblivious (MOSAIC-P / MOSAIC-E); the feasibility policy checks limits."""
+    return optimal(problem, objective.metric)
+
+
+SPECS = (PlannerSpec("dp", "MOSAIC's dynamic program (Alg. 1): optimal latency (max-frequency states) or "
+                     "energy (all states), O(L^2 S); ignores deadline and power cap", plan_dp,
+                     metrics=("latency", "energy"), exact=True),)

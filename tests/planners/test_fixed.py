@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from hetcc.errors import UsageError
-from hetcc.optimizers import plan
-from hetcc.optimizers.problem import PlanningProblem
-from optimizer_cases import make_problem
+from hetcc.planners import plan
+from hetcc.planners.problem import PlanningProblem
+from planner_cases import make_problem
 
 
 def flat_problem(n_layers: int) -> PlanningProblem:

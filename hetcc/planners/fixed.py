@@ -5,10 +5,18 @@ many-slice end-to-end tests). The state is the fastest max-frequency state on wh
 model is legal as one slice."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ..errors import InfeasibleError, UsageError
 from .problem import Plan, PlanningProblem, Slice
+from .registry import PlannerSpec
+
+
+@dataclass(frozen=True)
+class EvenOptions:
+    slices: int = field(default=1, metadata={"doc": "number of slices (even:<N>)"})
 
 
 def even_split(problem: PlanningProblem, slices: int, state: int | None = None) -> Plan:
@@ -17,7 +25,7 @@ def even_split(problem: PlanningProblem, slices: int, state: int | None = None) 
         raise UsageError(f"even:{slices}: the model has {n_layers} layers; choose 1..{n_layers} slices")
     if state is None:
         candidates = [s for s in range(problem.num_states)
-                      if problem.state_is_fmax[s] and problem.slice_legal(0, n_layers - 1, s)]
+                      if problem.states.is_fmax[s] and problem.slice_legal(0, n_layers - 1, s)]
         if not candidates:
             raise InfeasibleError("even:N needs a device that can run the whole model; none can")
         state = min(candidates, key=lambda s: float(problem.latency_ms[:, s].sum()))
@@ -32,3 +40,8 @@ def even_split(problem: PlanningProblem, slices: int, state: int | None = None) 
         cuts.append(min(max(idx, lo), hi))
     bounds = [-1] + cuts + [n_layers - 1]
     return problem.evaluate([Slice(bounds[i] + 1, bounds[i + 1], state) for i in range(slices)])
+
+
+SPECS = (PlannerSpec("even", "N slices of equal latency on the fastest device that runs the whole model "
+                     "(measures what cutting costs)", lambda p, o, ctx: even_split(p, ctx.options.slices),
+                     EvenOptions, positional="slices"),)

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 
 from hetcc.errors import InfeasibleError, UsageError
-from hetcc.optimizers.dp import dp
-from hetcc.optimizers.problem import Objective, Slice
-from hetcc.optimizers.synthetic import synthetic_problem
-from optimizer_cases import Brute, close, make_problem, problems, uses_only
+from hetcc.planners.dp import dp
+from hetcc.planners.problem import Objective, Slice
+from hetcc.planners.synthetic import synthetic_problem
+from planner_cases import Brute, close, make_problem, problems, uses_only
 
 SETTINGS = settings(max_examples=120, deadline=None)
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 
 from hetcc.errors import InfeasibleError, UsageError
-from hetcc.optimizers.baselines import brute, count_plans, enumerate_plans, single_device
-from hetcc.optimizers.problem import Objective, Slice
-from optimizer_cases import Brute, close, make_problem, problems
+from hetcc.planners.baselines import brute, count_plans, enumerate_plans, single_device
+from hetcc.planners.problem import Objective, Slice
+from planner_cases import Brute, close, make_problem, problems
 
 # states: big@1000, big@2000 (fmax), gpu@800 (fmax), npu (fmax)
 DEVICES = ("big", "big", "gpu", "npu")

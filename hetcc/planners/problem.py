@@ -1,0 +1,311 @@
+"""PlanningProblem (numbers only) and Plan: the contract between the analyses and the planners.
+
+A planner never sees ONNX: it gets L layers x S device states as read-only numpy arrays and
+returns slices (first layer, last layer, state). The objective is not part of the problem: the
+same problem is planned for latency, energy or edp, with or without limits
+(``plan(problem, objective, ctx)``). The cost of a slice of layers a..b on state s is
+
+    latency = transfer_in_ms[a, s] + sum(latency_ms[a..b, s]) + transfer_out_ms[b, s]
+    energy  = transfer_in_mj[a, s] + sum(latency_ms * power_mw / 1000)[a..b, s]
+              + transfer_out_mj[b, s] + base_power_mw * latency / 1000
+
+and it is legal when every layer in a..b is legal on s and sum(param_bytes[a..b]) <=
+capacity_bytes[s]. A plan's latency and energy are the sums over its slices (slices run one
+after another). Units: ms, mW, mJ, bytes.
+
+Beside the tables a problem carries what learning planners build their state from
+(``layer_features``, named columns), the device states as one ``StateTable``, and, for a board
+with hardware knobs, the ``HardwareSpace`` its tables were computed in and the configuration
+(``hardware_config``) they hold.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+
+def _frozen(a: Any, dtype: Any) -> np.ndarray:
+    """A read-only view of ``a`` as ``dtype`` (the caller's array keeps its own flags)."""
+    arr = np.asarray(a, dtype=dtype).view()
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class StateTable:
+    """The S device states a problem's columns stand for: device name and kind, DVFS frequency
+    (0 = fixed or unknown) and whether it is the device's top level."""
+
+    device: tuple[str, ...]
+    kind: tuple[str, ...]
+    freq_mhz: np.ndarray      # [S] float
+    is_fmax: np.ndarray       # [S] bool
+
+    def __post_init__(self) -> None:
+        S = len(self.device)
+        object.__setattr__(self, "freq_mhz", _frozen(self.freq_mhz, np.float64))
+        object.__setattr__(self, "is_fmax", _frozen(self.is_fmax, bool))
+        if not (len(self.kind) == S and self.freq_mhz.shape == (S,) and self.is_fmax.shape == (S,)):
+            raise ValueError("StateTable columns differ in length")
+
+    @classmethod
+    def build(cls, device: Sequence[str], freq_mhz: Sequence[float] | None = None,
+              kind: Sequence[str] | None = None, is_fmax: Sequence[bool] | None = None) -> "StateTable":
+        """States from columns; by default kind 'cpu', frequency 0 and each device's highest
+        frequency flagged as its top level."""
+        device = tuple(device)
+        f = np.zeros(len(device)) if freq_mhz is None else np.asarray(freq_mhz, dtype=np.float64)
+        if is_fmax is None:
+            top = {d: max(f[i] for i in range(len(device)) if device[i] == d) for d in set(device)}
+            is_fmax = [f[i] == top[device[i]] for i in range(len(device))]
+        return cls(device=device, kind=tuple(kind) if kind is not None else ("cpu",) * len(device),
+                   freq_mhz=f, is_fmax=np.asarray(is_fmax, dtype=bool))
+
+    def __len__(self) -> int:
+        return len(self.device)
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """Distinct device names in state order."""
+        return tuple(dict.fromkeys(self.device))
+
+    def of(self, device: str) -> np.ndarray:
+        """The state indices of ``device`` (frequency ascending, as targets list them)."""
+        return np.array([s for s, d in enumerate(self.device) if d == device], dtype=np.int64)
+
+    def fmax_state(self, device: str) -> int | None:
+        """The state of ``device`` at its top frequency (None when the device is absent)."""
+        cols = self.of(device)
+        if cols.size == 0:
+            return None
+        flagged = [int(s) for s in cols if self.is_fmax[s]] or [int(s) for s in cols]
+        return max(flagged, key=lambda s: (self.freq_mhz[s], -s))
+
+    def label(self, s: int) -> str:
+        f = float(self.freq_mhz[s])
+        return f"{self.device[s]}@{f:g}" if f else self.device[s]
+
+
+#: the columns ``layer_features`` has (op-class node counts, sizes, conv geometry)
+FEATURES = ("nodes", "conv_nodes", "matmul_nodes", "other_nodes", "flops", "conv_flops", "matmul_flops",
+            "other_flops", "param_bytes", "input_bytes", "output_bytes", "kernel", "stride",
+            "in_channels", "out_channels")
+
+
+@dataclass(frozen=True)
+class LayerFeatures:
+    """[L, F] numbers per layer with named columns (``FEATURES``): what layer vectors and
+    run-time states are built from, and what a hardware space recomputes costs from."""
+
+    names: tuple[str, ...]
+    values: np.ndarray   # [L, F] float64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", _frozen(self.values, np.float64))
+        if self.values.ndim != 2 or self.values.shape[1] != len(self.names):
+            raise ValueError(f"layer features: {self.values.shape} values for {len(self.names)} names")
+
+    def column(self, name: str) -> np.ndarray:
+        try:
+            return self.values[:, self.names.index(name)]
+        except ValueError:
+            raise KeyError(f"no layer feature {name!r}; features: {', '.join(self.names)}") from None
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Layers first..last (inclusive, 0-based) run on device state ``state``."""
+
+    first: int
+    last: int
+    state: int
+
+
+@dataclass(frozen=True)
+class Cost:
+    latency_ms: float
+    energy_mj: float
+    transfer_ms: float = 0.0
+
+    @property
+    def edp_mj_ms(self) -> float:
+        return self.energy_mj * self.latency_ms
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planner's proposal: consecutive slices covering every layer, plus its evaluated cost.
+
+    ``hardware``: the board configuration the plan needs (knob -> value; None without knobs).
+    ``feasible`` / ``violations``: set by the feasibility policy after the planner ran.
+    ``stats``: planner-specific, JSON-able (steps, evaluations, best-so-far curve, bound, gap).
+    ``objective``: the Objective it was planned for (stamped by ``planners.plan``).
+    """
+
+    slices: tuple[Slice, ...]
+    latency_ms: float
+    energy_mj: float
+    planner: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    slice_costs: tuple[Cost, ...] = ()
+    hardware: Mapping[str, Any] | None = None
+    feasible: bool = True
+    violations: tuple[str, ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    objective: Any = None           # the Objective it was planned for (stamped by planners.plan)
+
+    @property
+    def edp_mj_ms(self) -> float:
+        return self.energy_mj * self.latency_ms
+
+    @property
+    def average_power_mw(self) -> float:
+        return self.energy_mj / self.latency_ms * 1000.0 if self.latency_ms > 0 else 0.0
+
+    def replace(self, **changes: Any) -> "Plan":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class PlanningProblem:
+    """L layers x S states of costs; see the module docstring for the slice cost formula.
+
+    Illegal cells may hold any value in the cost arrays (builders put +inf); ``legal`` decides.
+    Every array is read-only.
+    """
+
+    latency_ms: np.ndarray          # [L, S] float64
+    power_mw: np.ndarray            # [L, S] float64
+    transfer_in_ms: np.ndarray      # [L, S]: cost to bring layer l's inputs onto state s
+    transfer_out_ms: np.ndarray     # [L, S]: cost to take layer l's outputs off state s
+    transfer_in_mj: np.ndarray      # [L, S]
+    transfer_out_mj: np.ndarray     # [L, S]
+    legal: np.ndarray               # [L, S] bool
+    param_bytes: np.ndarray         # [L] int64
+    capacity_bytes: np.ndarray      # [S] float64, +inf = unlimited
+    base_power_mw: float
+    states: StateTable
+    layer_names: tuple[str, ...] = ()
+    layer_features: LayerFeatures | None = None
+    hardware: Any = None            # HardwareSpace (hetcc.planners.hardware) or None
+    hardware_config: Mapping[str, Any] | None = None
+    name: str = "model"
+
+    def __post_init__(self) -> None:
+        for key in ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj",
+                    "transfer_out_mj", "capacity_bytes"):
+            object.__setattr__(self, key, _frozen(getattr(self, key), np.float64))
+        object.__setattr__(self, "legal", _frozen(self.legal, bool))
+        object.__setattr__(self, "param_bytes", _frozen(self.param_bytes, np.int64))
+        L, S = self.latency_ms.shape
+        for key in ("power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_out_mj", "legal"):
+            if getattr(self, key).shape != (L, S):
+                raise ValueError(f"{key} has shape {getattr(self, key).shape}, expected ({L}, {S})")
+        if len(self.states) != S or self.capacity_bytes.shape != (S,) or self.param_bytes.shape != (L,):
+            raise ValueError("states, capacity_bytes or param_bytes do not match the [L, S] tables")
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.latency_ms.shape[0])
+
+    @property
+    def num_states(self) -> int:
+        return int(self.latency_ms.shape[1])
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return self.states.devices
+
+    def replace(self, **changes: Any) -> "PlanningProblem":
+        return dataclasses.replace(self, **changes)
+
+    def layer_label(self, i: int) -> str:
+        names = self.layer_names
+        return f"layer {i} ({names[i]})" if i < len(names) and names[i] else f"layer {i}"
+
+    # ---- evaluation (the one definition every planner and test uses) ----
+    def slice_legal(self, first: int, last: int, state: int) -> bool:
+        if not bool(np.all(self.legal[first:last + 1, state])):
+            return False
+        return float(self.param_bytes[first:last + 1].sum()) <= float(self.capacity_bytes[state])
+
+    def slice_cost(self, first: int, last: int, state: int) -> Cost:
+        """Latency and energy of one slice (does not check legality)."""
+        lat = self.latency_ms[first:last + 1, state]
+        pw = self.power_mw[first:last + 1, state]
+        t_in = float(self.transfer_in_ms[first, state])
+        t_out = float(self.transfer_out_ms[last, state])
+        latency = t_in + float(lat.sum()) + t_out
+        energy = (float(self.transfer_in_mj[first, state]) + float((lat * pw).sum()) / 1000.0
+                  + float(self.transfer_out_mj[last, state]) + self.base_power_mw * latency / 1000.0)
+        return Cost(latency_ms=latency, energy_mj=energy, transfer_ms=t_in + t_out)
+
+    def check_slices(self, slices: Sequence[Slice]) -> None:
+        """Raise ValueError unless ``slices`` cover 0..L-1 consecutively with legal slices."""
+        expect = 0
+        for sl in slices:
+            if sl.first != expect or sl.last < sl.first or not 0 <= sl.state < self.num_states:
+                raise ValueError(f"slices do not cover the layers consecutively at {sl}")
+            if not self.slice_legal(sl.first, sl.last, sl.state):
+                raise ValueError(f"slice {sl} is illegal")
+            expect = sl.last + 1
+        if expect != self.num_layers:
+            raise ValueError(f"slices end at layer {expect - 1}, model has {self.num_layers}")
+
+    def evaluate(self, slices: Sequence[Slice], **fields: Any) -> Plan:
+        """Check ``slices`` and return the Plan with its summed cost (``fields`` go to the Plan;
+        ``hardware`` defaults to the configuration the tables hold)."""
+        slices = tuple(slices)
+        self.check_slices(slices)
+        costs = tuple(self.slice_cost(s.first, s.last, s.state) for s in slices)
+        fields.setdefault("hardware", dict(self.hardware_config) if self.hardware_config else None)
+        return Plan(slices=slices, latency_ms=sum(c.latency_ms for c in costs),
+                    energy_mj=sum(c.energy_mj for c in costs), slice_costs=costs, **fields)
+
+
+@dataclass(frozen=True)
+class WorkloadProblem:
+    """Several models planned together on one board (their device states are the same)."""
+
+    problems: tuple[PlanningProblem, ...]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.problems) != len(self.names) or not self.problems:
+            raise ValueError("a workload needs one name per problem and at least one problem")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"workload model names must differ: {', '.join(self.names)}")
+        first = self.problems[0].states.device
+        for name, p in zip(self.names, self.problems):
+            if p.states.device != first:
+                raise ValueError(f"workload model {name!r} was analysed for other device states")
+
+    @property
+    def states(self) -> StateTable:
+        return self.problems[0].states
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """One Plan per model of a workload, plus what the workload planner reports about the whole."""
+
+    plans: tuple[Plan, ...]
+    names: tuple[str, ...]
+    planner: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    feasible: bool = True
+    violations: tuple[str, ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    objective: Any = None
+
+    def replace(self, **changes: Any) -> "WorkloadPlan":
+        return dataclasses.replace(self, **changes)
+
+
+__all__ = ["Cost", "FEATURES", "LayerFeatures", "Plan", "PlanningProblem", "Slice", "StateTable",
+           "WorkloadPlan", "WorkloadProblem"]

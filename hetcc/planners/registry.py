@@ -1,0 +1,306 @@
+"""The planner registry: ``PlannerSpec``s, typed options, ``auto``, and the feasibility policy.
+
+A planner is a module that defines ``SPECS`` (one or more ``PlannerSpec``) and is named in
+``BUILTIN`` below (name -> module); the module is imported only when that planner is asked for,
+so ``--planner dp`` never loads what ``dqn`` needs. Planner modules import heavy libraries
+(torch) inside their functions, never at module level, so ``hetcc planners`` stays light too.
+
+``run(problem, objective, planner, options, ctx)`` resolves the name, parses the options into the
+spec's dataclass, runs ``spec.run(problem, objective, ctx)``, stamps name, options and seconds,
+and applies the one feasibility policy: a plan that breaks the deadline or power cap is an
+``InfeasibleError`` (exit 3) naming the amount, unless ``allow_infeasible``, which returns it
+with ``feasible=False`` and the violations.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..errors import InfeasibleError, UsageError
+from .context import PlanContext
+from .metrics import Objective
+from .problem import Plan, PlanningProblem, WorkloadPlan, WorkloadProblem
+
+#: what a planner plans: one model, several models at once, or a run-time policy
+KINDS = ("model", "workload", "policy")
+CONSTRAINTS = ("deadline", "power_cap")
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """For planners without options."""
+
+
+@dataclass(frozen=True)
+class PlannerSpec:
+    """One planner: its name, what it optimises and honours, its options and its function.
+
+    ``metrics``: the metrics it optimises; ``constraints``: the limits it plans within (others
+    are left to the feasibility policy); ``exact``: returns a proven optimum; ``positional``: the
+    option that ``name:VALUE`` sets (``single:gpu`` -> device='gpu'); ``hardware``: it chooses
+    the board's hardware configuration too."""
+
+    name: str
+    summary: str
+    run: Callable[[Any, Objective, PlanContext], Any]
+    options: type = NoOptions
+    metrics: tuple[str, ...] = ("latency", "energy", "edp")
+    constraints: tuple[str, ...] = ()
+    exact: bool = False
+    kind: str = "model"
+    positional: str | None = None
+    hardware: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"planner {self.name!r}: kind must be one of {KINDS}")
+        if not dataclasses.is_dataclass(self.options):
+            raise ValueError(f"planner {self.name!r}: options must be a dataclass")
+        unknown = set(self.constraints) - set(CONSTRAINTS)
+        if unknown:
+            raise ValueError(f"planner {self.name!r}: unknown constraints {sorted(unknown)}")
+
+    def supports(self, objective: Objective) -> bool:
+        return objective.metric in self.metrics and objective.constraints <= set(self.constraints)
+
+
+#: built-in planners: name -> module defining SPECS (imported on first use)
+BUILTIN: dict[str, str] = {
+    "dp": "hetcc.planners.dp",
+    "exact": "hetcc.planners.exact",
+    "single": "hetcc.planners.baselines",
+    "brute": "hetcc.planners.baselines",
+    "even": "hetcc.planners.fixed",
+    "random": "hetcc.planners.random",
+    "independent": "hetcc.planners.workload",
+}
+#: ``auto`` picks the first of these whose capabilities cover the objective
+AUTO_ORDER = ("dp", "exact")
+_SPECS: dict[str, PlannerSpec] = {}
+
+
+def register(spec: PlannerSpec) -> PlannerSpec:
+    """Make a planner available by name (built-in modules are found through ``BUILTIN``)."""
+    old = _SPECS.get(spec.name)
+    if old is not None and old.run is not spec.run:
+        raise ValueError(f"planner {spec.name!r} is registered twice")
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def get_spec(name: str) -> PlannerSpec:
+    """The spec registered as ``name`` (the part before ':' of ``single:gpu``)."""
+    base = name.split(":", 1)[0]
+    if base not in _SPECS and base in BUILTIN:
+        for spec in importlib.import_module(BUILTIN[base]).SPECS:
+            register(spec)
+    try:
+        return _SPECS[base]
+    except KeyError:
+        raise UsageError(f"unknown planner {name!r}; choose one of {', '.join(planner_names())} "
+                         "(hetcc planners lists them)") from None
+
+
+def all_specs() -> list[PlannerSpec]:
+    """Every planner, built-in and registered (imports every built-in planner module)."""
+    for name in BUILTIN:
+        get_spec(name)
+    return sorted(_SPECS.values(), key=lambda s: (KINDS.index(s.kind), s.name))
+
+
+def planner_names() -> tuple[str, ...]:
+    names = set(BUILTIN) | set(_SPECS)
+    return ("auto", *sorted(names))
+
+
+def resolve(name: str, objective: Objective, kind: str = "model") -> str:
+    """The concrete planner ``auto`` stands for (other names unchanged): the first exact planner
+    in ``AUTO_ORDER`` whose metrics and constraints cover the objective."""
+    if name != "auto":
+        return name
+    if kind == "workload":
+        return "independent"
+    for cand in AUTO_ORDER:
+        if get_spec(cand).supports(objective):
+            return cand
+    raise UsageError(f"no exact planner supports {objective.metric} with {sorted(objective.constraints)}")
+
+
+# ---- options ------------------------------------------------------------------------------
+
+def option_fields(spec: PlannerSpec) -> list[tuple[str, Any, Any, str]]:
+    """(name, type, default, one-line doc) of each option of ``spec``."""
+    hints = typing.get_type_hints(spec.options)
+    out = []
+    for f in dataclasses.fields(spec.options):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        out.append((f.name, hints[f.name], default, f.metadata.get("doc", "")))
+    return out
+
+
+def type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is typing.Literal:
+        return "|".join(map(str, typing.get_args(tp)))
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if args and (typing.get_origin(tp) in (typing.Union, types.UnionType)):
+        return f"{type_name(args[0])} or none"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    """``value`` (a CLI string or a Python value) as type ``tp``; ValueError when it is not."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if type(None) in args and (value is None or (isinstance(value, str) and value.lower() in ("none", "null"))):
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _convert(a, value)
+            except ValueError:
+                continue
+        raise ValueError(f"expected {type_name(tp)}")
+    if origin is typing.Literal:
+        choices = typing.get_args(tp)
+        for c in choices:
+            if value == c or (isinstance(value, str) and str(c) == value):
+                return c
+        raise ValueError(f"expected one of {', '.join(map(str, choices))}")
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ValueError("expected an integer")
+        if isinstance(value, int):
+            return value
+        try:
+            return int(str(value))
+        except ValueError:
+            raise ValueError("expected an integer") from None
+    if tp is float:
+        if isinstance(value, bool):
+            raise ValueError("expected a number")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError("expected a number") from None
+    if tp is str:
+        return str(value)
+    raise ValueError(f"unsupported option type {tp!r}")
+
+
+def parse_options(spec: PlannerSpec, raw: Mapping[str, Any] | None) -> Any:
+    """The options dataclass of ``spec`` from ``raw`` (strings from the CLI or Python values).
+
+    An unknown key or a bad value is a UsageError naming the planner, the key and the valid keys."""
+    fields = {name: (tp, doc) for name, tp, _, doc in option_fields(spec)}
+    values = {}
+    for key, value in (raw or {}).items():
+        if key not in fields:
+            valid = ", ".join(fields) or "none"
+            raise UsageError(f"planner {spec.name!r} has no option {key!r}; its options: {valid} "
+                             "(hetcc planners shows them)")
+        tp, _ = fields[key]
+        try:
+            values[key] = _convert(tp, value)
+        except ValueError as exc:
+            raise UsageError(f"planner {spec.name!r}: option {key}={value!r}: {exc}") from None
+    try:
+        opts = spec.options(**values)
+    except TypeError as exc:  # a required option without a default
+        raise UsageError(f"planner {spec.name!r}: {exc}") from None
+    check = getattr(opts, "validate", None)
+    if check is not None:
+        problem = check()
+        if problem:
+            raise UsageError(f"planner {spec.name!r}: {problem}")
+    return opts
+
+
+def parse_option_args(items: list[str] | None) -> dict[str, str]:
+    """``--planner-option KEY=VALUE`` (repeatable) -> {KEY: VALUE}."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"malformed --planner-option {item!r}; use KEY=VALUE, e.g. --planner-option beam=16")
+        out[key.strip()] = value.strip()
+    return out
+
+
+# ---- running ------------------------------------------------------------------------------
+
+def display_name(name: str, spec: PlannerSpec) -> str:
+    return name if spec.positional and ":" in name else spec.name
+
+
+def split_name(name: str, spec: PlannerSpec, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options with the positional part of ``name:VALUE`` added."""
+    opts = dict(options)
+    if ":" in name:
+        if spec.positional is None:
+            raise UsageError(f"planner {spec.name!r} takes no ':' argument (got {name!r})")
+        value = name.split(":", 1)[1]
+        if not value:
+            raise UsageError(f"planner {name!r} names no {spec.positional}; use {spec.name}:<{spec.positional}>")
+        opts[spec.positional] = value
+    return opts
+
+
+def apply_policy(plan: Plan | WorkloadPlan, objective: Objective, allow_infeasible: bool) -> Any:
+    """The feasibility policy: stamp ``feasible``/``violations``; raise unless allowed."""
+    if isinstance(plan, WorkloadPlan):
+        found = [f"{n}: {v}" for n, p in zip(plan.names, plan.plans) for v in p.violations]
+    else:
+        found = [v.message for v in objective.violations(plan.latency_ms, plan.energy_mj)]
+        plan = plan.replace(feasible=not found, violations=tuple(found))
+    if isinstance(plan, WorkloadPlan):
+        plan = plan.replace(feasible=not found, violations=tuple(found))
+    if found and not allow_infeasible:
+        raise InfeasibleError(f"{plan.planner}: {'; '.join(found)} (--allow-infeasible writes it anyway, "
+                              "marked infeasible; --planner auto finds a feasible plan if one exists)")
+    return plan
+
+
+def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planner: str = "auto",
+        options: Mapping[str, Any] | None = None, ctx: PlanContext | None = None, *,
+        allow_infeasible: bool = False) -> Any:
+    """Plan ``problem`` for ``objective`` with ``planner``; see the module docstring."""
+    kind = "workload" if isinstance(problem, WorkloadProblem) else "model"
+    name = resolve(planner, objective, kind)
+    spec = get_spec(name)
+    if spec.kind != kind:
+        raise UsageError(f"planner {spec.name!r} plans a {spec.kind}, not a {kind}; "
+                         + ("compile several models for a workload planner" if kind == "model"
+                            else "choose a workload planner (hetcc planners)"))
+    if objective.metric not in spec.metrics:
+        raise UsageError(f"planner {spec.name!r} does not optimise {objective.metric} (it optimises "
+                         f"{', '.join(spec.metrics)}); use --planner auto")
+    opts = parse_options(spec, split_name(name, spec, options or {}))
+    ctx = (ctx or PlanContext()).with_options(opts)
+    t0 = time.perf_counter()
+    result = spec.run(problem, objective, ctx)
+    seconds = time.perf_counter() - t0
+    ctx.logger.debug("%s: planned in %.1f ms", name, seconds * 1e3)
+    result = result.replace(planner=display_name(name, spec), options=dataclasses.asdict(opts), seconds=seconds,
+                            objective=objective)
+    return apply_policy(result, objective, allow_infeasible)
+
+
+__all__ = ["BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "get_spec", "option_fields",
+           "parse_option_args", "parse_options", "planner_names", "register", "resolve", "run", "type_name"]
