@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .problem import Objective, PlanningProblem
+from hetcc.planners.problem import PlanningProblem, StateTable
 
 #: (volt, MHz) per device, MOSAIC Table II (HiKey 970); the NPU has no DVFS.
 HIKEY970_DVFS: dict[str, tuple[tuple[float, float], ...]] = {
@@ -95,8 +95,7 @@ def _cnn_layers(num_layers: int, rng: np.random.Generator) -> list[dict]:
     return layers[:num_layers]
 
 
-def synthetic_problem(num_layers: int = 60, seed: int = 0,
-                      objective: Objective | None = None) -> PlanningProblem:
+def synthetic_problem(num_layers: int = 60, seed: int = 0) -> PlanningProblem:
     """A CNN of ``num_layers`` layers on the HiKey 970-like board (25 states)."""
     rng = np.random.default_rng(seed)
     layers = _cnn_layers(num_layers, rng)
@@ -151,6 +150,7 @@ def synthetic_problem(num_layers: int = 60, seed: int = 0,
         latency_ms=lat, power_mw=pw, transfer_in_ms=tin_ms, transfer_out_ms=tout_ms,
         transfer_in_mj=tin_mj, transfer_out_mj=tout_mj, legal=legal, param_bytes=params,
         capacity_bytes=cap, base_power_mw=BASE_POWER_MW,
-        objective=objective or Objective(), state_device=tuple(devs), state_freq_mhz=tuple(freqs),
-        state_is_fmax=np.array(fmax_flags),
+        states=StateTable(device=tuple(devs), kind=tuple("gpu" if d == "gpu" else "npu" if d == "npu" else "cpu"
+                                                         for d in devs),
+                          freq_mhz=np.array(freqs), is_fmax=np.array(fmax_flags)),
         layer_names=tuple(f"{ly['kind']}{i}" for i, ly in enumerate(layers)))
