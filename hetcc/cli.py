@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .errors import HetccError, ManifestError, UsageError
+from .errors import UsageError, is_user_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,54 +33,151 @@ def _fmt(x: float | None, digits: int = 2) -> str:
 
 
 # ---------------------------------------------------------------- compile
+def _budget(args: argparse.Namespace) -> Any:
+    from .planners import Budget
+
+    if args.budget_steps is None and args.budget_seconds is None:
+        return None
+    try:
+        return Budget(steps=args.budget_steps, seconds=args.budget_seconds)
+    except ValueError as exc:
+        raise UsageError(f"--budget-steps/--budget-seconds: {exc}") from None
+
+
+def _plan_line(plan: Any, states: Any) -> str:
+    return " ".join(f"{states.label(s.state)}[L{s.first}-L{s.last}]" for s in plan.slices)
+
+
+def _limits(obj: Any) -> str:
+    parts = []
+    if obj.deadline_ms is not None:
+        spec = f" = {obj.deadline_spec}" if obj.deadline_spec else ""
+        parts.append(f"deadline {obj.deadline_ms:.4g} ms{spec}")
+    if obj.power_cap_mw is not None:
+        parts.append(f"cap {obj.power_cap_mw / 1e3:g} W")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _plan_summary(plan: Any, states: Any, has_power: bool) -> dict:
+    return {"planner": plan.planner, "planner_ms": plan.seconds * 1e3, "options": dict(plan.options),
+            "slices": [{"device": states.device[s.state], "frequency_mhz": float(states.freq_mhz[s.state]) or None,
+                        "first_layer": s.first, "last_layer": s.last} for s in plan.slices],
+            "latency_ms": plan.latency_ms, "energy_mj": plan.energy_mj if has_power else None,
+            "hardware": dict(plan.hardware) if plan.hardware else None, "feasible": plan.feasible,
+            "violations": list(plan.violations), "stats": dict(plan.stats)}
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .api import compile as hetcc_compile
+    from .api import compile as hetcc_compile, compile_workload, parse_hardware
     from .frontend import parse_input_shapes
+    from .planners import default_progress, parse_option_args
 
     console = _console(stderr=args.json)
+    progress = default_progress(quiet=args.quiet or args.json)
     on_pass = None
     if args.verbose:
         def on_pass(t: Any) -> None:
             console.print(f"  [dim]pass[/dim] {t.name:<10} {t.seconds * 1e3:9.1f} ms  {t.summary}")
-    out = args.output
-    result = hetcc_compile(
-        args.model, target=args.target, objective=args.objective, deadline_ms=args.deadline,
-        power_cap_mw=args.power_cap, planner=args.planner, output_dir=out,
-        input_shapes=parse_input_shapes(args.input_shape), max_cut_tensors=args.max_cut_tensors,
-        seed=args.seed, profile_repeats=args.profile_repeats, profile_cache=not args.reprofile,
-        on_pass=on_pass, dump_after=args.dump_after)
-    plan = result.plan
-    costs = result.program.get("costs")
+    options = parse_option_args(args.planner_option)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    common = dict(objective=args.objective, deadline_ms=args.deadline, power_cap_mw=args.power_cap,
+                  planner=args.planner, planner_options=options, output_dir=args.output, seed=args.seed,
+                  allow_infeasible=args.allow_infeasible, progress=progress)
+    analyse_kw = dict(input_shapes=parse_input_shapes(args.input_shape), max_cut_tensors=args.max_cut_tensors,
+                      profile_repeats=args.profile_repeats, profile_cache=not args.reprofile, on_pass=on_pass)
+    if len(args.model) > 1:
+        if variants or args.hardware:
+            raise UsageError("--variants and --hardware apply to one model; compile the models one by one")
+        return _compile_workload(args, console, compile_workload(args.model, args.target, **common, **analyse_kw))
+    result = hetcc_compile(args.model[0], args.target, **common, **analyse_kw, budget=_budget(args),
+                           hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after)
+    plans = result.program.get("plan")
+    states = result.analysis.problem.states
     has_power = result.target.has_power_model
-    summary = {
-        "model": result.program.name, "target": result.target.name, "objective": result.objective.metric,
-        "deadline_ms": result.objective.deadline_ms, "power_cap_mw": result.objective.power_cap_mw,
-        "planner": plan.planner, "planner_ms": plan.seconds * 1e3, "layers": len(costs.layers),
-        "slices": [{"device": costs.states[s.state].device, "frequency_mhz": costs.states[s.state].frequency_mhz,
-                    "first_layer": s.first, "last_layer": s.last} for s in plan.slices],
-        "latency_ms": plan.latency_ms, "energy_mj": plan.energy_mj if has_power else None,
-        "compile_seconds": result.total_seconds, "output_dir": str(out) if out else None,
-    }
+    out = args.output
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({"model": result.program.name, "target": result.target.name,
+                          **result.objective.to_json(), "layers": result.analysis.problem.num_layers,
+                          **_plan_summary(result.plan, states, has_power),
+                          "variants": {n: _plan_summary(p, states, has_power) for n, p in plans.items()} if variants else None,
+                          "compile_seconds": result.total_seconds, "output_dir": str(out) if out else None},
+                         indent=2, default=float))
         return 0
-    slices = " ".join(f"{costs.states[s.state].device}{_freq(costs.states[s.state].frequency_mhz)}[L{s.first}-L{s.last}]"
-                      for s in plan.slices)
-    console.print(f"[bold]{result.program.name}[/bold] on {result.target.name}: {len(costs.layers)} layers -> "
-                  f"{len(plan.slices)} slices ({plan.planner}, {plan.seconds * 1e3:.1f} ms)")
-    console.print(f"  plan: {slices}")
-    energy = f", {plan.energy_mj:.2f} mJ, {plan.energy_mj / plan.latency_ms:.2f} W average" if has_power else ""
-    limits = [f"deadline {result.objective.deadline_ms:g} ms"] if result.objective.deadline_ms else []
-    limits += [f"cap {result.objective.power_cap_mw / 1e3:g} W"] if result.objective.power_cap_mw else []
-    console.print(f"  predicted: {plan.latency_ms:.2f} ms{energy}" + (f" ({', '.join(limits)})" if limits else ""))
+    console.print(f"[bold]{result.program.name}[/bold] on {result.target.name}: {result.analysis.problem.num_layers} "
+                  f"layers, objective {result.objective.metric}{_limits(result.objective)}")
+    for name, plan in plans.items():
+        energy = f", {plan.energy_mj:.2f} mJ, {plan.average_power_mw / 1e3:.2f} W average" if has_power else ""
+        flag = "" if plan.feasible else " [bold red]INFEASIBLE[/bold red]: " + "; ".join(plan.violations)
+        console.print(f"  {name}: {len(plan.slices)} slices ({plan.planner}, {plan.seconds * 1e3:.1f} ms)"
+                      f" -> {plan.latency_ms:.2f} ms{energy}{flag}")
+        console.print(f"    plan: {_plan_line(plan, states)}")
+        if plan.hardware:
+            console.print("    hardware: " + ", ".join(f"{k}={v}" for k, v in plan.hardware.items()))
+        gap = plan.stats.get("gap") if plan.stats else None
+        if gap:
+            console.print(f"    budget ran out: within {gap:.2%} of the optimum (lower bound {plan.stats.get('lower_bound'):.4g})")
     if out:
-        d = Path(out)
+        d = str(out).rstrip("/") or "/"
         console.print(f"  wrote {d}/ in {result.total_seconds:.2f} s  (next: hetcc inspect {d}; hetcc run {d} --verify)")
     return 0
 
 
-def _freq(mhz: float | None) -> str:
-    return f"@{mhz:g}" if mhz else ""
+def _compile_workload(args: argparse.Namespace, console: Any, result: Any) -> int:
+    wplan = result.plan
+    states = result.analyses[0].problem.states
+    has_power = result.analyses[0].target.has_power_model
+    if args.json:
+        print(json.dumps({"workload": list(wplan.names), "target": result.analyses[0].target.name,
+                          **result.objective.to_json(), "planner": wplan.planner, "feasible": wplan.feasible,
+                          "models": {n: _plan_summary(p, states, has_power) for n, p in zip(wplan.names, wplan.plans)},
+                          "compile_seconds": result.seconds,
+                          "output_dir": str(args.output) if args.output else None}, indent=2, default=float))
+        return 0
+    console.print(f"workload of {len(wplan.names)} models on {result.analyses[0].target.name} "
+                  f"({wplan.planner}, objective {result.objective.metric}{_limits(result.objective)})")
+    for name, plan in zip(wplan.names, wplan.plans):
+        energy = f", {plan.energy_mj:.2f} mJ" if has_power else ""
+        flag = "" if plan.feasible else " INFEASIBLE: " + "; ".join(plan.violations)
+        console.print(f"  {name}: {plan.latency_ms:.2f} ms{energy} {_plan_line(plan, states)}{flag}")
+    if args.output:
+        d = str(args.output).rstrip("/") or "/"
+        console.print(f"  wrote {d}/ in {result.seconds:.2f} s  (next: hetcc inspect {d}; hetcc run {d} --verify)")
+    return 0
+
+
+# ---------------------------------------------------------------- planners
+def cmd_planners(args: argparse.Namespace) -> int:
+    from .planners import all_specs
+    from .planners.registry import option_fields, type_name
+
+    specs = [s for s in all_specs() if not args.name or s.name == args.name]
+    if args.name and not specs:
+        from .planners import get_spec
+
+        get_spec(args.name)  # raises the unknown-planner error
+    rows = [{"name": s.name + (f":<{s.positional}>" if s.positional else ""), "plans": s.kind,
+             "summary": s.summary, "metrics": list(s.metrics), "constraints": list(s.constraints),
+             "exact": s.exact, "hardware": s.hardware,
+             "options": [{"name": n, "type": type_name(tp), "default": d, "doc": doc}
+                         for n, tp, d, doc in option_fields(s) if n != s.positional]} for s in specs]
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    from rich.table import Table
+
+    table = Table(show_edge=False, show_lines=True)
+    for col in ("planner", "plans", "optimises", "honours", "exact", "options (default)", "what"):
+        table.add_column(col)
+    for r in rows:
+        opts = "\n".join(f"{o['name']}: {o['type']} = {o['default']}  {o['doc']}" for o in r["options"]) or "-"
+        table.add_row(r["name"], r["plans"], ",".join(r["metrics"]), ",".join(r["constraints"]) or "-",
+                      "yes" if r["exact"] else "", opts, r["summary"])
+    console = _console()
+    console.print(table)
+    console.print("auto = the first exact planner whose metrics and constraints cover the objective (dp, then exact); "
+                  "a plan that breaks a deadline or power cap exits 3 unless --allow-infeasible. "
+                  "Set options with --planner-option KEY=VALUE.")
+    return 0
 
 
 # ---------------------------------------------------------------- inspect
@@ -270,23 +367,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="log debug messages and show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    c = sub.add_parser("compile", help="slice a model across a board's devices")
-    c.add_argument("model", help="an .onnx file or a zoo name (hetcc zoo list)")
+    c = sub.add_parser("compile", help="slice a model (or several: a workload) across a board's devices")
+    c.add_argument("model", nargs="+", help="an .onnx file or a zoo name (hetcc zoo list); several = a workload")
     c.add_argument("--target", "-t", default="hikey970", help="built-in target name or path/to/board.toml")
-    c.add_argument("--objective", choices=["latency", "energy", "edp"], default="latency")
-    c.add_argument("--deadline", help="latency deadline: 170ms, 0.17s or 170 (ms)")
+    c.add_argument("--objective", default="latency", help="latency|energy|edp (hetcc planners: what each optimises)")
+    c.add_argument("--deadline", help="170ms, 0.17s, 170 (ms), short|medium|long (HERTI Eq. 12) or 1.3x the fastest plan")
     c.add_argument("--power-cap", help="average power cap: 5W, 5000mW or 5 (W)")
-    c.add_argument("--planner", default="auto", help="auto|dp|exact|single:<device> (default auto: exact when constrained or edp, else dp)")
+    c.add_argument("--planner", default="auto", help="a planner from hetcc planners (default auto)")
+    c.add_argument("--planner-option", action="append", metavar="KEY=VALUE", help="planner option (repeatable; hetcc planners lists them)")
+    c.add_argument("--variants", metavar="P1,P2,...", help="emit one plan per planner into one artifact (the first is the default)")
+    c.add_argument("--hardware", action="append", metavar="KNOB=VALUE", help="fix a hardware knob of the target (repeatable)")
+    c.add_argument("--allow-infeasible", action="store_true", help="write a plan that misses the deadline or cap, marked infeasible")
+    c.add_argument("--budget-steps", type=int, help="stop a search planner after this many steps")
+    c.add_argument("--budget-seconds", type=float, help="stop a search planner after this many seconds (anytime planners return their best plan)")
     c.add_argument("-o", "--output", help="artifact directory (slices/, manifest.json, costs.json)")
     c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="fix a dynamic input shape")
     c.add_argument("--max-cut-tensors", type=int, default=1, metavar="K", help="tensors a cut may carry (default 1)")
-    c.add_argument("--seed", type=int, default=0, help="seed of a zoo model's random weights (default 0)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the planner and of a zoo model's random weights (default 0)")
     c.add_argument("--profile-repeats", type=int, default=None, help="host: profiling effort (default adaptive)")
     c.add_argument("--reprofile", action="store_true", help="host: measure again instead of using the cached profile")
     c.add_argument("--json", action="store_true", help="print the plan summary as JSON")
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     c.add_argument("--verbose", "-v", action="store_true", help="print each pass and its wall time")
     c.add_argument("--dump-after", metavar="PASS", help="write the analyses after PASS to hetcc-dump-PASS.json")
     c.set_defaults(func=cmd_compile)
+
+    pl = sub.add_parser("planners", help="list the planners, their options and what they optimise")
+    pl.add_argument("name", nargs="?")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_planners)
 
     r = sub.add_parser("run", help="execute a compiled artifact with onnxruntime")
     r.add_argument("dir")
@@ -328,8 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
     try:
         return args.func(args)
-    except (HetccError, ManifestError) as exc:
-        if args.debug:
+    except Exception as exc:
+        if args.debug or not is_user_error(exc):
             raise
         msg = " ".join(str(exc).split())
         print(f"hetcc: error: {msg}", file=sys.stderr)

@@ -62,12 +62,9 @@ class CostTable:
             transfer_in_mj=self.transfer_in_mj, transfer_out_mj=self.transfer_out_mj,
             legal=self.legal,
             param_bytes=np.array([l.param_bytes for l in self.layers], dtype=np.int64),
-            capacity_bytes=self.capacity_bytes, base_power_mw=self.base_power_mw,
-            objective=objective,
-            state_device=tuple(s.device for s in self.states),
-            state_freq_mhz=tuple(float(s.frequency_mhz or 0.0) for s in self.states),
-            state_is_fmax=np.array([s.is_fmax for s in self.states], dtype=bool),
-            layer_names=tuple(l.name for l in self.layers),
+            capacity_bytes=self.capacity_bytes, base_power_mw=self.base_power_mw, states=self.state_table(),
+            layer_names=tuple(l.name for l in self.layers), layer_features=layer_features(self.layers),
+            hardware=hardware, hardware_config=hardware_config, name=name,
         )
 
     def to_json(self) -> dict[str, Any]:

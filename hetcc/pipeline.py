@@ -1,33 +1,79 @@
-"""The compile pipeline: one explicit list of passes, in order (read top to bottom)."""
+"""The compile pipeline: one explicit list of passes, in order (read top to bottom).
+
+Analysis passes run once per model and target (``hetcc.analyse``); the plan and codegen steps
+run per plan (``Analysis.plan`` / ``Analysis.emit``), as the two passes at the end when
+``hetcc compile`` does everything in one go.
+"""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ClassVar
 
-from hetcc.optimizers.problem import Objective
-from hetcc.passes.codegen import EmitArtifact, RuntimeSettings
 from hetcc.passes.constants import FindConstants
 from hetcc.passes.costs import EstimateCosts
 from hetcc.passes.layers import GroupLayers
 from hetcc.passes.legality import CheckLegality
-from hetcc.passes.partition import Partition
 from hetcc.passes.shapes import AnnotateTensors
-from hetcc.passmanager import Pass
+from hetcc.passmanager import Pass, PassResult
+from hetcc.planners import PlanningProblem
+from hetcc.program import ARTIFACT, COSTS, LEGALITY, PLAN, Program
+
+#: the passes after the analyses (``--dump-after`` accepts them too)
+PLAN_PASSES = ("partition", "codegen")
 
 
-def build_pipeline(target: Any, objective: Objective, *, output_dir: str | Path | None,
-                   planner: str = "auto", planner_options: dict[str, Any] | None = None,
-                   max_cut_tensors: int = 1, runtime: RuntimeSettings | None = None,
-                   profile_repeats: int | None = None, profile_cache: bool = True) -> list[Pass]:
-    """The passes ``hetcc compile`` runs; without ``output_dir`` it stops after planning."""
-    passes: list[Pass] = [
+def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: int | None = None,
+                    profile_cache: bool = True) -> list[Pass]:
+    """The passes ``hetcc.analyse`` runs, in order."""
+    return [
         AnnotateTensors(),
         FindConstants(),
         GroupLayers(max_cut_tensors),
         CheckLegality(target),
         EstimateCosts(target, repeats=profile_repeats, use_cache=profile_cache),
-        Partition(objective, planner, planner_options),
     ]
-    if output_dir is not None:
-        passes.append(EmitArtifact(output_dir, target, objective, runtime, has_power_model=target.has_power_model))
-    return passes
+
+
+def attach_hardware(problem: PlanningProblem, program: Program, target: Any) -> PlanningProblem:
+    """Give the problem the target's hardware space (knobs) at its default configuration."""
+    from hetcc import costmodel
+
+    if target.kind != "modelled" or not getattr(target, "knobs", None):
+        return problem
+    space = costmodel.hardware_space(target, problem.layer_features, program.get(LEGALITY).mask)
+    if space is None:
+        return problem
+    return space.apply(problem.replace(hardware=space), space.default_config())
+
+
+class Partition(Pass):
+    """Runs the planner(s): ``plan_fn() -> {name: Plan}`` (planners propose; codegen applies)."""
+
+    name: ClassVar[str] = "partition"
+    requires: ClassVar[tuple[str, ...]] = (COSTS,)
+    ensures: ClassVar[tuple[str, ...]] = (PLAN,)
+
+    def __init__(self, plan_fn: Callable[[], dict]) -> None:
+        self.plan_fn = plan_fn
+
+    def run(self, program: Program) -> PassResult:
+        plans = self.plan_fn()
+        program.put(PLAN, plans)
+        summary = "; ".join(f"{name}: {len(p.slices)} slices, {p.latency_ms:.2f} ms, {p.energy_mj:.2f} mJ "
+                            f"in {p.seconds * 1e3:.1f} ms" for name, p in plans.items())
+        return PassResult(False, summary)
+
+
+class Emit(Pass):
+    """Writes the artifact: ``emit_fn(plans) -> path`` (passes.codegen)."""
+
+    name: ClassVar[str] = "codegen"
+    requires: ClassVar[tuple[str, ...]] = (PLAN,)
+    ensures: ClassVar[tuple[str, ...]] = (ARTIFACT,)
+
+    def __init__(self, emit_fn: Callable[[dict], Any]) -> None:
+        self.emit_fn = emit_fn
+
+    def run(self, program: Program) -> PassResult:
+        path = self.emit_fn(program.get(PLAN))
+        program.put(ARTIFACT, path)
+        return PassResult(False, f"-> {path}")

@@ -26,16 +26,12 @@ import onnx_ir as ir
 
 from .costmodel import transfer_ms
 from .costtable import CostTable
+from .paths import cache_dir
 from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
 
 logger = logging.getLogger(__name__)
 
 CACHE_VERSION = 2
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("HETCC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "hetcc")
-    return Path(root)
 
 
 def cpu_model() -> str:

@@ -6,7 +6,7 @@ and ``random.py`` for a whole planner in one short module.
 """
 from __future__ import annotations
 
-from .context import Budget, PlanContext, Progress
+from .context import Budget, PlanContext, Progress, default_progress
 from .metrics import METRICS, Metric, Objective, Violation, get_metric, register_metric
 from .problem import (FEATURES, Cost, LayerFeatures, Plan, PlanningProblem, Slice, StateTable, WorkloadPlan,
                       WorkloadProblem)
@@ -14,7 +14,7 @@ from .registry import (PlannerSpec, all_specs, get_spec, parse_option_args, pars
                        register, resolve)
 from .registry import run as plan
 
-__all__ = ["Budget", "Cost", "FEATURES", "LayerFeatures", "METRICS", "Metric", "Objective", "Plan", "PlanContext",
+__all__ = ["Budget", "Cost", "default_progress", "FEATURES", "LayerFeatures", "METRICS", "Metric", "Objective", "Plan", "PlanContext",
            "PlannerSpec", "PlanningProblem", "Progress", "Slice", "StateTable", "Violation", "WorkloadPlan",
            "WorkloadProblem", "all_specs", "get_metric", "get_spec", "parse_option_args", "parse_options", "plan",
            "planner_names", "register", "register_metric", "resolve"]
