@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from hetcc.errors import UsageError
-from hetcc.planners import plan
-from hetcc.planners.problem import PlanningProblem
+from hetcc.planners import Objective, PlanningProblem, plan
 from planner_cases import make_problem
 
 
@@ -19,7 +18,7 @@ def flat_problem(n_layers: int) -> PlanningProblem:
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
 def test_even_split_balances_on_fastest_state(n):
-    p = plan(flat_problem(8), f"even:{n}")
+    p = plan(flat_problem(8), Objective(), f"even:{n}")
     assert len(p.slices) == n
     assert {s.state for s in p.slices} == {0}
     sizes = [s.last - s.first + 1 for s in p.slices]
@@ -30,4 +29,4 @@ def test_even_split_balances_on_fastest_state(n):
 @pytest.mark.parametrize("name", ["even:0", "even:x", "even:9"])
 def test_even_split_errors(name):
     with pytest.raises(UsageError):
-        plan(flat_problem(8), name)
+        plan(flat_problem(8), Objective(), name)

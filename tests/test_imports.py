@@ -1,0 +1,55 @@
+"""``import hetcc`` and ``hetcc compile --planner dp`` never import torch (checked in a fresh
+interpreter, the way the runtime's isolation is checked), and hetcc.errors does not import the
+runtime or onnxruntime."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    {body}
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"torch", "torchvision", "onnxruntime", "hetcc.runtime"}})
+    print(json.dumps({{"loaded": heavy, "runtime": "hetcc.runtime" in sys.modules}}))
+    """
+)
+
+
+def probe(body: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(body=textwrap.dedent(body))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_hetcc_and_its_planners_loads_neither_torch_nor_onnxruntime():
+    got = probe("""
+        import hetcc, hetcc.errors, hetcc.planners
+        from hetcc.planners import all_specs, get_spec
+        all_specs()                       # every built-in planner module, imported
+        get_spec("dp"); get_spec("exact")
+    """)
+    assert got == {"loaded": [], "runtime": False}
+
+
+def test_compile_with_dp_does_not_import_torch(tmp_path, write_text_model):
+    model = write_text_model("""
+        <ir_version: 8, opset_import: ["" : 17]>
+        g (float[1, 8] x) => (float[1, 8] y) {
+            a = Relu(x)
+            b = Sigmoid(a)
+            y = Relu(b)
+        }
+    """, tmp_path / "m.onnx")
+    got = probe(f"""
+        from hetcc.cli import main
+        rc = main(["compile", {str(model)!r}, "--target", "hikey970", "--planner", "dp", "-o", {str(tmp_path / "out")!r}, "-q"])
+        assert rc == 0, rc
+        sys.modules.pop("onnxruntime", None)   # the compiler may use onnxruntime; torch is the point
+    """)
+    assert "torch" not in got["loaded"] and "torchvision" not in got["loaded"]
