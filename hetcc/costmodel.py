@@ -12,34 +12,33 @@
   its full power at that state); a remote device adds its link: bytes / bandwidth + rtt/2 at
   the link's tx (in) or rx (out) radio power at the given signal strength (AutoScale Eq. 4).
 
+The formulas are written once, vectorised over layers and states, in
+``hetcc.planners.hardware.cost_tables``: this module turns a target into its per-state numbers
+(``device_params``) and calls it, for the analytical table and for a board's ``HardwareSpace``
+(hardware knobs: core counts, memory-controller frequency) alike.
+
 FLOPs count a multiply-add as 2 (hetcc.flops), the convention of peak GFLOP/s figures.
 Units: ms, MHz, mW, mJ, bytes; MB = 10**6 bytes; GB/s = 10**9 bytes/s.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .costtable import CostTable
+from .costtable import CostTable, layer_features
 from .errors import TargetError
+from .opclasses import OP_CLASSES
+from .planners.hardware import (DeviceParams, HardwareSpace, Knob, cost_tables, dvfs_scale, latency_ms,
+                                link_ms, transfer_ms)
 from .program import Layer
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hetcc.planners.problem import LayerFeatures
     from hetcc.targets import Device, Target
 
 logger = logging.getLogger(__name__)
-
-OP_CLASSES = ("conv", "matmul", "other")
-
-
-# --- the scalar/array estimators (also used by measured cost tables) ---------------------------
-
-def latency_ms(theta_ms_mhz: np.ndarray | float, rho_ms: np.ndarray | float,
-               freq_mhz: np.ndarray | float) -> np.ndarray:
-    """MOSAIC Eq. 3: T = theta/f + rho (theta in ms*MHz, rho in ms)."""
-    return np.asarray(theta_ms_mhz, dtype=np.float64) / np.asarray(freq_mhz, dtype=np.float64) + rho_ms
 
 
 def fit_theta_rho(t_fmin_ms: np.ndarray | float, t_fmax_ms: np.ndarray | float,
@@ -65,45 +64,7 @@ def fit_theta_rho(t_fmin_ms: np.ndarray | float, t_fmax_ms: np.ndarray | float,
     return theta, rho
 
 
-def dvfs_scale(volt: np.ndarray | float | None, freq_mhz: np.ndarray | float,
-               v_max: float | None, f_max_mhz: float) -> np.ndarray:
-    """MOSAIC Eq. 5 factor (V_f^2 f) / (V_max^2 f_max); without voltages, f / f_max."""
-    f = np.asarray(freq_mhz, dtype=np.float64)
-    if volt is None or v_max is None:
-        return f / f_max_mhz
-    v = np.asarray(volt, dtype=np.float64)
-    return (v * v * f) / (v_max * v_max * f_max_mhz)
-
-
-def power_mw(static_mw: np.ndarray | float, dyn_fmax_mw: np.ndarray | float,
-             scale: np.ndarray | float) -> np.ndarray:
-    """MOSAIC Eq. 4-5: P = P_static(d, f) + P_dyn(l, d, f_max) * scale."""
-    return np.asarray(static_mw, dtype=np.float64) + np.asarray(dyn_fmax_mw, dtype=np.float64) * scale
-
-
-def transfer_ms(nbytes: np.ndarray | float, beta_ms_per_mb: float, delta_ms: float) -> np.ndarray:
-    """MOSAIC Eq. 1-2: C = beta * MB + delta (zero bytes cost nothing)."""
-    b = np.asarray(nbytes, dtype=np.float64)
-    return np.where(b > 0, beta_ms_per_mb * b / 1e6 + delta_ms, 0.0)
-
-
-def link_ms(nbytes: np.ndarray | float, bandwidth_mbps: float, rtt_ms: float) -> np.ndarray:
-    """Time to move ``nbytes`` over a wireless link: serialisation at the bandwidth + half an RTT."""
-    b = np.asarray(nbytes, dtype=np.float64)
-    return np.where(b > 0, b * 8.0 / (bandwidth_mbps * 1e3) + rtt_ms / 2.0, 0.0)
-
-
-# --- the analytical cost table ------------------------------------------------------------------
-
-def _layer_arrays(layers: Sequence[Layer]) -> tuple[np.ndarray, ...]:
-    flops = np.array([[float(l.flops_by_class.get(c, 0.0)) for c in OP_CLASSES] for l in layers],
-                     dtype=np.float64).reshape(len(layers), len(OP_CLASSES))
-    inb = np.array([l.input_bytes for l in layers], dtype=np.float64)
-    outb = np.array([l.output_bytes for l in layers], dtype=np.float64)
-    par = np.array([l.param_bytes for l in layers], dtype=np.float64)
-    nodes = np.array([len(l.nodes) for l in layers], dtype=np.float64)
-    return flops, inb, outb, par, inb + outb + par, nodes
-
+# --- a target as numbers -------------------------------------------------------------------------
 
 def _require_model(target: "Target", d: "Device") -> None:
     if not d.has_throughput_model:
@@ -116,92 +77,105 @@ def _require_model(target: "Target", d: "Device") -> None:
                           "(power_model = false); the analytical cost model needs one")
 
 
+def _require_modelled(target: "Target") -> None:
+    if target.kind != "modelled":
+        raise TargetError(f"target {target.name!r} is {target.kind}, not modelled: its costs come "
+                          "from profiling on the device, not from the analytical model")
+
+
+def device_params(target: "Target", *, signal_dbm: float | None = None) -> DeviceParams:
+    """The per-state numbers of ``target`` (states in ``target.states()`` order) with every
+    knob at its most capable value. ``signal_dbm`` overrides the links' default signal."""
+    _require_modelled(target)
+    cols: dict[str, list[Any]] = {k: [] for k in (
+        "device", "freq_mhz", "fmax_mhz", "dvfs_scale", "static_mw", "dynamic_mw", "peak_gflops",
+        "mem_bandwidth_gbps", "layer_overhead_ms", "node_overhead_ms", "transfer_beta_ms_per_mb",
+        "transfer_delta_ms", "transfer_power_mw", "link_bandwidth_mbps", "link_rtt_ms", "link_tx_mw",
+        "link_rx_mw", "capacity_bytes")}
+    for d in target.devices:
+        _require_model(target, d)
+        k = len(d.dvfs)
+        fmax = d.f_max_mhz
+        if fmax is None:  # a fixed-frequency device with an undocumented clock: theta/f = time at f_max
+            fmax, f = 1.0, np.ones(1)
+        else:
+            f = np.array([lvl.freq_mhz for lvl in d.dvfs], dtype=np.float64)
+        volts = None if any(lvl.volt is None for lvl in d.dvfs) else np.array([lvl.volt for lvl in d.dvfs])
+        scale = dvfs_scale(volts, f, d.v_max if volts is not None else None, fmax)
+        if d.link is not None:
+            link = target.links[d.link]
+            lbw, lrtt = link.bandwidth_mbps_at(signal_dbm), link.rtt_ms
+            ltx, lrx = link.tx_power_mw_at(signal_dbm), link.rx_power_mw_at(signal_dbm)
+        else:
+            lbw = lrtt = ltx = lrx = np.nan
+        per_state = {
+            "device": [d.name] * k, "freq_mhz": list(f), "fmax_mhz": [fmax] * k, "dvfs_scale": list(scale),
+            "static_mw": [lvl.static_power_mw for lvl in d.dvfs], "dynamic_mw": [d.dynamic_power_mw] * k,
+            "peak_gflops": [[d.peak_gflops[c] for c in OP_CLASSES]] * k,
+            "mem_bandwidth_gbps": [d.mem_bandwidth_gbps] * k, "layer_overhead_ms": [d.layer_overhead_ms] * k,
+            "node_overhead_ms": [d.node_overhead_ms] * k,
+            "transfer_beta_ms_per_mb": [d.transfer_beta_ms_per_mb] * k,
+            "transfer_delta_ms": [d.transfer_delta_ms] * k,
+            "transfer_power_mw": [np.nan if d.transfer_power_mw is None else d.transfer_power_mw] * k,
+            "link_bandwidth_mbps": [lbw] * k, "link_rtt_ms": [lrtt] * k, "link_tx_mw": [ltx] * k,
+            "link_rx_mw": [lrx] * k,
+            "capacity_bytes": [np.inf if d.capacity_bytes is None else float(d.capacity_bytes)] * k,
+        }
+        for key, vals in per_state.items():
+            cols[key].extend(vals)
+    return DeviceParams(base_power_mw=float(target.base_power_mw), **cols)
+
+
+def _state_legal(target: "Target", legal_dev: np.ndarray, L: int) -> np.ndarray:
+    """The [L, D] legality mask expanded to [L, S]."""
+    legal_dev = np.asarray(legal_dev, dtype=bool)
+    D = len(target.devices)
+    if legal_dev.shape != (L, D):
+        raise ValueError(f"legal_dev has shape {legal_dev.shape}, expected ({L}, {D})")
+    return legal_dev[:, np.array(target.state_device_index(), dtype=np.int64)].reshape(L, -1)
+
+
+def knobs_of(target: "Target") -> tuple[Knob, ...]:
+    """The target's knobs as numbers (hetcc.planners.hardware.Knob)."""
+    return tuple(Knob(name=k.name, values=k.values, devices=k.devices, effect=k.effect,
+                      params=dict(k.params), description=k.description) for k in target.knobs.values())
+
+
+# --- the analytical cost table ------------------------------------------------------------------
+
 def analytical_costs(layers: Sequence[Layer], target: "Target", legal_dev: np.ndarray,
                      *, signal_dbm: float | None = None) -> CostTable:
-    """The L x S cost table of ``layers`` on ``target`` from FLOPs, bytes and device peaks.
+    """The L x S cost table of ``layers`` on ``target`` from FLOPs, bytes and device peaks, with
+    every hardware knob at its most capable value.
 
     ``legal_dev`` is the [L, D] mask of the legality pass (D in ``target.devices`` order); it is
     expanded to states and also cleared where a layer's own parameters exceed the capacity.
     ``signal_dbm`` overrides the links' default signal strength (remote devices).
     Illegal cells hold inf."""
-    if target.kind != "modelled":
-        raise TargetError(f"target {target.name!r} is {target.kind}, not modelled: its costs come "
-                          "from profiling on the device, not from the analytical model")
-    L, D = len(layers), len(target.devices)
-    legal_dev = np.asarray(legal_dev, dtype=bool)
-    if legal_dev.shape != (L, D):
-        raise ValueError(f"legal_dev has shape {legal_dev.shape}, expected ({L}, {D})")
-    flops, inb, outb, par, mem_bytes, n_nodes = _layer_arrays(layers)
-    states = target.states()
-    S = len(states)
-
-    lat = np.empty((L, S))
-    pw = np.empty((L, S))
-    tin = np.empty((L, S))
-    tout = np.empty((L, S))
-    ein = np.empty((L, S))
-    eout = np.empty((L, S))
-    legal = np.empty((L, S), dtype=bool)
-    cap = np.empty(S)
-
-    s0 = 0
-    for di, d in enumerate(target.devices):
-        _require_model(target, d)
-        k = len(d.dvfs)
-        sl = slice(s0, s0 + k)
-        s0 += k
-        fmax = d.f_max_mhz
-        if fmax is None:  # a fixed-frequency device with an undocumented clock: theta/f = time at f_max
-            fmax = 1.0
-            f = np.ones(1)
-        else:
-            f = np.array([lvl.freq_mhz for lvl in d.dvfs], dtype=np.float64)        # [k]
-        volts = None if any(lvl.volt is None for lvl in d.dvfs) else np.array([lvl.volt for lvl in d.dvfs])
-        static = np.array([lvl.static_power_mw for lvl in d.dvfs], dtype=np.float64)  # [k]
-        scale = dvfs_scale(volts, f, d.v_max if volts is not None else None, fmax)   # [k]
-
-        peak = np.array([d.peak_gflops[c] for c in OP_CLASSES], dtype=np.float64)    # GFLOP/s
-        t_comp_fmax = (flops / peak).sum(axis=1) / 1e6                                # ms at f_max
-        theta = t_comp_fmax * fmax                                                    # ms*MHz
-        t_mem = mem_bytes / (d.mem_bandwidth_gbps * 1e6)                              # ms
-        overhead = d.layer_overhead_ms + d.node_overhead_ms * n_nodes                # [L]
-        rho = overhead + t_mem
-        lat[:, sl] = theta[:, None] / f[None, :] + rho[:, None]
-
-        busy = t_comp_fmax + t_mem
-        total = busy + overhead
-        activity = np.divide(busy, total, out=np.zeros_like(busy), where=total > 0)
-        pdyn_fmax = d.dynamic_power_mw * activity                                     # [L]
-        pw[:, sl] = static[None, :] + pdyn_fmax[:, None] * scale[None, :]
-
-        # transfers: the device's own copy/format cost, plus the link for a remote device
-        dev_power = static + d.dynamic_power_mw * scale                               # [k]
-        tpow = np.full(k, d.transfer_power_mw) if d.transfer_power_mw is not None else dev_power
-        cin = transfer_ms(inb, d.transfer_beta_ms_per_mb, d.transfer_delta_ms)        # [L]
-        cout = transfer_ms(outb, d.transfer_beta_ms_per_mb, d.transfer_delta_ms)
-        tin[:, sl] = cin[:, None]
-        tout[:, sl] = cout[:, None]
-        ein[:, sl] = cin[:, None] * tpow[None, :] / 1000.0
-        eout[:, sl] = cout[:, None] * tpow[None, :] / 1000.0
-        if d.link is not None:
-            link = target.links[d.link]
-            bw, rtt = link.bandwidth_mbps_at(signal_dbm), link.rtt_ms
-            lin, lout = link_ms(inb, bw, rtt), link_ms(outb, bw, rtt)
-            tin[:, sl] += lin[:, None]
-            tout[:, sl] += lout[:, None]
-            ein[:, sl] += (lin * link.tx_power_mw_at(signal_dbm) / 1000.0)[:, None]
-            eout[:, sl] += (lout * link.rx_power_mw_at(signal_dbm) / 1000.0)[:, None]
-
-        c = np.inf if d.capacity_bytes is None else float(d.capacity_bytes)
-        cap[sl] = c
-        legal[:, sl] = (legal_dev[:, di] & (par <= c))[:, None]
-
-    for a in (lat, pw, tin, tout, ein, eout):
-        a[~legal] = np.inf
-    return CostTable(layers=tuple(layers), states=states, latency_ms=lat, power_mw=pw,
-                     transfer_in_ms=tin, transfer_out_ms=tout, transfer_in_mj=ein,
-                     transfer_out_mj=eout, legal=legal, capacity_bytes=cap,
+    _require_modelled(target)
+    layers = tuple(layers)
+    legal = _state_legal(target, legal_dev, len(layers))
+    params = device_params(target, signal_dbm=signal_dbm)
+    t = cost_tables(layer_features(layers), params, legal)
+    return CostTable(layers=layers, states=target.states(), latency_ms=t["latency_ms"], power_mw=t["power_mw"],
+                     transfer_in_ms=t["transfer_in_ms"], transfer_out_ms=t["transfer_out_ms"],
+                     transfer_in_mj=t["transfer_in_mj"], transfer_out_mj=t["transfer_out_mj"],
+                     legal=t["legal"], capacity_bytes=np.array(params.capacity_bytes),
                      base_power_mw=float(target.base_power_mw), source="analytical")
+
+
+def hardware_space(target: "Target", features: "LayerFeatures", legal_dev: np.ndarray,
+                   *, signal_dbm: float | None = None) -> HardwareSpace | None:
+    """The knob grid of ``target`` over layers with ``features`` (a problem's ``layer_features``)
+    and the legality pass's [L, D] mask; None when the target has no knobs or is not modelled
+    (a measured table cannot be recomputed for another configuration). Its default
+    configuration's tables equal ``analytical_costs``."""
+    if not target.knobs or target.kind != "modelled":
+        return None
+    L = int(np.asarray(features.values).shape[0])
+    params = device_params(target, signal_dbm=signal_dbm)
+    return HardwareSpace(knobs=knobs_of(target), features=features, params=params,
+                         legal=_state_legal(target, legal_dev, L))
 
 
 def whole_model_ms(table: CostTable, state: int) -> float:
@@ -213,5 +187,5 @@ def whole_model_ms(table: CostTable, state: int) -> float:
                  + table.transfer_out_ms[-1, state])
 
 
-__all__ = ["analytical_costs", "fit_theta_rho", "latency_ms", "dvfs_scale", "power_mw",
-           "transfer_ms", "link_ms", "whole_model_ms", "OP_CLASSES"]
+__all__ = ["analytical_costs", "device_params", "dvfs_scale", "fit_theta_rho", "hardware_space", "knobs_of",
+           "latency_ms", "link_ms", "transfer_ms", "whole_model_ms", "OP_CLASSES"]

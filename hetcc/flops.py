@@ -6,24 +6,15 @@ from typing import Mapping
 
 import onnx_ir as ir
 
+from .opclasses import CONV_OPS, MATMUL_OPS, OP_CLASSES, op_class  # noqa: F401  (re-exported)
 from .program import TensorInfo
 
-CONV_OPS = frozenset({"Conv", "ConvTranspose", "QLinearConv", "ConvInteger"})
-MATMUL_OPS = frozenset({"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "Einsum", "Attention"})
 # element-wise cost multipliers (FLOPs per output element) for ops costlier than one op
 _PER_ELEM = {"BatchNormalization": 2.0, "LayerNormalization": 8.0, "InstanceNormalization": 8.0,
              "Softmax": 5.0, "LogSoftmax": 5.0, "Sigmoid": 4.0, "HardSigmoid": 3.0, "HardSwish": 4.0,
              "Tanh": 4.0, "Erf": 8.0, "Gelu": 8.0, "Exp": 4.0, "Swish": 5.0}
 _MOVE_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
                        "Split", "Slice", "Gather", "Shape", "Expand", "Constant", "Cast", "Pad"})
-
-
-def op_class(op_type: str) -> str:
-    if op_type in CONV_OPS:
-        return "conv"
-    if op_type in MATMUL_OPS:
-        return "matmul"
-    return "other"
 
 
 def _numel(info: TensorInfo | None) -> int:

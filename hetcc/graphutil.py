@@ -41,7 +41,3 @@ def _captures(graph: ir.Graph) -> list[ir.Value]:
         if id(v) not in defined:
             out.setdefault(id(v), v)
     return [v for v in out.values() if id(v) not in defined]
-
-
-def has_subgraphs(node: ir.Node) -> bool:
-    return any(True for _ in subgraphs(node))

@@ -10,7 +10,6 @@ import pytest
 from hetcc.costmodel import (analytical_costs, dvfs_scale, fit_theta_rho, latency_ms, link_ms,
                              transfer_ms, whole_model_ms)
 from hetcc.errors import TargetError
-from hetcc.optimizers.problem import Objective
 from hetcc.program import Layer
 from hetcc.targets import builtin_targets, load_target
 
@@ -165,7 +164,7 @@ def test_illegal_cells_are_inf(hikey) -> None:
     assert t.legal.sum() == 3 * 25 - 8
     doc = t.to_json()
     assert doc["latency_ms"][1][gpu_states[0]] is None and doc["capacity_bytes"][24] == 100_000_000
-    problem = t.problem(Objective("latency"))
+    problem = t.problem("m")
     assert problem.legal.shape == (3, 25)
 
 
