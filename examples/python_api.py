@@ -1,10 +1,11 @@
-"""Compile a model from Python, then run the artifact with the board-side runtime.
+"""Analyse a model once, plan it several ways, emit one plan, run it with the board-side runtime.
 
     python examples/python_api.py [OUT_DIR]
 
-Exports SqueezeNet 1.1 (random weights) from the zoo, asks for the least energy on the
-HiKey 970 model under a deadline halfway between the fastest plan and the energy-optimal one,
-writes the artifact, runs it and checks it against the unsliced model."""
+Exports SqueezeNet 1.1 (random weights) from the zoo and analyses it once for the HiKey 970
+model; then plans it three times without re-analysing (the fastest plan, the least-energy plan,
+and the least energy under HERTI's "medium" deadline, half way between the two), writes the last
+one, runs it and checks it against the unsliced model."""
 from __future__ import annotations
 
 import sys
@@ -18,15 +19,16 @@ from hetcc.runtime import Executor, random_inputs, verify
 
 def main(out: Path) -> None:
     model = zoo.export("squeezenet1_1", out.parent / "squeezenet1_1.onnx")
-    fastest = hetcc.compile(model, target="hikey970", objective="latency").plan
-    frugal = hetcc.compile(model, target="hikey970", objective="energy").plan
-    deadline = (fastest.latency_ms + frugal.latency_ms) / 2
-    result = hetcc.compile(model, target="hikey970", objective="energy", deadline_ms=deadline, output_dir=out)
-    plan = result.plan
+    session = hetcc.analyse(model, target="hikey970")          # load + analysis passes, once
+    fastest = session.plan("latency")                            # auto -> dp
+    frugal = session.plan("energy")                              # auto -> dp
+    plan = session.plan("energy", deadline="medium")             # auto -> exact
+    deadline = plan.objective.deadline_ms
     print(f"fastest plan {fastest.latency_ms:.1f} ms; least-energy plan {frugal.energy_mj:.1f} mJ "
           f"at {frugal.latency_ms:.1f} ms")
-    print(f"deadline {deadline:.1f} ms -> {len(plan.slices)} slices, {plan.latency_ms:.1f} ms, "
+    print(f"medium deadline {deadline:.1f} ms -> {len(plan.slices)} slices, {plan.latency_ms:.1f} ms, "
           f"{plan.energy_mj:.1f} mJ ({plan.planner}, {plan.seconds * 1e3:.1f} ms)")
+    session.emit(plan, out)
 
     ex = Executor(out)  # what ships to the board: numpy + onnxruntime only
     outputs = ex.run(random_inputs(ex.inputs, seed=0))
@@ -34,6 +36,7 @@ def main(out: Path) -> None:
     report = verify(ex)
     print("matches the unsliced model:", report.ok)
     assert report.ok and plan.latency_ms <= deadline
+    assert abs(deadline - (fastest.latency_ms + 0.5 * (frugal.latency_ms - fastest.latency_ms))) < 1e-9
 
 
 if __name__ == "__main__":
