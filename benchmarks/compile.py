@@ -42,31 +42,32 @@ QUICK_MODELS = ("squeezenet1_1",)
 
 # ---- the measurements ----
 
-def time_planner(problem: Any, planner: str, repeats: int, min_seconds: float) -> tuple[list[float], Any]:
-    """Wall ms of ``plan(problem, planner)``: one warm-up, then ``repeats`` calls (more while under
-    ``min_seconds``, at most 10x ``repeats``)."""
-    from hetcc.optimizers import plan as run_planner
+def time_planner(problem: Any, objective: Any, planner: str, repeats: int,
+                 min_seconds: float) -> tuple[list[float], Any]:
+    """Wall ms of ``plan(problem, objective, planner)``: one warm-up, then ``repeats`` calls (more
+    while under ``min_seconds``, at most 10x ``repeats``)."""
+    from hetcc.planners import plan as run_planner
 
-    result = run_planner(problem, planner)
+    result = run_planner(problem, objective, planner)
     runs: list[float] = []
     t_end = time.perf_counter() + min_seconds
     while len(runs) < repeats or (time.perf_counter() < t_end and len(runs) < 10 * repeats):
         t0 = time.perf_counter()
-        run_planner(problem, planner)
+        run_planner(problem, objective, planner)
         runs.append((time.perf_counter() - t0) * 1e3)
     return runs, result
 
 
 def plan_summary(plan: Any, problem: Any) -> dict[str, Any]:
+    st = problem.states
     return {"latency_ms": plan.latency_ms, "energy_mj": plan.energy_mj, "num_slices": len(plan.slices),
-            "slices": [{"first": s.first, "last": s.last, "device": problem.state_device[s.state],
-                        "frequency_mhz": problem.state_freq_mhz[s.state]} for s in plan.slices]}
+            "slices": [{"first": s.first, "last": s.last, "device": st.device[s.state],
+                        "frequency_mhz": float(st.freq_mhz[s.state])} for s in plan.slices]}
 
 
 def bench_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
     import hetcc
-    from hetcc.optimizers import plan as run_planner
-    from hetcc.optimizers.problem import Objective
+    from hetcc.planners import Objective
 
     path = model_path(name, args.models_dir)
     compile_runs: list[float] = []
@@ -80,35 +81,36 @@ def bench_model(name: str, args: argparse.Namespace) -> dict[str, Any]:
         pass_runs.append({t.name: t.seconds for t in result.timings})
     assert result is not None
     program = result.program
-    costs = program.get("costs")
+    session = result.analysis
+    problem = session.problem
     pass_median = {p: median([r[p] for r in pass_runs if p in r]) for p in pass_runs[0]}
-    frontend = [c - sum(r.values()) for c, r in zip(compile_runs, pass_runs)]
+    frontend = [r.get("load", 0.0) for r in pass_runs]   # the frontend (load + check + shape inference)
 
     # dp: latency objective (max-frequency states only, MOSAIC Eq. 6)
-    lat_problem = costs.problem(Objective("latency"))
-    dp_runs, dp_plan = time_planner(lat_problem, "dp", args.planner_repeats, args.planner_min_seconds)
+    dp_runs, dp_plan = time_planner(problem, Objective("latency"), "dp", args.planner_repeats,
+                                    args.planner_min_seconds)
 
-    # exact: energy under a medium deadline
-    fastest = run_planner(lat_problem, "exact")
-    energy_opt = run_planner(costs.problem(Objective("energy")), "exact")
-    deadline = (fastest.latency_ms + energy_opt.latency_ms) / 2.0
-    exact_problem = costs.problem(Objective("energy", deadline_ms=deadline))
-    exact_runs, exact_plan = time_planner(exact_problem, "exact", args.planner_repeats, args.planner_min_seconds)
+    # exact: energy under HERTI's medium deadline (half way between the fastest plan's latency and
+    # that of the unconstrained energy optimum), resolved by the analysis (dp at both ends)
+    objective = session.objective("energy", deadline="medium")
+    fastest_ms, energy_opt_ms = session.reference_latencies()
+    deadline = objective.deadline_ms
+    exact_runs, exact_plan = time_planner(problem, objective, "exact", args.planner_repeats,
+                                          args.planner_min_seconds)
 
     dp_ms, exact_ms, compile_s = median(dp_runs), median(exact_runs), median(compile_runs)
     return {
         "model": name, "model_path": str(path), "target": TARGET,
         "nodes": len(list(program.graph)), "layers": len(program.get("layers")),
-        "states": lat_problem.num_states, "fmax_states": int(lat_problem.state_is_fmax.sum()),
+        "states": problem.num_states, "fmax_states": int(problem.states.is_fmax.sum()),
         "passes_s": pass_median, "frontend_s": median(frontend), "compile_s": compile_s,
         "compile_runs_s": compile_runs, "pass_runs_s": pass_runs, "frontend_runs_s": frontend,
-        "compile_plan": plan_summary(result.plan, lat_problem),
+        "compile_plan": plan_summary(result.plan, problem),
         "dp": {"objective": "latency", "median_ms": dp_ms, "runs_ms": dp_runs,
-               "plan": plan_summary(dp_plan, lat_problem)},
-        "exact": {"objective": "energy", "deadline_ms": deadline, "fastest_latency_ms": fastest.latency_ms,
-                  "energy_optimal_latency_ms": energy_opt.latency_ms,
-                  "energy_optimal_energy_mj": energy_opt.energy_mj, "median_ms": exact_ms, "runs_ms": exact_runs,
-                  "plan": plan_summary(exact_plan, exact_problem)},
+               "plan": plan_summary(dp_plan, problem)},
+        "exact": {"objective": "energy", "deadline_ms": deadline, "deadline_spec": "medium",
+                  "fastest_latency_ms": fastest_ms, "energy_optimal_latency_ms": energy_opt_ms,
+                  "median_ms": exact_ms, "runs_ms": exact_runs, "plan": plan_summary(exact_plan, problem)},
         "targets_met": {"dp": dp_ms < DP_TARGET_MS, "exact": exact_ms < EXACT_TARGET_MS,
                         "compile": (compile_s < COMPILE_TARGET_S) if name == COMPILE_TARGET_MODEL else None},
     }
