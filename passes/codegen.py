@@ -1,72 +1,69 @@
-"""EmitArtifact: apply the plan to the graph — one ONNX file per slice, manifest.json and
-costs.json — written to a temporary directory and renamed into place, so a failed or
-interrupted compile leaves nothing behind and an existing output is replaced only on success."""
+"""Codegen: apply plans to the graph — one ONNX file per slice, ``manifest.json``
+(``hetcc.manifest/2``, built from the runtime's own dataclasses) and ``costs.json`` — written
+through ``hetcc.fsutil.atomic_directory``, so a failed or interrupted compile leaves nothing
+behind and an existing output is replaced only on success.
+
+``emit_artifact`` writes one model with one or more named plans (variants; identical slice
+files are stored once); ``emit_workload`` writes several models as ``models/<name>/``
+sub-artifacts under a top manifest with a ``workload`` block. ``EmitArtifact`` is the pass
+form (one plan, from ``program.get("plan")``).
+"""
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
+import math
+import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Mapping, Sequence
 
 import onnx_ir as ir
 
 from hetcc import __version__
-from hetcc.costtable import CostTable
 from hetcc.errors import UsageError
-from hetcc.optimizers.problem import Objective, Plan
+from hetcc.fsutil import atomic_directory
 from hetcc.passmanager import Pass, PassResult
-from hetcc.runtime.manifest import sha256_file
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
+from hetcc.runtime.manifest import (MANIFEST_NAME, SCHEMA_ID, FileRef, Manifest, ModelInfo, ObjectiveInfo,
+                                    PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,
+                                    TargetInfo, TensorSpec, Variant, Workload, WorkloadModel, parse_manifest,
+                                    sha256_file)
 
 logger = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
+MANIFEST = MANIFEST_NAME
 COSTS_FILE = "costs.json"
+#: the session settings the runtime applies (DESIGN.md, 'Runtime physics'); the manifest's own type
+RuntimeSettings = RuntimeInfo
+
+__all__ = ["EmitArtifact", "RuntimeSettings", "SliceBoundary", "emit_artifact", "emit_workload",
+           "slice_boundaries", "write_slice", "MANIFEST", "COSTS_FILE"]
 
 
-@dataclass(frozen=True)
-class RuntimeSettings:
-    """Session settings the runtime applies (see DESIGN.md, 'Runtime physics')."""
-
-    allow_spinning: bool = False
-    graph_optimization_level: str = "all"
-    intra_op_num_threads: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"allow_spinning": self.allow_spinning, "graph_optimization_level": self.graph_optimization_level,
-                "intra_op_num_threads": self.intra_op_num_threads}
+def _spec(info: TensorInfo) -> TensorSpec:
+    return TensorSpec(name=info.name, dtype=info.dtype, shape=tuple(info.shape))
 
 
-@contextlib.contextmanager
-def atomic_directory(final: Path) -> Iterator[Path]:
-    """Yield a fresh temporary directory beside ``final``; on success it replaces ``final``."""
-    final = Path(final)
-    if final.exists() and (not final.is_dir() or (any(final.iterdir()) and not (final / MANIFEST).exists())):
-        raise UsageError(f"refusing to overwrite {final}: it exists and is not a hetcc output directory; "
-                         "choose another -o or remove it")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    try:
-        yield tmp
-        backup = None
-        if final.exists():
-            backup = final.parent / f".{final.name}.old-{os.getpid()}"
-            os.replace(final, backup)
-        os.replace(tmp, final)
-        if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+def _slug(name: str) -> str:
+    """``name`` as a file or directory name (letters, digits, '_', '.', '-')."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip("-.") or "x"
+    return slug if slug[0].isalnum() else f"x{slug}"
 
 
-def _spec(info: TensorInfo) -> dict[str, Any]:
-    return {"name": info.name, "dtype": info.dtype, "shape": list(info.shape)}
+def _jsonable(value: Any) -> Any:
+    """Planner options and stats as plain JSON (tuples -> lists, numpy scalars -> numbers,
+    anything else -> its str; inf and nan -> null)."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, Mapping):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+    return clean(json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o))))
 
 
 @dataclass(frozen=True)
@@ -78,7 +75,7 @@ class SliceBoundary:
     outputs: tuple[str, ...]
 
 
-def slice_boundaries(layers: tuple[Layer, ...], plan: Plan, model_outputs: list[str]) -> list[SliceBoundary]:
+def slice_boundaries(layers: tuple[Layer, ...], plan: Any, model_outputs: list[str]) -> list[SliceBoundary]:
     slice_of_layer = {}
     for sid, sl in enumerate(plan.slices):
         for l in range(sl.first, sl.last + 1):
@@ -109,85 +106,254 @@ def slice_boundaries(layers: tuple[Layer, ...], plan: Plan, model_outputs: list[
     return result
 
 
+def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> None:
+    """Extract one slice's subgraph and save it (keeping the source IR version and functions)."""
+    src = program.model
+    graph = ir.convenience.extract(src.graph, [n for n, _ in bnd.inputs], list(bnd.outputs))
+    extracted = {n.name for n in graph}
+    missing = set(bnd.nodes) - extracted
+    if missing:  # the layer analysis and the extractor must agree on what a slice holds
+        raise RuntimeError(f"slice {name}: extractor dropped nodes {sorted(missing)[:3]}")
+    graph.name = name
+    model = ir.Model(graph, ir_version=src.ir_version, producer_name="hetcc", producer_version=__version__,
+                     functions=list(src.functions.values()))
+    ir.save(model, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the manifest, from plans
+
+
+def _objective_info(objective: Any) -> ObjectiveInfo:
+    if objective is None:
+        return ObjectiveInfo(metric="latency", deadline_ms=None, deadline_spec=None, power_cap_mw=None)
+    return ObjectiveInfo(metric=str(objective.metric), deadline_ms=objective.deadline_ms,
+                         deadline_spec=getattr(objective, "deadline_spec", None),
+                         power_cap_mw=objective.power_cap_mw)
+
+
+def _planner_info(src: Any) -> PlannerInfo:
+    return PlannerInfo(name=src.planner or "unknown", options=_jsonable(dict(src.options or {})),
+                       seconds=float(src.seconds or 0.0), stats=_jsonable(dict(getattr(src, "stats", None) or {})))
+
+
+def _target_info(target: Any) -> TargetInfo:
+    return TargetInfo(name=target.name, sha256=target.sha256, kind=target.kind)
+
+
+class _SliceStore:
+    """Writes slice files into ``root/slices``, storing identical files once (by sha256)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.by_sha: dict[str, str] = {}
+        self.count = 0
+        (root / "slices").mkdir(exist_ok=True)
+
+    def add(self, program: Program, bnd: SliceBoundary, rel: str, graph_name: str) -> tuple[str, str]:
+        self.count += 1
+        staging = self.root / "slices" / f".staging-{self.count}.onnx"
+        write_slice(program, bnd, staging, graph_name)
+        sha = sha256_file(staging)
+        if sha in self.by_sha:
+            staging.unlink()
+            return self.by_sha[sha], sha
+        staging.rename(self.root / rel)
+        self.by_sha[sha] = rel
+        return rel, sha
+
+
+def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, prefix: str,
+             has_power: bool, objective: Any) -> Variant:
+    tensors: dict[str, TensorInfo] = program.get(TENSORS)
+    layers: tuple[Layer, ...] = program.get(LAYERS)
+    costs = program.get(COSTS)
+    graph = program.graph
+    model_outputs = [v.name for v in graph.outputs]
+    bounds = slice_boundaries(layers, plan, model_outputs)
+    slices = []
+    for sid, (sl, bnd, cost) in enumerate(zip(plan.slices, bounds, plan.slice_costs)):
+        state = costs.states[sl.state]
+        device = target.device(state.device)
+        rel = f"slices/{prefix}{sid:02d}_{_slug(state.device)}.onnx"
+        # the graph name depends on the layers only, so equal slices of two variants are equal files
+        rel, sha = store.add(program, bnd, rel, f"{program.name}_L{sl.first}-L{sl.last}")
+        slices.append(SliceSpec(
+            id=sid, file=rel, sha256=sha, device=state.device, frequency_mhz=state.frequency_mhz,
+            execution_provider=device.execution_provider, provider_options=_jsonable(dict(device.provider_options)),
+            affinity=tuple(device.affinity) if device.affinity else None,
+            link=getattr(device, "link", None), endpoint=getattr(device, "endpoint", None),
+            first_layer=sl.first, last_layer=sl.last,
+            inputs=tuple(SliceInput(name=n, dtype=tensors[n].dtype, shape=tuple(tensors[n].shape), source=src)
+                         for n, src in bnd.inputs),
+            outputs=tuple(_spec(tensors[n]) for n in bnd.outputs),
+            predicted=SlicePredicted(latency_ms=cost.latency_ms,
+                                     energy_mj=cost.energy_mj if has_power else None,
+                                     transfer_ms=cost.transfer_ms),
+        ))
+    obj = plan.objective if plan.objective is not None else objective
+    deadline = getattr(obj, "deadline_ms", None)
+    return Variant(
+        objective=_objective_info(obj),
+        planner=_planner_info(plan),
+        hardware=_jsonable(dict(plan.hardware)) if plan.hardware else None,
+        feasible=bool(getattr(plan, "feasible", True)),
+        violations=tuple(str(v) for v in getattr(plan, "violations", ())),
+        slices=tuple(slices),
+        predicted=Predicted(latency_ms=plan.latency_ms,
+                            energy_mj=plan.energy_mj if has_power else None,
+                            edp_mj_ms=plan.edp_mj_ms if has_power else None,
+                            meets_deadline=None if deadline is None
+                            else bool(plan.latency_ms <= deadline * (1 + 1e-9))),
+    )
+
+
+def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, Any], *,
+                 default_variant: str | None, runtime: RuntimeInfo | None, policy: Path | None,
+                 has_power: bool, objective: Any = None) -> Manifest:
+    """Write one model artifact into the (fresh) directory ``root``; returns its manifest."""
+    if not plans:
+        raise UsageError("no plan to emit")
+    names = [str(n) for n in plans]
+    bad = [n for n in names if not n or n != n.strip()]
+    if bad:
+        raise UsageError(f"variant name {bad[0]!r}: names must not be empty or start/end with spaces")
+    if default_variant is None:
+        default_variant = names[0]
+    if default_variant not in plans:
+        raise UsageError(f"default variant {default_variant!r} is not one of {', '.join(names)}")
+    tensors: dict[str, TensorInfo] = program.get(TENSORS)
+    graph = program.graph
+    store = _SliceStore(root)
+    prefixes: dict[str, str] = {}
+    variants = {}
+    for name, plan in plans.items():
+        if len(plans) == 1:
+            prefix = ""
+        else:
+            prefix = base = _slug(name) + "_"
+            k = 2
+            while prefix in prefixes.values():
+                prefix, k = f"{base[:-1]}-{k}_", k + 1
+        prefixes[name] = prefix
+        variants[str(name)] = _variant(program, target, plan, store, prefix, has_power, objective)
+    policy_ref = None
+    if policy is not None:
+        policy = Path(policy)
+        if not policy.is_file():
+            raise UsageError(f"{policy}: no such policy file")
+        (root / "policy").mkdir()
+        dest = root / "policy" / _slug(policy.name)
+        shutil.copyfile(policy, dest)
+        policy_ref = FileRef(file=dest.relative_to(root).as_posix(), sha256=sha256_file(dest))
+    model_inputs = [v.name for v in graph.inputs if v.name not in graph.initializers]
+    manifest = Manifest(
+        schema=SCHEMA_ID, hetcc_version=__version__, kind="model",
+        target=_target_info(target), runtime=runtime or RuntimeInfo(),
+        model=ModelInfo(name=program.name, sha256=program.source_sha256,
+                        source_path=str(program.source_path) if program.source_path else None,
+                        ir_version=program.model.ir_version,
+                        inputs=tuple(_spec(tensors[n]) for n in model_inputs),
+                        outputs=tuple(_spec(tensors[v.name]) for v in graph.outputs)),
+        default_variant=str(default_variant), variants=variants, policy=policy_ref, workload=None,
+    )
+    _write_manifest(root, manifest)
+    (root / COSTS_FILE).write_text(json.dumps(program.get(COSTS).to_json()) + "\n")
+    return manifest
+
+
+def _write_manifest(root: Path, manifest: Manifest) -> None:
+    doc = manifest.to_json()
+    parse_manifest(doc, str(root / MANIFEST))  # what we write is what the runtime reads
+    (root / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _has_power(target: Any, has_power_model: bool | None) -> bool:
+    if has_power_model is not None:
+        return has_power_model
+    return bool(getattr(target, "has_power_model", True))
+
+
+def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Mapping[str, Any], *,
+                  default_variant: str | None = None, runtime: RuntimeInfo | None = None,
+                  policy: Path | None = None, has_power_model: bool | None = None,
+                  objective: Any = None) -> Path:
+    """Write the artifact of one model: ``slices/``, ``manifest.json``, ``costs.json``.
+
+    ``plans``: variant name -> Plan (one entry = the ordinary artifact; several = variants whose
+    identical slice files are stored once). ``default_variant``: what the runtime runs when no
+    variant is named (default: the first). ``policy``: a file copied into ``policy/`` and
+    recorded with its sha256 (it picks a variant at run time). ``objective``: recorded for a
+    plan that carries none. Energies are null unless the target has a power model.
+    """
+    out = Path(out_dir)
+    with atomic_directory(out) as tmp:
+        _write_model(tmp, program, target, plans, default_variant=default_variant, runtime=runtime,
+                     policy=policy, has_power=_has_power(target, has_power_model), objective=objective)
+    return out
+
+
+def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str, Program, Any]], wplan: Any, *,
+                  runtime: RuntimeInfo | None = None, has_power_model: bool | None = None) -> Path:
+    """Write a workload artifact: ``models/<name>/`` (one model artifact per entry, its plan the
+    one variant) and a top ``manifest.json`` whose ``workload`` block lists them and records the
+    workload planner, objective and feasibility."""
+    if not entries:
+        raise UsageError("a workload needs at least one model")
+    names = [str(n) for n, _, _ in entries]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"two workload models are named {dup[0]!r}")
+    has_power = _has_power(target, has_power_model)
+    out = Path(out_dir)
+    with atomic_directory(out) as tmp:
+        (tmp / "models").mkdir()
+        members = []
+        used: set[str] = set()
+        for name, program, plan in entries:
+            slug = base = _slug(name)
+            k = 2
+            while slug.lower() in used:
+                slug, k = f"{base}-{k}", k + 1
+            used.add(slug.lower())
+            sub = tmp / "models" / slug
+            sub.mkdir()
+            _write_model(sub, program, target, {plan.planner or "plan": plan}, default_variant=None,
+                         runtime=runtime, policy=None, has_power=has_power, objective=wplan.objective)
+            members.append(WorkloadModel(name=str(name), dir=f"models/{slug}",
+                                         manifest_sha256=sha256_file(sub / MANIFEST)))
+        manifest = Manifest(
+            schema=SCHEMA_ID, hetcc_version=__version__, kind="workload",
+            target=_target_info(target), runtime=runtime or RuntimeInfo(),
+            model=None, default_variant=None, variants={}, policy=None,
+            workload=Workload(objective=_objective_info(wplan.objective), planner=_planner_info(wplan),
+                              feasible=bool(wplan.feasible), violations=tuple(str(v) for v in wplan.violations),
+                              models=tuple(members)),
+        )
+        _write_manifest(tmp, manifest)
+    return out
+
+
 class EmitArtifact(Pass):
+    """The pass form: writes ``program.get("plan")`` (one Plan, or a mapping name -> Plan)."""
+
     name: ClassVar[str] = "codegen"
     requires: ClassVar[tuple[str, ...]] = (TENSORS, LAYERS, COSTS, PLAN)
     ensures: ClassVar[tuple[str, ...]] = (ARTIFACT,)
 
-    def __init__(self, output_dir: str | Path, target: Any, objective: Objective,
-                 runtime: RuntimeSettings | None = None, has_power_model: bool = True) -> None:
+    def __init__(self, output_dir: str | Path, target: Any, objective: Any = None,
+                 runtime: RuntimeInfo | None = None, has_power_model: bool = True) -> None:
         self.output_dir = Path(output_dir)
         self.target = target
         self.objective = objective
-        self.runtime = runtime or RuntimeSettings()
+        self.runtime = runtime or RuntimeInfo()
         self.has_power_model = has_power_model
 
     def run(self, program: Program) -> PassResult:
-        from hetcc.runtime.manifest import validate_manifest
-
-        tensors: dict[str, TensorInfo] = program.get(TENSORS)
-        layers: tuple[Layer, ...] = program.get(LAYERS)
-        costs: CostTable = program.get(COSTS)
-        plan: Plan = program.get(PLAN)
-        graph = program.graph
-        model_inputs = [v.name for v in graph.inputs if v.name not in graph.initializers]
-        model_outputs = [v.name for v in graph.outputs]
-        bounds = slice_boundaries(layers, plan, model_outputs)
-        with atomic_directory(self.output_dir) as tmp:
-            (tmp / "slices").mkdir()
-            slices_json = []
-            for sid, (sl, bnd, cost) in enumerate(zip(plan.slices, bounds, plan.slice_costs)):
-                state = costs.states[sl.state]
-                device = self.target.device(state.device)
-                rel = f"slices/{sid:02d}_{state.device}.onnx"
-                self._write_slice(program, bnd, tmp / rel, f"{program.name}_slice{sid:02d}")
-                slices_json.append({
-                    "id": sid, "file": rel, "sha256": sha256_file(tmp / rel), "device": state.device,
-                    "frequency_mhz": state.frequency_mhz,
-                    "execution_provider": device.execution_provider,
-                    "provider_options": dict(device.provider_options),
-                    "affinity": list(device.affinity) if device.affinity else None,
-                    "first_layer": sl.first, "last_layer": sl.last,
-                    "inputs": [{**_spec(tensors[n]), "source": src} for n, src in bnd.inputs],
-                    "outputs": [_spec(tensors[n]) for n in bnd.outputs],
-                    "predicted": {"latency_ms": cost.latency_ms,
-                                  "energy_mj": cost.energy_mj if self.has_power_model else None,
-                                  "transfer_ms": cost.transfer_ms},
-                })
-            obj = self.objective
-            manifest = {
-                "schema": "hetcc.manifest/1", "hetcc_version": __version__,
-                "model": {"name": program.name, "sha256": program.source_sha256,
-                          "source_path": str(program.source_path) if program.source_path else None,
-                          "ir_version": program.model.ir_version,
-                          "inputs": [_spec(tensors[n]) for n in model_inputs],
-                          "outputs": [_spec(tensors[n]) for n in model_outputs]},
-                "target": {"name": self.target.name, "sha256": self.target.sha256, "kind": self.target.kind},
-                "objective": {"metric": obj.metric, "deadline_ms": obj.deadline_ms, "power_cap_mw": obj.power_cap_mw},
-                "planner": {"name": plan.planner, "options": plan.options, "seconds": plan.seconds},
-                "hardware": None,
-                "runtime": self.runtime.to_json(),
-                "slices": slices_json,
-                "predicted": {"latency_ms": plan.latency_ms,
-                              "energy_mj": plan.energy_mj if self.has_power_model else None,
-                              "edp_mj_ms": plan.edp_mj_ms if self.has_power_model else None,
-                              "meets_deadline": (None if obj.deadline_ms is None
-                                                 else bool(plan.latency_ms <= obj.deadline_ms * (1 + 1e-9)))},
-            }
-            validate_manifest(manifest)
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-            (tmp / COSTS_FILE).write_text(json.dumps(costs.to_json()) + "\n")
+        plan = program.get(PLAN)
+        plans = dict(plan) if isinstance(plan, Mapping) else {plan.planner or "plan": plan}
+        emit_artifact(self.output_dir, program, self.target, plans, runtime=self.runtime,
+                      has_power_model=self.has_power_model, objective=self.objective)
         program.put(ARTIFACT, self.output_dir)
-        return PassResult(False, f"{len(plan.slices)} slices -> {self.output_dir}")
-
-    def _write_slice(self, program: Program, bnd: SliceBoundary, path: Path, name: str) -> None:
-        src = program.model
-        graph = ir.convenience.extract(src.graph, [n for n, _ in bnd.inputs], list(bnd.outputs))
-        extracted = {n.name for n in graph}
-        missing = set(bnd.nodes) - extracted
-        if missing:  # the layer analysis and the extractor must agree on what a slice holds
-            raise RuntimeError(f"slice {name}: extractor dropped nodes {sorted(missing)[:3]}")
-        graph.name = name
-        model = ir.Model(graph, ir_version=src.ir_version, producer_name="hetcc", producer_version=__version__,
-                         functions=list(src.functions.values()))
-        ir.save(model, path)
+        n = sum(len(p.slices) for p in plans.values())
+        return PassResult(False, f"{n} slices -> {self.output_dir}")

@@ -5,25 +5,53 @@ Imports only numpy, onnxruntime and the standard library, so it installs on a bo
     from hetcc.runtime import Executor
     ex = Executor("build/")          # verifies sha256s, opens one session per slice
     outputs = ex.run({"input": x})   # dict name -> numpy array; ex.last_timings per slice
+
+Submodules load on first use (PEP 562): ``import hetcc.runtime.manifest`` or
+``hetcc.runtime.errors`` (what the compiler needs) does not import onnxruntime.
 """
 from __future__ import annotations
 
-from .errors import InputError, ManifestError
-from .executor import Executor, TensorSpec
-from .manifest import SCHEMA_ID, load_manifest, load_schema, validate_manifest
-from .verify import OutputDiff, VerifyReport, random_inputs, verify
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "Executor",
-    "TensorSpec",
-    "ManifestError",
-    "InputError",
-    "SCHEMA_ID",
-    "load_manifest",
-    "load_schema",
-    "validate_manifest",
-    "verify",
-    "VerifyReport",
-    "OutputDiff",
-    "random_inputs",
-]
+_EXPORTS = {
+    "Executor": "executor",
+    "Pipeline": "executor",
+    "TensorSpec": "manifest",
+    "ManifestError": "errors",
+    "InputError": "errors",
+    "RemoteSliceError": "errors",
+    "SCHEMA_ID": "manifest",
+    "Manifest": "manifest",
+    "load_manifest": "manifest",
+    "load_schema": "manifest",
+    "manifest_schema": "manifest",
+    "parse_manifest": "manifest",
+    "validate_manifest": "manifest",
+    "verify": "verification",
+    "VerifyReport": "verification",
+    "OutputDiff": "verification",
+    "random_inputs": "verification",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .errors import InputError, ManifestError, RemoteSliceError
+    from .executor import Executor, Pipeline
+    from .manifest import (SCHEMA_ID, Manifest, TensorSpec, load_manifest, load_schema, manifest_schema,
+                           parse_manifest, validate_manifest)
+    from .verification import OutputDiff, VerifyReport, random_inputs, verify
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

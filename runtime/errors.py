@@ -1,11 +1,11 @@
 """Errors the runtime raises; self-contained so that the runtime ships to a board alone.
 
-``hetcc.errors`` makes its ``ManifestError`` an alias or subclass of the one here, so the CLI
-catches both with one clause and prints the one-line message.
+The CLI catches ``ManifestError`` (and its subclasses) beside ``hetcc.errors.HetccError`` and
+prints the one-line message; importing this module imports neither onnxruntime nor numpy.
 """
 from __future__ import annotations
 
-__all__ = ["ManifestError", "InputError"]
+__all__ = ["ManifestError", "InputError", "RemoteSliceError"]
 
 
 class ManifestError(Exception):
@@ -16,3 +16,8 @@ class ManifestError(Exception):
 
 class InputError(ManifestError):
     """A feed given to ``Executor.run`` does not match the model's inputs (name, dtype, shape)."""
+
+
+class RemoteSliceError(ManifestError):
+    """A slice was planned for a remote device (reached over a link) and this runtime was not
+    told to run it locally (``local_fallback`` / ``--local-fallback``)."""

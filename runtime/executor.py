@@ -1,25 +1,27 @@
-"""The thin executor: one onnxruntime session per slice, run in manifest order.
+"""The thin executor: a ``Pipeline`` is one sequential chain of onnxruntime sessions (the slices
+of one variant of one model); ``Executor`` opens an artifact and picks the pipeline to run (a
+variant of a model artifact, or a model of a workload artifact).
 
-Everything that can be decided before the first inference is decided in ``__init__`` (sha256
-checks, providers, session options, which tensors each slice reads and when each intermediate
-dies), so ``run`` is a short loop over prepared steps.
+Everything that can be decided before the first inference is decided when a pipeline is built
+(sha256 checks, providers, session options, which tensors each slice reads and when each
+intermediate dies), so ``Pipeline.run`` is a short loop over prepared steps.
 """
 from __future__ import annotations
 
 import logging
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 import onnxruntime as ort
 
-from .errors import InputError, ManifestError
-from .manifest import load_manifest, sha256_file, slice_path
+from .errors import InputError, ManifestError, RemoteSliceError
+from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
+                       read_manifest, sha256_file, slice_path, to_json)
 
-__all__ = ["Executor", "TensorSpec", "make_session_options", "CPU_PROVIDER"]
+__all__ = ["Executor", "Pipeline", "TensorSpec", "make_session_options", "CPU_PROVIDER"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,22 +37,6 @@ _OPT_LEVELS = {
 ProvidersOverride = Union[str, Mapping[Union[int, str], str], None]
 
 
-@dataclass(frozen=True)
-class TensorSpec:
-    """Name, numpy dtype name and static shape of a model input or output."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-
-    @classmethod
-    def from_manifest(cls, spec: Mapping[str, Any]) -> "TensorSpec":
-        return cls(str(spec["name"]), str(spec["dtype"]), tuple(int(d) for d in spec["shape"]))
-
-    def __str__(self) -> str:
-        return f"{self.dtype}{list(self.shape)}"
-
-
 def _usable_cores() -> set[int]:
     try:
         return set(os.sched_getaffinity(0))
@@ -63,19 +49,21 @@ def _default_threads() -> int:
 
 
 def make_session_options(
-    runtime: Mapping[str, Any],
+    runtime: Mapping[str, Any] | RuntimeInfo,
     *,
     shared_cpu: bool,
     affinity: Sequence[int] | None = None,
     label: str = "",
 ) -> ort.SessionOptions:
-    """SessionOptions from the manifest's ``runtime`` block.
+    """SessionOptions from the manifest's ``runtime`` block (a RuntimeInfo or its JSON form).
 
     ``shared_cpu``: several sessions take turns on the same cores; spinning is then switched
     off, since an idle session's spinning threads starve the active one (DESIGN 'Runtime
     physics'). ``affinity``: core ids (0-based, as Linux numbers them) to pin intra-op threads
     to; ignored, with a debug log, where those cores do not exist.
     """
+    if isinstance(runtime, RuntimeInfo):
+        runtime = to_json(runtime)
     so = ort.SessionOptions()
     threads = runtime.get("intra_op_num_threads") or None
     so.inter_op_num_threads = 1
@@ -113,55 +101,55 @@ class _Step:
         self.file = file
 
 
-class Executor:
-    """Runs a compiled artifact: ``Executor("build/").run({"input": x})`` -> {output: array}.
+class _Options:
+    """What the Executor was told, shared by the pipelines it builds."""
 
-    ``strict_providers``: a slice whose execution provider is not installed here is an error
-    instead of running on the CPU provider. ``providers_override``: one provider name for every
-    slice, or a mapping from slice id (int) or device name (str) to a provider name.
+    def __init__(self, strict_providers: bool, providers_override: ProvidersOverride, local_fallback: bool):
+        self.strict_providers = strict_providers
+        self.override = providers_override
+        self.local_fallback = local_fallback
+        self.available = set(ort.get_available_providers())
+        self.warned: set[str] = set()
+
+
+class Pipeline:
+    """One sequential chain of sessions: the slices of one variant of one model, run in order.
+
+    ``run(feeds)`` -> {output name: array}; ``last_timings`` (ms per slice) and
+    ``last_total_ms`` describe the latest call. Built by ``Executor``; ``inputs`` / ``outputs``
+    are the model's, ``providers`` the provider each slice actually runs on.
     """
 
-    def __init__(
-        self,
-        artifact_dir: str | os.PathLike,
-        *,
-        strict_providers: bool = False,
-        providers_override: ProvidersOverride = None,
-    ) -> None:
-        self.manifest: dict = load_manifest(artifact_dir)
-        given = Path(artifact_dir)
-        root = given if given.is_dir() else given.parent  # the manifest file itself was given
-        self.artifact_dir = root
-        self.strict_providers = strict_providers
-        self._override = providers_override
-        self._available = set(ort.get_available_providers())
-        self._warned: set[str] = set()
-        model = self.manifest["model"]
-        runtime = self.manifest["runtime"]
-        slices = self.manifest["slices"]
-
-        self.inputs: tuple[TensorSpec, ...] = tuple(TensorSpec.from_manifest(s) for s in model["inputs"])
-        self.outputs: tuple[TensorSpec, ...] = tuple(TensorSpec.from_manifest(s) for s in model["outputs"])
+    def __init__(self, root: Path, model: ModelInfo, variant: Variant, runtime: RuntimeInfo, *,
+                 name: str = "default", options: _Options | None = None) -> None:
+        self.root = Path(root)
+        self.model = model
+        self.variant = variant
+        self.runtime = runtime
+        self.name = name
+        opts = options or _Options(False, None, False)
+        self._opts = opts
+        self.slices: tuple[SliceSpec, ...] = variant.slices
+        self.inputs: tuple[TensorSpec, ...] = tuple(model.inputs)
+        self.outputs: tuple[TensorSpec, ...] = tuple(model.outputs)
         self.providers: list[str] = []
         self.last_timings: list[float] = []
         self.last_total_ms: float = 0.0
 
         # every session owns a CPU intra-op pool (non-CPU providers fall back to it), so
         # chained sessions share the cores whatever their provider
-        shared_cpu = len(slices) > 1
+        shared_cpu = len(self.slices) > 1
         sessions = []
-        for i, sl in enumerate(slices):
-            shown = os.path.join(str(root), sl["file"])
-            path = slice_path(root, sl["file"], shown, f"slices[{i}].file")
+        for sl in self.slices:
+            shown = os.path.join(str(self.root), sl.file)
+            path = slice_path(self.root, sl.file, shown, "file")
             if not path.is_file():
                 raise ManifestError(f"{shown}: slice file is missing; the artifact is incomplete, recompile")
-            if sha256_file(path) != sl["sha256"]:
+            if sha256_file(path) != sl.sha256:
                 raise ManifestError(f"{shown}: sha256 mismatch; the artifact was modified — recompile")
-            provider, options = self._choose_provider(sl, shown)
-            so = make_session_options(
-                runtime, shared_cpu=shared_cpu, affinity=sl.get("affinity"), label=shown
-            )
-            providers: list = [(provider, options)]
+            provider, provider_options, affinity = self._choose_provider(sl, shown)
+            so = make_session_options(runtime, shared_cpu=shared_cpu, affinity=affinity, label=shown)
+            providers: list = [(provider, provider_options)]
             if provider != CPU_PROVIDER:
                 providers.append(CPU_PROVIDER)
             try:
@@ -171,7 +159,7 @@ class Executor:
                 raise ManifestError(f"{shown}: onnxruntime cannot load this slice ({first})") from e
             actual = sess.get_providers()[0]
             if actual != provider:
-                if strict_providers:
+                if opts.strict_providers:
                     raise ManifestError(
                         f"{shown}: {provider} failed to initialise (onnxruntime fell back to {actual}); "
                         "fix the provider install or drop --strict-providers"
@@ -179,52 +167,63 @@ class Executor:
                 logger.warning("%s: %s failed to initialise; running on %s", shown, provider, actual)
             self.providers.append(actual)
             sessions.append(sess)
-            logger.debug("%s: device %s on %s", shown, sl["device"], actual)
-
+            logger.debug("%s: device %s on %s", shown, sl.device, actual)
         self._sessions = sessions
-        self._prepare(slices)
+        self._prepare()
 
     # -----------------------------------------------------------------------------------------
     # set-up
 
-    def _choose_provider(self, sl: Mapping[str, Any], shown: str) -> tuple[str, dict]:
-        requested = sl["execution_provider"]
-        options = sl.get("provider_options") or {}
-        override = self._override
+    def _choose_provider(self, sl: SliceSpec, shown: str) -> tuple[str, dict, Sequence[int] | None]:
+        opts = self._opts
+        requested, options, affinity = sl.execution_provider, dict(sl.provider_options), sl.affinity
+        if sl.remote:
+            where = f"remote device {sl.device!r} (link {sl.link}" + (
+                f", endpoint {sl.endpoint})" if sl.endpoint else ", no endpoint recorded)")
+            if not opts.local_fallback:
+                raise RemoteSliceError(
+                    f"{shown}: slice {sl.id} ({self.name}) is planned for {where}; this runtime does not "
+                    "offload to remote devices — pass --local-fallback (local_fallback=True) to run it here"
+                )
+            requested, options, affinity = CPU_PROVIDER, {}, None
+            logger.warning("%s: slice %d (%s) is planned for %s; running it locally on %s (--local-fallback); "
+                           "timings will not match the plan", shown, sl.id, self.name, where, CPU_PROVIDER)
+        override = opts.override
         if override is not None:
             if isinstance(override, str):
                 chosen = override
             else:
-                chosen = override.get(sl["id"], override.get(sl["device"], requested))
+                chosen = override.get(sl.id, override.get(sl.device, requested))
             if chosen != requested:
                 requested, options = chosen, {}
-        if requested in self._available:
-            return requested, _stringify_options(options)
-        if self.strict_providers:
+        if requested in opts.available:
+            return requested, _stringify_options(options), affinity
+        if opts.strict_providers:
             raise ManifestError(
-                f"{shown}: execution provider {requested} (device {sl['device']}) is not available "
-                f"here (available: {', '.join(sorted(self._available))}); install it or drop --strict-providers"
+                f"{shown}: execution provider {requested} (device {sl.device}) is not available "
+                f"here (available: {', '.join(sorted(opts.available))}); install it or drop --strict-providers"
             )
-        if requested not in self._warned:
-            self._warned.add(requested)
+        if requested not in opts.warned:
+            opts.warned.add(requested)
             logger.warning(
                 "%s is not available here; slices planned for it run on %s "
                 "(timings will not match the target; --strict-providers makes this an error)",
                 requested, CPU_PROVIDER,
             )
-        return CPU_PROVIDER, {}
+        return CPU_PROVIDER, {}, affinity
 
-    def _prepare(self, slices: list) -> None:
+    def _prepare(self) -> None:
+        slices = self.slices
         output_names = [s.name for s in self.outputs]
         keep = set(output_names)
         last_use: dict[str, int] = {}
         for k, sl in enumerate(slices):
-            for spec in sl["inputs"]:
-                last_use[spec["name"]] = k
+            for spec in sl.inputs:
+                last_use[spec.name] = k
         produced_at: dict[str, int] = {}
         for k, sl in enumerate(slices):
-            for spec in sl["outputs"]:
-                produced_at[spec["name"]] = k
+            for spec in sl.outputs:
+                produced_at[spec.name] = k
         free_at: dict[int, list[str]] = {k: [] for k in range(len(slices))}
         for name, k in last_use.items():
             if name not in keep:
@@ -235,10 +234,10 @@ class Executor:
         self._steps = [
             _Step(
                 session=self._sessions[k],
-                in_names=tuple(spec["name"] for spec in sl["inputs"]),
-                out_names=[spec["name"] for spec in sl["outputs"]],
+                in_names=tuple(spec.name for spec in sl.inputs),
+                out_names=[spec.name for spec in sl.outputs],
                 free=tuple(free_at[k]),
-                file=sl["file"],
+                file=sl.file,
             )
             for k, sl in enumerate(slices)
         ]
@@ -303,10 +302,183 @@ class Executor:
     __call__ = run
 
     def __repr__(self) -> str:
-        devices = ", ".join(
-            f"{sl['device']}:{p}" for sl, p in zip(self.manifest["slices"], self.providers)
-        )
-        return f"Executor({str(self.artifact_dir)!r}, {len(self._steps)} slice(s): {devices})"
+        devices = ", ".join(f"{sl.device}:{p}" for sl, p in zip(self.slices, self.providers))
+        return f"Pipeline({self.model.name}/{self.name}, {len(self._steps)} slice(s): {devices})"
+
+
+class Executor:
+    """Runs a compiled artifact: ``Executor("build/").run({"input": x})`` -> {output: array}.
+
+    A model artifact holds one or more variants (plans): ``variant`` picks the one ``run``
+    uses by default (else the manifest's ``default_variant``); ``run(feeds, variant="x")``
+    runs another (its sessions are opened on first use). A workload artifact holds several
+    models: ``run(feeds, model="name")`` runs one, ``run({name: feeds, ...})`` all of them.
+
+    ``strict_providers``: a slice whose execution provider is not installed here is an error
+    instead of running on the CPU provider. ``providers_override``: one provider name for every
+    slice, or a mapping from slice id (int) or device name (str) to a provider name.
+    ``local_fallback``: run slices planned for a remote device here, on the CPU provider, with
+    one warning per slice (without it such a slice is a RemoteSliceError).
+    """
+
+    def __init__(
+        self,
+        artifact_dir: str | os.PathLike,
+        *,
+        strict_providers: bool = False,
+        providers_override: ProvidersOverride = None,
+        local_fallback: bool = False,
+        variant: str | None = None,
+    ) -> None:
+        manifest, root, shown = read_manifest(artifact_dir)
+        self.manifest: Manifest = manifest
+        self.artifact_dir = root
+        self.strict_providers = strict_providers
+        self.local_fallback = local_fallback
+        self._opts = _Options(strict_providers, providers_override, local_fallback)
+        self._pipelines: dict[str, Pipeline] = {}
+        self._models: dict[str, Executor] = {}
+        self._last: Pipeline | None = None
+        self.policy_path: Path | None = None
+        if manifest.kind == "workload":
+            if variant is not None:
+                raise ManifestError(f"{shown}: a workload artifact has no variants (got variant {variant!r})")
+            self.variant = None
+            for i, wm in enumerate(manifest.workload.models):
+                sub = slice_path(root, wm.dir, shown, f"workload.models[{i}].dir")
+                mfile = sub / MANIFEST_NAME
+                if not mfile.is_file():
+                    raise ManifestError(f"{mfile}: missing; the workload artifact is incomplete, recompile")
+                if sha256_file(mfile) != wm.manifest_sha256:
+                    raise ManifestError(f"{mfile}: sha256 mismatch; the artifact was modified — recompile")
+                child = Executor(sub, strict_providers=strict_providers, providers_override=providers_override,
+                                 local_fallback=local_fallback)
+                if child.manifest.kind != "model":
+                    raise ManifestError(f"{mfile}: a workload's model must be a model artifact, not a workload")
+                self._models[wm.name] = child
+            return
+        if variant is not None and variant not in manifest.variants:
+            raise ManifestError(f"{shown}: no variant {variant!r}; variants: {', '.join(manifest.variants)}")
+        self.variant: str | None = variant if variant is not None else manifest.default_variant
+        if manifest.policy is not None:
+            path = slice_path(root, manifest.policy.file, shown, "policy.file")
+            if not path.is_file():
+                raise ManifestError(f"{path}: policy file is missing; the artifact is incomplete, recompile")
+            if sha256_file(path) != manifest.policy.sha256:
+                raise ManifestError(f"{path}: sha256 mismatch; the artifact was modified — recompile")
+            self.policy_path = path
+        self.pipeline()  # open the selected variant now: errors surface here, not at run()
+
+    # -----------------------------------------------------------------------------------------
+    # choosing a pipeline
+
+    @property
+    def kind(self) -> str:
+        return self.manifest.kind
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The variant names of a model artifact (empty for a workload)."""
+        return tuple(self.manifest.variants)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The model names of a workload artifact (empty for a model artifact)."""
+        return tuple(self._models)
+
+    def model_executor(self, model: str) -> "Executor":
+        """The Executor of one model of a workload."""
+        if self.kind != "workload":
+            raise ManifestError(f"{self.artifact_dir}: not a workload artifact; it has no models to pick")
+        try:
+            return self._models[model]
+        except KeyError:
+            raise ManifestError(f"no model {model!r} in this workload; models: {', '.join(self._models)}") from None
+
+    def pipeline(self, variant: str | None = None, model: str | None = None) -> Pipeline:
+        """The Pipeline of ``variant`` (default: the selected one) or of ``model`` of a workload."""
+        if self.kind == "workload":
+            if model is None:
+                if len(self._models) != 1:
+                    raise ManifestError(
+                        f"{self.artifact_dir}: a workload artifact: name a model ({', '.join(self._models)})")
+                model = next(iter(self._models))
+            return self.model_executor(model).pipeline(variant)
+        if model is not None and model != self.manifest.model.name:
+            raise ManifestError(f"{self.artifact_dir}: not a workload artifact; its one model is "
+                                f"{self.manifest.model.name!r} (got model {model!r})")
+        name = self.variant if variant is None else variant
+        pipe = self._pipelines.get(name)
+        if pipe is None:
+            spec = self.manifest.variant(name)
+            pipe = Pipeline(self.artifact_dir, self.manifest.model, spec, self.manifest.runtime,
+                            name=name, options=self._opts)
+            self._pipelines[name] = pipe
+        return pipe
+
+    # -----------------------------------------------------------------------------------------
+    # running
+
+    def run(self, feeds: Mapping[str, Any], variant: str | None = None,
+            model: str | None = None) -> dict[str, Any]:
+        """Run one pipeline on ``feeds``; returns its outputs by name.
+
+        On a workload artifact without ``model``, ``feeds`` maps model names to their feeds and
+        every model runs in workload order; the result maps model names to outputs.
+        """
+        if self.kind == "workload" and model is None and variant is None and len(self._models) > 1:
+            if not isinstance(feeds, Mapping) or set(feeds) != set(self._models):
+                raise InputError(
+                    "a workload artifact: name a model, or pass {model name: feeds} for every model "
+                    f"({', '.join(self._models)})")
+            return {name: self.run(feeds[name], model=name) for name in self._models}
+        pipe = self.pipeline(variant, model)
+        out = pipe.run(feeds)
+        self._last = pipe
+        return out
+
+    __call__ = run
+
+    # ---- the selected pipeline's view (what a single-variant artifact had as Executor attributes)
+    @property
+    def _default(self) -> Pipeline:
+        return self.pipeline()
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self._default.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self._default.outputs
+
+    @property
+    def providers(self) -> list[str]:
+        return self._default.providers
+
+    @property
+    def slices(self) -> tuple[SliceSpec, ...]:
+        return self._default.slices
+
+    @property
+    def last_timings(self) -> list[float]:
+        return (self._last or self._default).last_timings
+
+    @property
+    def last_total_ms(self) -> float:
+        return (self._last or self._default).last_total_ms
+
+    @property
+    def _steps(self) -> list[_Step]:
+        return self._default._steps
+
+    def __repr__(self) -> str:
+        if self.kind == "workload":
+            return f"Executor({str(self.artifact_dir)!r}, workload of {', '.join(self._models)})"
+        pipe = self._default
+        devices = ", ".join(f"{sl.device}:{p}" for sl, p in zip(pipe.slices, pipe.providers))
+        more = f", variant {self.variant!r} of {len(self.variants)}" if len(self.variants) > 1 else ""
+        return f"Executor({str(self.artifact_dir)!r}, {len(pipe.slices)} slice(s): {devices}{more})"
 
 
 def _stringify_options(options: Mapping[str, Any]) -> dict:

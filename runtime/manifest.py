@@ -1,55 +1,321 @@
-"""Read and check ``manifest.json`` (schema ``hetcc.manifest/1``), the schedule a compile writes.
+"""The artifact manifest (schema ``hetcc.manifest/2``): one definition, as typed dataclasses.
 
-Structure is checked against ``manifest.schema.json`` (with ``jsonschema`` when it is installed,
-else with a small built-in checker of the same schema subset, so a board needs neither), then
-the cross-references the schema cannot express: slice inputs come from the model or from an
-earlier slice, every model output is produced by exactly one slice, paths stay inside the
-artifact directory.
+Codegen builds these dataclasses and writes ``Manifest.to_json()``; the runtime reads
+``manifest.json`` back with ``parse_manifest`` (structure and types checked field by field,
+with the key path in every message) and then the cross-references a type cannot express
+(slice inputs come from the model or an earlier slice, every model output is produced exactly
+once, paths stay inside the artifact directory). The JSON Schema ``manifest.schema.json`` is
+*generated* from the dataclasses (``manifest_schema()``; ``python -m hetcc.runtime.manifest``
+prints it) for tools that want one; a test checks the committed file is up to date.
+
+Standard library only: the compiler imports this module for the dataclasses and a board
+imports it without onnxruntime.
+
+An artifact is one of two kinds:
+
+* ``kind: "model"``: one model, one or more ``variants`` (name -> plan: slices, planner,
+  objective, prediction), a ``default_variant`` and optionally a ``policy`` file that picks
+  among the variants at run time. Slice files are shared between variants when identical.
+* ``kind: "workload"``: several models; the top manifest holds a ``workload`` block whose
+  ``models`` point at ``models/<name>/`` sub-artifacts (each an ordinary model artifact).
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 import functools
 import hashlib
 import json
 import logging
 import os
 import re
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal, Mapping
 
 from .errors import ManifestError
 
 __all__ = [
     "SCHEMA_ID",
     "MANIFEST_NAME",
+    "NAME_PATTERN",
+    "DTYPES",
+    "TensorSpec",
+    "SliceInput",
+    "SlicePredicted",
+    "SliceSpec",
+    "ModelInfo",
+    "TargetInfo",
+    "RuntimeInfo",
+    "ObjectiveInfo",
+    "PlannerInfo",
+    "Predicted",
+    "Variant",
+    "FileRef",
+    "WorkloadModel",
+    "Workload",
+    "Manifest",
+    "manifest_schema",
     "load_schema",
+    "parse_manifest",
     "validate_manifest",
     "load_manifest",
+    "read_manifest",
+    "artifact_root",
     "slice_path",
     "sha256_file",
 ]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_ID = "hetcc.manifest/1"
+SCHEMA_ID = "hetcc.manifest/2"
 MANIFEST_NAME = "manifest.json"
-_SCHEMA_FILE = Path(__file__).with_name("manifest.schema.json")
+SCHEMA_FILE = Path(__file__).with_name("manifest.schema.json")
+#: what codegen turns variant and model names into for file and directory names
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+DType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                "uint8", "uint16", "uint32", "uint64", "bool"]
+DTYPES: tuple[str, ...] = typing.get_args(DType)
 
 
-@functools.lru_cache(maxsize=1)
-def _schema() -> dict:
-    with open(_SCHEMA_FILE, encoding="utf-8") as f:
-        return json.load(f)
+def _meta(doc: str = "", **constraints: Any) -> dict:
+    """Field metadata: a description and JSON Schema constraints of the (non-null) value."""
+    out = dict(constraints)
+    if doc:
+        out["description"] = doc
+    return out
 
 
-def load_schema() -> dict:
-    """The manifest JSON Schema (draft 2020-12) as a fresh dict."""
-    return copy.deepcopy(_schema())
+_SHA = _meta(pattern=SHA256_PATTERN)
+_NONNEG = _meta(minimum=0)
+_NONEMPTY = _meta(minLength=1)
 
 
 # ---------------------------------------------------------------------------------------------
-# structural validation
+# the dataclasses
+
+
+class _Record:
+    """Base of the manifest dataclasses: ``to_json()`` gives the JSON form (every field)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return to_json(self)
+
+
+@dataclass(frozen=True)
+class TensorSpec(_Record):
+    """Name, numpy dtype name and static shape of a model or slice input or output."""
+
+    name: str = field(metadata=_NONEMPTY)
+    dtype: DType
+    shape: tuple[int, ...] = field(metadata=_meta(item={"minimum": 0}))
+
+    @classmethod
+    def from_manifest(cls, spec: Any) -> "TensorSpec":
+        if isinstance(spec, TensorSpec):
+            return cls(spec.name, spec.dtype, tuple(spec.shape))
+        return cls(str(spec["name"]), str(spec["dtype"]), tuple(int(d) for d in spec["shape"]))
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class SliceInput(_Record):
+    """A tensor a slice reads: from the model's inputs ("model") or from an earlier slice (its id)."""
+
+    name: str = field(metadata=_NONEMPTY)
+    dtype: DType
+    shape: tuple[int, ...] = field(metadata=_meta(item={"minimum": 0}))
+    source: Literal["model"] | int = field(metadata=_NONNEG)
+
+
+@dataclass(frozen=True)
+class SlicePredicted(_Record):
+    latency_ms: float = field(metadata=_NONNEG)
+    energy_mj: float | None = field(metadata=_meta("null when the target has no power model", minimum=0))
+    transfer_ms: float = field(metadata=_NONNEG)
+
+
+@dataclass(frozen=True)
+class SliceSpec(_Record):
+    """One slice: an ONNX file run on one device state, in list order."""
+
+    id: int = field(metadata=_NONNEG)
+    file: str = field(metadata=_meta("path relative to the artifact directory", minLength=1))
+    sha256: str = field(metadata=_SHA)
+    device: str = field(metadata=_NONEMPTY)
+    frequency_mhz: float | None = field(metadata=_NONNEG)
+    execution_provider: str = field(metadata=_NONEMPTY)
+    provider_options: dict[str, Any]
+    affinity: tuple[int, ...] | None = field(metadata=_meta(minItems=1, item={"minimum": 0}))
+    link: str | None = field(metadata=_meta("remote devices: the link they are reached by (null = local)"))
+    endpoint: str | None = field(metadata=_meta("remote devices: where the slice is served, when known"))
+    first_layer: int = field(metadata=_NONNEG)
+    last_layer: int = field(metadata=_NONNEG)
+    inputs: tuple[SliceInput, ...]
+    outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
+    predicted: SlicePredicted
+
+    @property
+    def remote(self) -> bool:
+        """Planned for a device reached over a link (the runtime does not run it locally unless told)."""
+        return self.link is not None
+
+
+@dataclass(frozen=True)
+class ModelInfo(_Record):
+    name: str
+    sha256: str = field(metadata=_SHA)
+    source_path: str | None
+    ir_version: int = field(metadata=_meta(minimum=1))
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
+
+
+@dataclass(frozen=True)
+class TargetInfo(_Record):
+    name: str = field(metadata=_NONEMPTY)
+    sha256: str
+    kind: Literal["modelled", "measured"]
+
+
+@dataclass(frozen=True)
+class RuntimeInfo(_Record):
+    """Session settings the runtime applies (DESIGN.md, 'Runtime physics')."""
+
+    allow_spinning: bool = False
+    graph_optimization_level: Literal["all", "extended", "basic", "disable"] = "all"
+    intra_op_num_threads: int | None = field(default=None, metadata=_meta(minimum=1))
+
+
+@dataclass(frozen=True)
+class ObjectiveInfo(_Record):
+    metric: str = field(metadata=_meta("a registered metric's name (latency, energy, edp, ...)", minLength=1))
+    deadline_ms: float | None = field(metadata=_meta("resolved milliseconds", minimum=0))
+    deadline_spec: str | None = field(metadata=_meta("what the user wrote when relative (medium, 1.3x)"))
+    power_cap_mw: float | None = field(metadata=_NONNEG)
+
+
+@dataclass(frozen=True)
+class PlannerInfo(_Record):
+    name: str = field(metadata=_NONEMPTY)
+    options: dict[str, Any]
+    seconds: float = field(metadata=_NONNEG)
+    stats: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Predicted(_Record):
+    latency_ms: float = field(metadata=_NONNEG)
+    energy_mj: float | None = field(metadata=_NONNEG)
+    edp_mj_ms: float | None = field(metadata=_NONNEG)
+    meets_deadline: bool | None
+
+
+@dataclass(frozen=True)
+class Variant(_Record):
+    """One plan of the model: its slices and what it was planned for."""
+
+    objective: ObjectiveInfo
+    planner: PlannerInfo
+    hardware: dict[str, Any] | None = field(metadata=_meta("knob -> value the plan needs (null: no knobs)"))
+    feasible: bool
+    violations: tuple[str, ...]
+    slices: tuple[SliceSpec, ...] = field(metadata=_meta(minItems=1))
+    predicted: Predicted
+
+
+@dataclass(frozen=True)
+class FileRef(_Record):
+    file: str = field(metadata=_meta("path relative to the artifact directory", minLength=1))
+    sha256: str = field(metadata=_SHA)
+
+
+@dataclass(frozen=True)
+class WorkloadModel(_Record):
+    name: str = field(metadata=_NONEMPTY)
+    dir: str = field(metadata=_meta("the sub-artifact directory, relative (models/<name>)", minLength=1))
+    manifest_sha256: str = field(metadata=_SHA)
+
+
+@dataclass(frozen=True)
+class Workload(_Record):
+    objective: ObjectiveInfo
+    planner: PlannerInfo
+    feasible: bool
+    violations: tuple[str, ...]
+    models: tuple[WorkloadModel, ...] = field(metadata=_meta(minItems=1))
+
+
+@dataclass(frozen=True)
+class Manifest(_Record):
+    """``manifest.json``: a model artifact (``model`` + ``variants``) or a workload (``workload``)."""
+
+    schema: Literal["hetcc.manifest/2"]
+    hetcc_version: str = field(metadata=_NONEMPTY)
+    kind: Literal["model", "workload"]
+    target: TargetInfo
+    runtime: RuntimeInfo
+    model: ModelInfo | None = field(metadata=_meta("kind model: the model; null for a workload"))
+    default_variant: str | None = field(metadata=_meta("kind model: the variant run when none is named"))
+    variants: dict[str, Variant] = field(metadata=_meta("kind model: name -> plan; empty for a workload",
+                                                        key_pattern=r"^\S"))
+    policy: FileRef | None = field(metadata=_meta("optional: the file that picks a variant at run time"))
+    workload: Workload | None = field(metadata=_meta("kind workload: the models and how they were planned"))
+
+    # ---- conveniences ----
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return tuple(self.variants)
+
+    def variant(self, name: str | None = None) -> Variant:
+        """The variant ``name`` (default: ``default_variant``); ManifestError naming the choices."""
+        if self.kind != "model":
+            raise ManifestError("this is a workload artifact: pick a model (--model) first")
+        key = self.default_variant if name is None else name
+        if key not in self.variants:
+            raise ManifestError(f"no variant {key!r} in this artifact; variants: {', '.join(self.variants)}")
+        return self.variants[key]
+
+    @property
+    def slices(self) -> tuple[SliceSpec, ...]:
+        """The default variant's slices (kind model)."""
+        return self.variant().slices
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.workload.models) if self.workload else ()
+
+
+# ---------------------------------------------------------------------------------------------
+# types <-> JSON
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, globalns=vars(sys.modules[__name__]))
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def to_json(obj: Any) -> Any:
+    """A dataclass tree as JSON-able data (tuples become lists, every field written)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
 
 
 def _fmt_path(parts: Iterable[Any]) -> str:
@@ -63,7 +329,10 @@ def _fmt_path(parts: Iterable[Any]) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    try:
+        text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    except (TypeError, ValueError):
+        text = repr(value)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -86,153 +355,250 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_type(value: Any, name: str) -> bool:
-    if name == "null":
-        return value is None
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if name == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "object":
-        return isinstance(value, dict)
-    raise ValueError(f"unsupported schema type {name!r}")
-
-
-def _describe(validator: str, value: Any, schema_value: Any, instance: Any, schema: dict) -> str:
-    """One readable clause for a failed keyword (shared by both validation back ends)."""
-    if validator == "type":
-        names = schema_value if isinstance(schema_value, list) else [schema_value]
-        return f"expected {' or '.join(names)}, got {_type_name(instance)} {_short(instance)}"
-    if validator == "enum":
-        return f"{_short(instance)} is not one of {', '.join(map(_short, schema_value))}"
-    if validator == "const":
-        return f"expected {_short(schema_value)}, got {_short(instance)}"
-    if validator == "minimum":
-        return f"{_short(instance)} is below the minimum {schema_value}"
-    if validator == "minItems":
-        return f"needs at least {schema_value} item(s), got {len(instance)}"
-    if validator == "minLength":
-        return "must not be empty" if schema_value == 1 else f"shorter than {schema_value}"
-    if validator == "pattern":
-        if schema_value == "^[0-9a-f]{64}$":
-            return f"{_short(instance)} is not a lowercase hex sha256 (64 digits)"
-        return f"{_short(instance)} does not match {schema_value}"
-    if validator == "anyOf":
-        options = []
-        for sub in schema.get("anyOf", ()):
-            if "const" in sub:
-                options.append(_short(sub["const"]))
-            elif "type" in sub:
-                options.append(sub["type"] if isinstance(sub["type"], str) else " or ".join(sub["type"]))
-        if options:
-            return f"expected {' or '.join(options)}, got {_type_name(instance)} {_short(instance)}"
-        return f"{_short(instance)} is not valid here"
-    return str(value)
-
-
 def _error(source: str, path: Iterable[Any], clause: str) -> ManifestError:
     return ManifestError(f"{source}: {_fmt_path(path)}: {clause}")
 
 
-def _jsonschema_check(doc: Any, source: str) -> None:
-    import jsonschema  # noqa: PLC0415  (optional dependency)
-    from jsonschema.exceptions import best_match  # noqa: PLC0415
-
-    schema = _schema()
-    validator = jsonschema.Draft202012Validator(schema)
-    err = best_match(validator.iter_errors(doc))
-    if err is None:
-        return
-    path = list(err.absolute_path)
-    if err.validator == "required":
-        missing = [k for k in err.validator_value if k not in err.instance]
-        raise _error(source, path + [missing[0]], "required key is missing")
-    if err.validator == "additionalProperties":
-        allowed = set(err.schema.get("properties", {}))
-        extra = sorted(k for k in err.instance if k not in allowed)
-        raise _error(source, path + [extra[0]], "unexpected key (not in hetcc.manifest/1)")
-    clause = _describe(err.validator, err.message, err.validator_value, err.instance, err.schema)
-    raise _error(source, path, clause)
-
-
-def _resolve_ref(ref: str, root: dict) -> dict:
-    if not ref.startswith("#/"):
-        raise ValueError(f"unsupported $ref {ref!r}")
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node[part]
-    return node
+def _expect(tp: Any) -> str:
+    """How a type reads in an error message."""
+    if tp is type(None):
+        return "null"
+    if tp is bool:
+        return "boolean"
+    if tp is int:
+        return "integer"
+    if tp is float:
+        return "number"
+    if tp is str:
+        return "string"
+    if typing.get_origin(tp) is Literal:
+        return " or ".join(_short(v) for v in typing.get_args(tp))
+    if _is_union(tp):
+        return " or ".join(_expect(a) for a in typing.get_args(tp))
+    if typing.get_origin(tp) in (tuple, list):
+        return "array"
+    if typing.get_origin(tp) is dict or tp is dict or dataclasses.is_dataclass(tp):
+        return "object"
+    return "any"
 
 
-def _builtin_check(inst: Any, schema: dict, path: list, root: dict, source: str) -> None:
-    """The schema subset manifest.schema.json uses, for boards without jsonschema."""
-    if "$ref" in schema:
-        _builtin_check(inst, _resolve_ref(schema["$ref"], root), path, root, source)
-    if "anyOf" in schema:
-        for sub in schema["anyOf"]:
-            try:
-                _builtin_check(inst, sub, path, root, source)
-                break
-            except ManifestError:
+class _Mismatch(Exception):
+    """A value does not have the type (used to try the arms of a union)."""
+
+
+def _check_constraints(value: Any, meta: Mapping[str, Any], source: str, path: list) -> None:
+    if isinstance(value, str):
+        if "minLength" in meta and len(value) < meta["minLength"]:
+            raise _error(source, path, "must not be empty" if meta["minLength"] == 1
+                         else f"shorter than {meta['minLength']}")
+        pattern = meta.get("pattern")
+        if pattern and not re.search(pattern, value):
+            if pattern == SHA256_PATTERN:
+                raise _error(source, path, f"{_short(value)} is not a lowercase hex sha256 (64 digits)")
+            raise _error(source, path, f"{_short(value)} does not match {pattern}")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in meta and value < meta["minimum"]:
+            raise _error(source, path, f"{_short(value)} is below the minimum {meta['minimum']}")
+    elif isinstance(value, (list, tuple)):
+        if "minItems" in meta and len(value) < meta["minItems"]:
+            raise _error(source, path, f"needs at least {meta['minItems']} item(s), got {len(value)}")
+
+
+def _parse(tp: Any, value: Any, source: str, path: list, meta: Mapping[str, Any]) -> Any:
+    """``value`` (parsed JSON) as type ``tp``; ManifestError naming the key path otherwise."""
+    if tp is Any:
+        return value
+    if _is_union(tp):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arm in args:
+            if arm is type(None):
                 continue
-        else:
-            raise _error(source, path, _describe("anyOf", None, None, inst, schema))
-    if "const" in schema and inst != schema["const"]:
-        raise _error(source, path, _describe("const", None, schema["const"], inst, schema))
-    if "enum" in schema and inst not in schema["enum"]:
-        raise _error(source, path, _describe("enum", None, schema["enum"], inst, schema))
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_is_type(inst, t) for t in types):
-            raise _error(source, path, _describe("type", None, schema["type"], inst, schema))
-    if isinstance(inst, dict):
-        for key in schema.get("required", ()):
-            if key not in inst:
-                raise _error(source, path + [key], "required key is missing")
-        props = schema.get("properties", {})
-        if schema.get("additionalProperties", True) is False:
-            for key in inst:
-                if key not in props:
-                    raise _error(source, path + [key], "unexpected key (not in hetcc.manifest/1)")
-        for key, sub in props.items():
-            if key in inst:
-                _builtin_check(inst[key], sub, path + [key], root, source)
-    if isinstance(inst, list):
-        if "minItems" in schema and len(inst) < schema["minItems"]:
-            raise _error(source, path, _describe("minItems", None, schema["minItems"], inst, schema))
-        if "items" in schema:
-            for i, item in enumerate(inst):
-                _builtin_check(item, schema["items"], path + [i], root, source)
-    if isinstance(inst, str):
-        if "minLength" in schema and len(inst) < schema["minLength"]:
-            raise _error(source, path, _describe("minLength", None, schema["minLength"], inst, schema))
-        if "pattern" in schema and not re.search(schema["pattern"], inst):
-            raise _error(source, path, _describe("pattern", None, schema["pattern"], inst, schema))
-    if _is_type(inst, "number") and "minimum" in schema and inst < schema["minimum"]:
-        raise _error(source, path, _describe("minimum", None, schema["minimum"], inst, schema))
+            try:
+                return _parse_strict(arm, value, source, path, meta)
+            except _Mismatch:
+                continue
+        raise _error(source, path, f"expected {_expect(tp)}, got {_type_name(value)} {_short(value)}")
+    try:
+        return _parse_strict(tp, value, source, path, meta)
+    except _Mismatch:
+        if typing.get_origin(tp) is Literal:
+            allowed = typing.get_args(tp)
+            if len(allowed) == 1:
+                raise _error(source, path, f"expected {_short(allowed[0])}, got {_short(value)}") from None
+            raise _error(source, path, f"{_short(value)} is not one of {', '.join(map(_short, allowed))}") from None
+        raise _error(source, path, f"expected {_expect(tp)}, got {_type_name(value)} {_short(value)}") from None
 
 
-def _structural_check(doc: Any, source: str, use_jsonschema: bool | None = None) -> None:
-    if use_jsonschema is None:
-        try:
-            import jsonschema  # noqa: F401, PLC0415
-        except ImportError:
-            use_jsonschema = False
-        else:
-            use_jsonschema = True
-    if use_jsonschema:
-        _jsonschema_check(doc, source)
-    else:
-        schema = _schema()
-        _builtin_check(doc, schema, [], schema, source)
+def _parse_strict(tp: Any, value: Any, source: str, path: list, meta: Mapping[str, Any]) -> Any:
+    """As ``_parse`` but raising _Mismatch when the value's JSON type does not fit ``tp``."""
+    origin = typing.get_origin(tp)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise _Mismatch
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Mismatch
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise _Mismatch
+            value = int(value)
+        _check_constraints(value, meta, source, path)
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Mismatch
+        _check_constraints(value, meta, source, path)
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise _Mismatch
+        _check_constraints(value, meta, source, path)
+        return value
+    if origin is Literal:
+        for allowed in typing.get_args(tp):
+            if type(value) is type(allowed) and value == allowed:
+                return value
+        raise _Mismatch
+    if origin in (tuple, list):
+        if not isinstance(value, list):
+            raise _Mismatch
+        _check_constraints(value, meta, source, path)
+        (item_tp, *_) = typing.get_args(tp)
+        item_meta = meta.get("item", {})
+        return tuple(_parse(item_tp, v, source, path + [i], item_meta) for i, v in enumerate(value))
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise _Mismatch
+        args = typing.get_args(tp)
+        val_tp = args[1] if args else Any
+        out = {}
+        for k, v in value.items():
+            if "key_pattern" in meta and not re.search(meta["key_pattern"], k):
+                raise _error(source, path + [k], f"{k!r} is not a valid name (it must not be empty or start with a space)")
+            out[k] = _parse(val_tp, v, source, path + [k], {})
+        return out
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise _Mismatch
+        hints = _hints(tp)
+        fields = {f.name: f for f in dataclasses.fields(tp)}
+        for key in value:
+            if key not in fields:
+                raise _error(source, path + [key], f"unexpected key (not in {SCHEMA_ID})")
+        kwargs = {}
+        for name, f in fields.items():
+            if name not in value:
+                if _required(f):
+                    raise _error(source, path + [name], "required key is missing")
+                continue
+            kwargs[name] = _parse(hints[name], value[name], source, path + [name], f.metadata)
+        return tp(**kwargs)
+    raise TypeError(f"manifest field type {tp!r} is not supported")  # pragma: no cover
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+# ---------------------------------------------------------------------------------------------
+# the JSON Schema, generated
+
+
+_CONSTRAINT_KEYS = ("minimum", "minLength", "minItems", "pattern")
+
+
+def _schema_of(tp: Any, meta: Mapping[str, Any], defs: dict) -> dict:
+    constraints = {k: meta[k] for k in _CONSTRAINT_KEYS if k in meta}
+    if tp is Any:
+        return {}
+    if _is_union(tp):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(tp))
+        subs = [_schema_of(a, meta, defs) for a in args]
+        if nullable and len(subs) == 1 and "type" in subs[0] and isinstance(subs[0]["type"], str):
+            return {**subs[0], "type": [subs[0]["type"], "null"]}
+        if nullable:
+            subs.append({"type": "null"})
+        return {"anyOf": subs}
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp in simple:
+        return {"type": simple[tp], **constraints}
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        values = list(typing.get_args(tp))
+        return {"const": values[0]} if len(values) == 1 else {"enum": values}
+    if origin in (tuple, list):
+        (item_tp, *_) = typing.get_args(tp)
+        out = {"type": "array", **constraints}
+        out["items"] = _schema_of(item_tp, meta.get("item", {}), defs)
+        return out
+    if origin is dict or tp is dict:
+        args = typing.get_args(tp)
+        out: dict = {"type": "object"}
+        if "key_pattern" in meta:
+            out["propertyNames"] = {"pattern": meta["key_pattern"]}
+        if args and args[1] is not Any:
+            out["additionalProperties"] = _schema_of(args[1], {}, defs)
+        return out
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            defs[name] = _dataclass_schema(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    raise TypeError(f"manifest field type {tp!r} is not supported")  # pragma: no cover
+
+
+def _dataclass_schema(cls: type, defs: dict) -> dict:
+    hints = _hints(cls)
+    props = {}
+    for f in dataclasses.fields(cls):
+        sub = _schema_of(hints[f.name], f.metadata, defs)
+        if "description" in f.metadata:
+            sub = {"description": f.metadata["description"], **sub}
+        props[f.name] = sub
+    out: dict = {"type": "object", "additionalProperties": False,
+                 "required": [f.name for f in dataclasses.fields(cls) if _required(f)],
+                 "properties": props}
+    doc = (cls.__doc__ or "").strip()
+    if doc and not doc.startswith(cls.__name__ + "("):  # skip the dataclass-generated signature
+        out = {"description": " ".join(doc.split()), **out}
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _generated_schema() -> str:
+    defs: dict = {}
+    top = _dataclass_schema(Manifest, defs)
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://hetcc.dev/schemas/hetcc.manifest-2.json",
+        "title": SCHEMA_ID,
+        "description": "GENERATED from the dataclasses in hetcc/runtime/manifest.py "
+                       "(python -m hetcc.runtime.manifest > manifest.schema.json); do not edit. "
+                       + top.pop("description", ""),
+        **top,
+        "$defs": dict(sorted(defs.items())),
+    }
+    return json.dumps(schema, indent=2) + "\n"
+
+
+def manifest_schema() -> dict:
+    """The manifest JSON Schema (draft 2020-12), generated from the dataclasses."""
+    return json.loads(_generated_schema())
+
+
+def schema_text() -> str:
+    """``manifest_schema()`` as the committed ``manifest.schema.json`` holds it."""
+    return _generated_schema()
+
+
+def load_schema() -> dict:
+    """The manifest JSON Schema as a fresh dict (the generated one; equal to the shipped file)."""
+    return manifest_schema()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,66 +621,59 @@ def _check_relative_path(rel: str, source: str, key: list) -> None:
         )
 
 
-def _spec_str(spec: dict) -> str:
-    return f"{spec['dtype']}{list(spec['shape'])}"
+def _spec_str(spec: TensorSpec | SliceInput) -> str:
+    return f"{spec.dtype}{list(spec.shape)}"
 
 
-def _check_consistency(doc: dict, source: str) -> None:
-    model = doc["model"]
-    model_inputs: dict[str, dict] = {}
-    for i, spec in enumerate(model["inputs"]):
-        if spec["name"] in model_inputs:
-            raise _error(source, ["model", "inputs", i, "name"], f"duplicate input {spec['name']!r}")
-        model_inputs[spec["name"]] = spec
+def _check_variant(model: ModelInfo, variant: Variant, source: str, base: list) -> None:
+    model_inputs: dict[str, TensorSpec] = {}
+    for i, spec in enumerate(model.inputs):
+        if spec.name in model_inputs:
+            raise _error(source, ["model", "inputs", i, "name"], f"duplicate input {spec.name!r}")
+        model_inputs[spec.name] = spec
 
-    producer: dict[str, tuple[int, dict]] = {}  # tensor name -> (slice id, spec)
+    producer: dict[str, tuple[int, TensorSpec]] = {}  # tensor name -> (slice id, spec)
     ids_seen: set[int] = set()
     files_seen: set[str] = set()
-    for si, sl in enumerate(doc["slices"]):
-        sid = sl["id"]
+    for si, sl in enumerate(variant.slices):
+        key0 = base + ["slices", si]
+        sid = sl.id
         if sid in ids_seen:
-            raise _error(source, ["slices", si, "id"], f"duplicate slice id {sid}")
-        _check_relative_path(sl["file"], source, ["slices", si, "file"])
-        norm = str(PurePosixPath(sl["file"]))
+            raise _error(source, key0 + ["id"], f"duplicate slice id {sid}")
+        _check_relative_path(sl.file, source, key0 + ["file"])
+        norm = str(PurePosixPath(sl.file))
         if norm in files_seen:
-            raise _error(source, ["slices", si, "file"], f"{sl['file']!r} is used by two slices")
+            raise _error(source, key0 + ["file"], f"{sl.file!r} is used by two slices")
         files_seen.add(norm)
-        if sl["first_layer"] > sl["last_layer"]:
-            raise _error(
-                source, ["slices", si, "last_layer"],
-                f"last_layer {sl['last_layer']} is before first_layer {sl['first_layer']}",
-            )
+        if sl.first_layer > sl.last_layer:
+            raise _error(source, key0 + ["last_layer"],
+                         f"last_layer {sl.last_layer} is before first_layer {sl.first_layer}")
         names_in: set[str] = set()
-        for ii, spec in enumerate(sl["inputs"]):
-            key = ["slices", si, "inputs", ii]
-            name, src = spec["name"], spec["source"]
+        for ii, spec in enumerate(sl.inputs):
+            key = key0 + ["inputs", ii]
+            name, src = spec.name, spec.source
             if name in names_in:
                 raise _error(source, key + ["name"], f"duplicate input {name!r}")
             names_in.add(name)
             if src == "model":
-                ref = model_inputs.get(name)
+                ref: Any = model_inputs.get(name)
                 if ref is None:
                     raise _error(source, key + ["source"], f"{name!r} is not a model input")
                 where = "model input"
             else:
                 if src not in ids_seen:
-                    raise _error(
-                        source, key + ["source"],
-                        f"slice {src} does not run before slice {sid} (slices run in list order)",
-                    )
+                    raise _error(source, key + ["source"],
+                                 f"slice {src} does not run before slice {sid} (slices run in list order)")
                 got = producer.get(name)
                 if got is None or got[0] != src:
                     raise _error(source, key + ["source"], f"{name!r} is not an output of slice {src}")
                 ref = got[1]
                 where = f"output of slice {src}"
-            if ref["dtype"] != spec["dtype"] or list(ref["shape"]) != list(spec["shape"]):
-                raise _error(
-                    source, key,
-                    f"{name!r} is {_spec_str(spec)} here but {_spec_str(ref)} as the {where}",
-                )
-        for oi, spec in enumerate(sl["outputs"]):
-            name = spec["name"]
-            key = ["slices", si, "outputs", oi, "name"]
+            if ref.dtype != spec.dtype or tuple(ref.shape) != tuple(spec.shape):
+                raise _error(source, key, f"{name!r} is {_spec_str(spec)} here but {_spec_str(ref)} as the {where}")
+        for oi, spec in enumerate(sl.outputs):
+            name = spec.name
+            key = key0 + ["outputs", oi, "name"]
             if name in producer:
                 raise _error(source, key, f"{name!r} is already produced by slice {producer[name][0]}")
             if name in model_inputs:
@@ -323,46 +682,93 @@ def _check_consistency(doc: dict, source: str) -> None:
         ids_seen.add(sid)
 
     out_names: set[str] = set()
-    for oi, spec in enumerate(model["outputs"]):
+    for oi, spec in enumerate(model.outputs):
         key = ["model", "outputs", oi]
-        if spec["name"] in out_names:
-            raise _error(source, key + ["name"], f"duplicate output {spec['name']!r}")
-        out_names.add(spec["name"])
-        got = producer.get(spec["name"])
+        if spec.name in out_names:
+            raise _error(source, key + ["name"], f"duplicate output {spec.name!r}")
+        out_names.add(spec.name)
+        got = producer.get(spec.name)
         if got is None:
-            raise _error(source, key, f"model output {spec['name']!r} is not produced by any slice")
-        ref = got[1]
-        if ref["dtype"] != spec["dtype"] or list(ref["shape"]) != list(spec["shape"]):
-            raise _error(
-                source, key,
-                f"{spec['name']!r} is {_spec_str(spec)} but slice {got[0]} produces {_spec_str(ref)}",
-            )
+            raise _error(source, base + ["slices"], f"model output {spec.name!r} is not produced by any slice")
+        if got[1].dtype != spec.dtype or tuple(got[1].shape) != tuple(spec.shape):
+            raise _error(source, key,
+                         f"{spec.name!r} is {_spec_str(spec)} but slice {got[0]} produces {_spec_str(got[1])}")
 
 
-def validate_manifest(doc: Any, source: str = MANIFEST_NAME, *, use_jsonschema: bool | None = None) -> None:
-    """Raise ManifestError (naming ``source`` and the key path) unless ``doc`` is a valid manifest.
+def _check_consistency(m: Manifest, source: str) -> None:
+    if m.kind == "model":
+        for key, what in (("model", m.model), ("default_variant", m.default_variant)):
+            if what is None:
+                raise _error(source, [key], "a model artifact needs this (it is null)")
+        if not m.variants:
+            raise _error(source, ["variants"], "a model artifact needs at least one variant")
+        if m.workload is not None:
+            raise _error(source, ["workload"], "must be null in a model artifact (kind 'model')")
+        if m.default_variant not in m.variants:
+            raise _error(source, ["default_variant"],
+                         f"{m.default_variant!r} is not a variant (variants: {', '.join(m.variants)})")
+        file_sha: dict[str, tuple[str, list]] = {}
+        for vname, variant in m.variants.items():
+            _check_variant(m.model, variant, source, ["variants", vname])
+            for si, sl in enumerate(variant.slices):
+                key = ["variants", vname, "slices", si, "sha256"]
+                norm = str(PurePosixPath(sl.file))
+                seen = file_sha.setdefault(norm, (sl.sha256, key))
+                if seen[0] != sl.sha256:
+                    raise _error(source, key, f"{sl.file!r} has another sha256 at {_fmt_path(seen[1])}")
+        if m.policy is not None:
+            _check_relative_path(m.policy.file, source, ["policy", "file"])
+    else:
+        if m.workload is None:
+            raise _error(source, ["workload"], "a workload artifact needs this (it is null)")
+        for key, value in (("model", m.model), ("default_variant", m.default_variant), ("policy", m.policy)):
+            if value is not None:
+                raise _error(source, [key], "must be null in a workload artifact (kind 'workload')")
+        if m.variants:
+            raise _error(source, ["variants"], "must be empty in a workload artifact (kind 'workload')")
+        names: set[str] = set()
+        for i, wm in enumerate(m.workload.models):
+            if wm.name in names:
+                raise _error(source, ["workload", "models", i, "name"], f"duplicate model {wm.name!r}")
+            names.add(wm.name)
+            _check_relative_path(wm.dir, source, ["workload", "models", i, "dir"])
 
-    ``use_jsonschema``: None = use jsonschema when importable; False forces the built-in checker.
-    """
+
+# ---------------------------------------------------------------------------------------------
+# parsing and loading
+
+
+def parse_manifest(doc: Any, source: str = MANIFEST_NAME) -> Manifest:
+    """The typed manifest of a parsed ``manifest.json``; ManifestError (naming ``source`` and
+    the key path) unless it is a valid ``hetcc.manifest/2`` document."""
     if not isinstance(doc, dict):
         raise ManifestError(f"{source}: expected a JSON object at the top level, got {_type_name(doc)}")
     schema_id = doc.get("schema")
     if schema_id != SCHEMA_ID:
         if schema_id is None:
             raise ManifestError(f"{source}: schema: required key is missing; not a hetcc manifest?")
+        if isinstance(schema_id, str) and schema_id.startswith("hetcc.manifest/"):
+            raise ManifestError(
+                f"{source}: schema: this artifact is {schema_id}, an older or newer format than this "
+                f"runtime reads ({SCHEMA_ID}); recompile the model with this hetcc version")
         raise ManifestError(
             f"{source}: schema: {_short(schema_id)} is not supported by this runtime "
-            f"(it reads {SCHEMA_ID}); recompile with this hetcc version"
-        )
-    _structural_check(doc, source, use_jsonschema)
-    _check_consistency(doc, source)
+            f"(it reads {SCHEMA_ID}); recompile with this hetcc version")
+    manifest = _parse(Manifest, doc, source, [], {})
+    _check_consistency(manifest, source)
+    return manifest
 
 
-# ---------------------------------------------------------------------------------------------
-# loading
+def validate_manifest(doc: Any, source: str = MANIFEST_NAME) -> None:
+    """Raise ManifestError (naming ``source`` and the key path) unless ``doc`` is a valid manifest
+    (a parsed JSON document or a ``Manifest``)."""
+    if isinstance(doc, Manifest):
+        doc = doc.to_json()
+    parse_manifest(doc, source)
 
 
-def _artifact_root(artifact_dir: str | os.PathLike) -> Path:
+def artifact_root(artifact_dir: str | os.PathLike) -> Path:
+    """The artifact directory given as itself or as its manifest.json; ManifestError if absent."""
     root = Path(artifact_dir)
     if root.is_file() and root.name == MANIFEST_NAME:
         root = root.parent
@@ -387,9 +793,9 @@ def slice_path(root: str | os.PathLike, rel: str, source: str = MANIFEST_NAME, k
     return full
 
 
-def load_manifest(artifact_dir: str | os.PathLike) -> dict:
-    """Read, validate and return the manifest of a compile output directory."""
-    root = _artifact_root(artifact_dir)
+def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]:
+    """(manifest, artifact root, the manifest path as shown in messages)."""
+    root = artifact_root(artifact_dir)
     mpath = root / MANIFEST_NAME
     shown = os.path.join(str(artifact_dir), MANIFEST_NAME) if Path(artifact_dir) == root else str(artifact_dir)
     if not mpath.is_file():
@@ -402,14 +808,24 @@ def load_manifest(artifact_dir: str | os.PathLike) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ManifestError(
-            f"{shown}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); "
-            "the file is damaged, recompile"
+            f"{shown}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); the file is damaged, recompile"
         ) from None
-    validate_manifest(doc, shown)
-    for i, sl in enumerate(doc["slices"]):
-        slice_path(root, sl["file"], shown, f"slices[{i}].file")
-    logger.debug("loaded %s: %d slice(s)", shown, len(doc["slices"]))
-    return doc
+    manifest = parse_manifest(doc, shown)
+    for vname, variant in manifest.variants.items():
+        for i, sl in enumerate(variant.slices):
+            slice_path(root, sl.file, shown, f"variants.{vname}.slices[{i}].file")
+    if manifest.policy is not None:
+        slice_path(root, manifest.policy.file, shown, "policy.file")
+    if manifest.workload is not None:
+        for i, wm in enumerate(manifest.workload.models):
+            slice_path(root, wm.dir, shown, f"workload.models[{i}].dir")
+    logger.debug("loaded %s: %s artifact", shown, manifest.kind)
+    return manifest, root, shown
+
+
+def load_manifest(artifact_dir: str | os.PathLike) -> Manifest:
+    """Read and validate the manifest of a compile output directory (paths checked, files not)."""
+    return read_manifest(artifact_dir)[0]
 
 
 def sha256_file(path: str | os.PathLike, chunk_bytes: int = 1 << 20) -> str:
@@ -422,3 +838,7 @@ def sha256_file(path: str | os.PathLike, chunk_bytes: int = 1 << 20) -> str:
                 break
             h.update(block)
     return h.hexdigest()
+
+
+if __name__ == "__main__":  # python -m hetcc.runtime.manifest > runtime/manifest.schema.json
+    sys.stdout.write(schema_text())

@@ -1,8 +1,8 @@
 """Check a compiled artifact against the model it was compiled from (``hetcc run --verify``).
 
-Runs the sliced artifact through the Executor and the unsliced model through plain
-onnxruntime (CPU provider, same session options) on the same inputs, and compares every model
-output by relative difference max|a - b| / max(max|b|, tiny).
+Runs one pipeline of the sliced artifact (a variant, or a model of a workload) and the unsliced
+model through plain onnxruntime (CPU provider, same session options) on the same inputs, and
+compares every model output by relative difference max|a - b| / max(max|b|, tiny).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import numpy as np
 import onnxruntime as ort
 
 from .errors import ManifestError
-from .executor import CPU_PROVIDER, Executor, TensorSpec, make_session_options
-from .manifest import MANIFEST_NAME, sha256_file
+from .executor import CPU_PROVIDER, Executor, Pipeline, make_session_options
+from .manifest import MANIFEST_NAME, TensorSpec, sha256_file
 
 __all__ = ["random_inputs", "verify", "VerifyReport", "OutputDiff"]
 
@@ -98,15 +98,15 @@ def _compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float) -> Outpu
     return OutputDiff(name, max_abs, rel, bool(rel <= rtol))
 
 
-def _reference_model(ex: Executor, reference_path: str | os.PathLike | None) -> Path:
-    model = ex.manifest["model"]
-    shown_manifest = os.path.join(str(ex.artifact_dir), MANIFEST_NAME)
+def _reference_model(pipe: Pipeline, reference_path: str | os.PathLike | None) -> Path:
+    model = pipe.model
+    shown_manifest = os.path.join(str(pipe.root), MANIFEST_NAME)
     if reference_path is not None:
         path = Path(reference_path)
         if not path.is_file():
             raise ManifestError(f"{reference_path}: no such model file; pass --reference the model you compiled")
     else:
-        source = model.get("source_path")
+        source = model.source_path
         if not source:
             raise ManifestError(
                 f"{shown_manifest}: model.source_path is null, so there is no unsliced model to compare "
@@ -114,12 +114,12 @@ def _reference_model(ex: Executor, reference_path: str | os.PathLike | None) -> 
             )
         path = Path(source)
         if not path.is_absolute():
-            path = ex.artifact_dir / path
+            path = pipe.root / path
         if not path.is_file():
             raise ManifestError(
                 f"{source}: the model this artifact was compiled from is gone; pass --reference MODEL.onnx"
             )
-    if sha256_file(path) != model["sha256"]:
+    if sha256_file(path) != model.sha256:
         raise ManifestError(
             f"{path}: model changed since compile (sha256 mismatch); pass --reference or recompile"
         )
@@ -127,29 +127,38 @@ def _reference_model(ex: Executor, reference_path: str | os.PathLike | None) -> 
 
 
 def verify(
-    artifact_dir: str | os.PathLike | Executor,
+    artifact_dir: str | os.PathLike | Executor | Pipeline,
     feeds: Mapping[str, np.ndarray] | None = None,
     reference_path: str | os.PathLike | None = None,
     rtol: float = 1e-4,
     seed: int = 0,
+    *,
+    variant: str | None = None,
+    model: str | None = None,
 ) -> VerifyReport:
     """Compare the sliced artifact with the unsliced model on ``feeds`` (random if None).
 
-    ``artifact_dir`` may also be an already-built Executor. The reference is
-    ``reference_path`` or the manifest's ``model.source_path``; either must have the sha256
-    recorded at compile time.
+    ``artifact_dir`` may also be an already-built Executor or one of its Pipelines.
+    ``variant`` picks a variant of a model artifact (default: the selected one), ``model`` a
+    model of a workload artifact (``verify(ex, model=name)`` for each of ``ex.models``). The
+    reference is ``reference_path`` or the manifest's ``model.source_path``; either must have
+    the sha256 recorded at compile time.
     """
-    ex = artifact_dir if isinstance(artifact_dir, Executor) else Executor(artifact_dir)
-    ref_path = _reference_model(ex, reference_path)
+    if isinstance(artifact_dir, Pipeline):
+        pipe = artifact_dir
+    else:
+        ex = artifact_dir if isinstance(artifact_dir, Executor) else Executor(artifact_dir, variant=variant)
+        pipe = ex.pipeline(variant=variant, model=model)
+    ref_path = _reference_model(pipe, reference_path)
     if feeds is None:
-        feeds = random_inputs(ex.inputs, seed=seed)
-    got = ex.run(feeds)
-    sliced_ms = ex.last_total_ms
+        feeds = random_inputs(pipe.inputs, seed=seed)
+    got = pipe.run(feeds)
+    sliced_ms = pipe.last_total_ms
 
-    so = make_session_options(ex.manifest["runtime"], shared_cpu=False, label=str(ref_path))
+    so = make_session_options(pipe.runtime, shared_cpu=False, label=str(ref_path))
     ref = ort.InferenceSession(str(ref_path), so, providers=[CPU_PROVIDER])
     ref_inputs = {i.name for i in ref.get_inputs()}
-    names = [o.name for o in ex.outputs]
+    names = [o.name for o in pipe.outputs]
     missing = [n for n in names if n not in {o.name for o in ref.get_outputs()}]
     if missing:
         raise ManifestError(
