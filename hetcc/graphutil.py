@@ -14,6 +14,15 @@ def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
             yield from attr.value
 
 
+def walk(node: ir.Node) -> Iterator[ir.Node]:
+    """``node`` and every node inside its subgraphs (If/Loop/Scan bodies), recursively: the one
+    subgraph walker (op types, reads and legality all go through it)."""
+    yield node
+    for g in subgraphs(node):
+        for inner in g:
+            yield from walk(inner)
+
+
 def node_reads(node: ir.Node) -> list[ir.Value]:
     """Values of the enclosing graph that ``node`` reads: its inputs plus every outer-scope value
     its subgraphs (If/Loop/Scan bodies, recursively) capture. Order is stable, no duplicates."""

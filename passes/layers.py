@@ -16,7 +16,7 @@ import numpy as np
 import onnx_ir as ir
 
 from hetcc.flops import node_flops, op_class
-from hetcc.graphutil import node_reads, subgraphs
+from hetcc.graphutil import node_reads, walk
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
 
@@ -114,19 +114,11 @@ def cut_widths(deps: _Deps, order: list[int]) -> np.ndarray:
 
 
 def inner_op_types(node: ir.Node) -> list[str]:
-    ops = [node.op_type]
-    for g in subgraphs(node):
-        for inner in g:
-            ops.extend(inner_op_types(inner))
-    return ops
+    return [n.op_type for n in walk(node)]
 
 
 def _inner_reads(node: ir.Node) -> list[ir.Value]:
-    out = list(node_reads(node))
-    for g in subgraphs(node):
-        for inner in g:
-            out.extend(_inner_reads(inner))
-    return out
+    return [v for n in walk(node) for v in node_reads(n)]
 
 
 def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mapping[str, TensorInfo],

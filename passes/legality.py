@@ -16,6 +16,7 @@ import numpy as np
 import onnx_ir as ir
 
 from hetcc.errors import InfeasibleError
+from hetcc.graphutil import walk
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
 from hetcc.targets import PREDICATES, Device, Target
@@ -39,18 +40,6 @@ def _mb(nbytes: float) -> str:
     if nbytes >= 1e6:
         return f"{nbytes / 1e6:.1f} MB"
     return f"{nbytes / 1e3:.1f} kB" if nbytes >= 1e3 else f"{int(nbytes)} B"
-
-
-def _node_ops(node: ir.Node) -> list[str]:
-    """The node's op type and those of the nodes in its subgraphs (If/Loop/Scan bodies)."""
-    ops = [node.op_type]
-    for attr in node.attributes.values():
-        graphs = ([attr.value] if attr.type == ir.AttributeType.GRAPH else
-                  list(attr.value) if attr.type == ir.AttributeType.GRAPHS else [])
-        for g in graphs:
-            for inner in g:
-                ops.extend(_node_ops(inner))
-    return ops
 
 
 def device_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str, TensorInfo],
@@ -109,7 +98,7 @@ class CheckLegality(Pass):
         devs = self.target.devices
         for blocks in (lambda op: not any(d.supports_op(op) for d in devs),   # unsupported everywhere
                        lambda op: not all(d.supports_op(op) for d in devs)):  # else somewhere
-            hit = next(((n, op) for n in nodes for op in _node_ops(n) if blocks(op)), None)
+            hit = next(((n, op) for n in nodes for op in (m.op_type for m in walk(n)) if blocks(op)), None)
             if hit is not None:
                 where = f" (node {hit[0].name!r}, op {hit[1]!r})"
                 break
