@@ -26,6 +26,7 @@ import onnx_ir as ir
 
 from .costmodel import transfer_ms
 from .costtable import CostTable
+from .fsutil import atomic_write_text
 from .paths import cache_dir
 from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
 
@@ -206,10 +207,7 @@ def _cached(key: str, compute: Any, use_cache: bool = True) -> Any:
             pass
     value = compute()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(value))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(value))
     except OSError as exc:  # a read-only home is not an error, just no cache
         logger.debug("profile cache not written: %s", exc)
     return value
