@@ -8,8 +8,8 @@ Model (x: float32[2,8])::
     y  = Softmax(h3)         slice 2
 
 Model outputs: y (from slice 2) and r (from slice 1). The slices are written by hand with
-onnx.helper, keeping the model's ir_version and opsets, with a manifest and sha256s as a
-compile would write them.
+onnx.helper, keeping the model's ir_version and opsets, with a manifest (built from the
+runtime's manifest dataclasses) and sha256s as a compile would write them.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+import hetcc.runtime.manifest as M
 
 IR_VERSION = 8
 OPSETS = [helper.make_opsetid("", 17)]
@@ -82,11 +84,17 @@ def wrong_last_slice() -> onnx.ModelProto:
     return _model("tiny_s2_wrong", [helper.make_node("Sigmoid", ["h3"], ["y"])], ["h3"], ["y"])
 
 
-def _spec(name: str, source=None) -> dict:
-    d = {"name": name, "dtype": "float32", "shape": list(SHAPE)}
-    if source is not None:
-        d["source"] = source
-    return d
+def _tensor(name: str) -> M.TensorSpec:
+    return M.TensorSpec(name=name, dtype="float32", shape=tuple(SHAPE))
+
+
+def _input(name: str, source) -> M.SliceInput:
+    return M.SliceInput(name=name, dtype="float32", shape=tuple(SHAPE), source=source)
+
+
+def slices_of(doc: dict, variant: str = "default") -> list:
+    """The slice list of one variant of a manifest document."""
+    return doc["variants"][variant]["slices"]
 
 
 SLICE_FILES = ["slices/00_big.onnx", "slices/01_gpu.onnx", "slices/02_npu.onnx"]
@@ -116,55 +124,49 @@ class TinyArtifact:
     def replace_slice(self, index: int, model: onnx.ModelProto) -> None:
         """Swap a slice file and re-compute its sha256, as a careless hand edit would."""
         doc = self.manifest()
-        path = self.dir / doc["slices"][index]["file"]
+        sl = slices_of(doc)[index]
+        path = self.dir / sl["file"]
         onnx.save(model, path)
-        doc["slices"][index]["sha256"] = sha256_of(path)
+        sl["sha256"] = sha256_of(path)
         self.write_manifest(doc)
 
     def feeds(self, seed: int = 0) -> dict[str, np.ndarray]:
         return {"x": np.random.default_rng(seed).standard_normal(SHAPE).astype(np.float32)}
 
 
+VARIANT = "default"
+
+
 def make_manifest(model_path: Path, slice_paths: list[Path], root: Path) -> dict:
+    """The manifest a compile would write, built from the runtime's own dataclasses."""
     devices = ["big", "gpu", "npu"]
-    inputs = [[_spec("x", "model")], [_spec("h1", 0), _spec("x", "model")], [_spec("h3", 1)]]
-    outputs = [[_spec("h1")], [_spec("h3"), _spec("r")], [_spec("y")]]
-    slices = []
-    for i, path in enumerate(slice_paths):
-        slices.append({
-            "id": i,
-            "file": path.relative_to(root).as_posix(),
-            "sha256": sha256_of(path),
-            "device": devices[i],
-            "frequency_mhz": None,
-            "execution_provider": "CPUExecutionProvider",
-            "provider_options": {},
-            "affinity": None,
-            "first_layer": i,
-            "last_layer": i,
-            "inputs": inputs[i],
-            "outputs": outputs[i],
-            "predicted": {"latency_ms": 0.1, "energy_mj": 0.01, "transfer_ms": 0.0},
-        })
-    return {
-        "schema": "hetcc.manifest/1",
-        "hetcc_version": "0.1.0",
-        "model": {
-            "name": "tiny",
-            "sha256": sha256_of(model_path),
-            "source_path": str(model_path.resolve()),
-            "ir_version": IR_VERSION,
-            "inputs": [_spec("x")],
-            "outputs": [_spec("y"), _spec("r")],
-        },
-        "target": {"name": "host", "sha256": "0" * 64, "kind": "measured"},
-        "objective": {"metric": "latency", "deadline_ms": None, "power_cap_mw": None},
-        "planner": {"name": "dp", "options": {}, "seconds": 0.001},
-        "hardware": None,
-        "runtime": {"allow_spinning": False, "graph_optimization_level": "all", "intra_op_num_threads": 1},
-        "slices": slices,
-        "predicted": {"latency_ms": 0.3, "energy_mj": 0.03, "edp_mj_ms": 0.009, "meets_deadline": None},
-    }
+    inputs = [[_input("x", "model")], [_input("h1", 0), _input("x", "model")], [_input("h3", 1)]]
+    outputs = [[_tensor("h1")], [_tensor("h3"), _tensor("r")], [_tensor("y")]]
+    slices = tuple(
+        M.SliceSpec(
+            id=i, file=path.relative_to(root).as_posix(), sha256=sha256_of(path), device=devices[i],
+            frequency_mhz=None, execution_provider="CPUExecutionProvider", provider_options={}, affinity=None,
+            link=None, endpoint=None, first_layer=i, last_layer=i, inputs=tuple(inputs[i]),
+            outputs=tuple(outputs[i]),
+            predicted=M.SlicePredicted(latency_ms=0.1, energy_mj=0.01, transfer_ms=0.0),
+        )
+        for i, path in enumerate(slice_paths)
+    )
+    variant = M.Variant(
+        objective=M.ObjectiveInfo(metric="latency", deadline_ms=None, deadline_spec=None, power_cap_mw=None),
+        planner=M.PlannerInfo(name="dp", options={}, seconds=0.001, stats={}),
+        hardware=None, feasible=True, violations=(), slices=slices,
+        predicted=M.Predicted(latency_ms=0.3, energy_mj=0.03, edp_mj_ms=0.009, meets_deadline=None),
+    )
+    manifest = M.Manifest(
+        schema=M.SCHEMA_ID, hetcc_version="0.1.0", kind="model",
+        target=M.TargetInfo(name="host", sha256="0" * 64, kind="measured"),
+        runtime=M.RuntimeInfo(allow_spinning=False, graph_optimization_level="all", intra_op_num_threads=1),
+        model=M.ModelInfo(name="tiny", sha256=sha256_of(model_path), source_path=str(model_path.resolve()),
+                          ir_version=IR_VERSION, inputs=(_tensor("x"),), outputs=(_tensor("y"), _tensor("r"))),
+        default_variant=VARIANT, variants={VARIANT: variant}, policy=None, workload=None,
+    )
+    return manifest.to_json()
 
 
 def build_tiny_artifact(base: Path) -> TinyArtifact:

@@ -12,6 +12,11 @@ from hetcc.runtime import Executor, InputError, ManifestError
 from hetcc.runtime.executor import make_session_options
 
 
+def S(doc):
+    """The slices of the manifest document's (only) variant."""
+    return doc["variants"]["default"]["slices"]
+
+
 def config_entry(so, key):
     """The session config value, or None when unset (ORT raises for unset keys)."""
     try:
@@ -44,7 +49,7 @@ def test_timings_and_specs(tiny):
     assert [(s.name, s.dtype, s.shape) for s in ex.inputs] == [("x", "float32", (2, 8))]
     assert [s.name for s in ex.outputs] == ["y", "r"]
     assert ex.providers == ["CPUExecutionProvider"] * 3
-    assert ex.manifest["model"]["name"] == "tiny"
+    assert ex.manifest.model.name == "tiny"
 
 
 def test_each_slice_gets_only_its_inputs(tiny):
@@ -119,8 +124,8 @@ def test_missing_slice_file(tiny):
 
 @pytest.mark.parametrize("bad", ["../tiny.onnx", "slices/../../tiny.onnx", "/etc/passwd", "slices\\00_big.onnx"])
 def test_path_leaving_artifact_rejected(tiny, bad):
-    tiny.edit(lambda d: d["slices"][0].update(file=bad))
-    with pytest.raises(ManifestError, match=r"slices\[0\]\.file.*relative path inside the artifact"):
+    tiny.edit(lambda d: S(d)[0].update(file=bad))
+    with pytest.raises(ManifestError, match=r"variants\.default\.slices\[0\]\.file.*relative path inside the artifact"):
         Executor(tiny.dir)
 
 
@@ -131,8 +136,8 @@ def test_symlink_escaping_rejected(tiny):
         os.symlink(outside, link)
     except (OSError, NotImplementedError):
         pytest.skip("no symlinks here")
-    tiny.edit(lambda d: d["slices"][0].update(file="slices/evil.onnx"))
-    with pytest.raises(ManifestError, match=r"slices\[0\]\.file.*resolves outside"):
+    tiny.edit(lambda d: S(d)[0].update(file="slices/evil.onnx"))
+    with pytest.raises(ManifestError, match=r"variants\.default\.slices\[0\]\.file.*resolves outside"):
         Executor(tiny.dir)
 
 
@@ -180,7 +185,7 @@ def test_input_error_is_a_manifest_error_with_exit_code_2(tiny):
 
 def test_unknown_provider_falls_back_with_one_warning(tiny, caplog):
     def use_foo(doc):
-        for sl in doc["slices"][1:]:
+        for sl in S(doc)[1:]:
             sl["execution_provider"] = "FooExecutionProvider"
             sl["provider_options"] = {"device_id": 0, "fast": True}
 
@@ -194,7 +199,7 @@ def test_unknown_provider_falls_back_with_one_warning(tiny, caplog):
 
 
 def test_unknown_provider_strict(tiny):
-    tiny.edit(lambda d: d["slices"][2].update(execution_provider="FooExecutionProvider"))
+    tiny.edit(lambda d: S(d)[2].update(execution_provider="FooExecutionProvider"))
     with pytest.raises(ManifestError, match=r"02_npu\.onnx: execution provider FooExecutionProvider.*not available"):
         Executor(tiny.dir, strict_providers=True)
 
@@ -240,8 +245,8 @@ def test_affinity_in_manifest_runs(tiny):
 
     def pin(doc):
         doc["runtime"]["intra_op_num_threads"] = None
-        doc["slices"][0]["affinity"] = cores
-        doc["slices"][1]["affinity"] = [100000]  # not on this machine: ignored
+        S(doc)[0]["affinity"] = cores
+        S(doc)[1]["affinity"] = [100000]  # not on this machine: ignored
 
     tiny.edit(pin)
     ex = Executor(tiny.dir)
