@@ -114,8 +114,12 @@ def test_jetson_tx2_knobs_are_evosh_table_i() -> None:
     t = load_target("jetson-tx2")
     # EvoSh Table I: A57 cores 5 (0-4), Denver cores 3 (0-2), A57 / Denver 12 levels
     # (345 MHz - 2 GHz), GPU 13 levels (114 MHz - 1.3 GHz), EMC 11 levels (40 MHz - 1.9 GHz)
-    assert t.knobs["a57_cores"] == (0, 1, 2, 3, 4) and t.knobs["denver_cores"] == (0, 1, 2)
-    emc = t.knobs["emc_freq_mhz"]
+    assert t.knobs["a57_cores"].values == (0, 1, 2, 3, 4) and t.knobs["denver_cores"].values == (0, 1, 2)
+    assert t.knobs["a57_cores"].devices == ("a57",) and t.knobs["a57_cores"].effect == "active_cores"
+    assert t.knobs["a57_cores"].default == 4 and t.knobs["denver_cores"].default == 2
+    emc = t.knobs["emc_freq_mhz"].values
+    assert t.knobs["emc_freq_mhz"].effect == "memory_frequency"
+    assert set(t.knobs["emc_freq_mhz"].devices) == set(t.device_names)
     assert len(emc) == 11 and 40 <= emc[0] < 41 and 1850 < emc[-1] < 1900
     for dev, n, lo, hi in (("a57", 12, 345, 2100), ("denver", 12, 345, 2100), ("gpu", 13, 114, 1310)):
         f = [lvl.freq_mhz for lvl in t.device(dev).dvfs]
@@ -273,9 +277,17 @@ def test_fixed_frequency_and_dvfs_table_are_exclusive(tmp_path: Path) -> None:
 
 
 def test_knobs_and_links(tmp_path: Path) -> None:
-    text = MINIMAL.replace('[devices.cpu]', '''[knobs]
-cpu_cores = [1, 2, 4]
-emc_freq_mhz = [800, 1600]
+    text = MINIMAL.replace('[devices.cpu]', '''[knobs.cpu_cores]
+values = [1, 2, 4]
+devices = ["cpu"]
+effect = "active_cores"
+parallel_fraction = 0.8
+
+[knobs.emc_freq_mhz]
+values = [800, 1600]
+devices = ["cpu", "cloud"]
+effect = "memory_frequency"
+power_mw_at_max = 200.0
 
 [links.wifi]
 kind = "wifi"
@@ -300,7 +312,8 @@ layer_overhead_ms = 0.01
 dtypes = ["float32"]
 '''
     t = load_target(write(tmp_path, text))
-    assert t.knobs["cpu_cores"] == (1, 2, 4)
+    assert t.knobs["cpu_cores"].values == (1, 2, 4) and t.knobs["cpu_cores"].params == {"parallel_fraction": 0.8}
+    assert t.knobs["emc_freq_mhz"].params == {"power_mw_at_max": 200.0}
     wifi = t.links["wifi"]
     assert wifi.bandwidth_mbps_at() == pytest.approx(70.0)       # halfway -70 .. -50
     assert wifi.bandwidth_mbps_at(-100.0) == 5.0                 # clamped
@@ -347,3 +360,136 @@ def test_builtin_files_are_plain_toml() -> None:
     for name in builtin_targets():
         doc = tomllib.loads(Path(load_target(name).path).read_text())
         assert doc["schema"] == "hetcc.target/1" and doc["name"] == name
+
+
+# --- the split: model, declarative schema, predicates ----------------------------------------------
+
+def test_public_names_are_re_exported() -> None:
+    import hetcc.targets as T
+    from hetcc.targets import model, predicates, schema
+
+    assert T.State is model.State and T.Target is model.Target and T.Knob is model.Knob
+    assert T.PREDICATES is predicates.PREDICATES and T.register_predicate is predicates.register_predicate
+    assert T.SCHEMA == "hetcc.target/1" and T.KEYS is schema.KEYS
+    assert "remote" in T.DEVICE_KINDS and "int64" in T.INDEX_DTYPES
+    from hetcc.opclasses import OP_CLASSES
+    assert T.OP_CLASSES is OP_CLASSES
+
+
+def test_schema_table_documents_every_key() -> None:
+    from hetcc.targets.schema import KEYS, schema_doc
+
+    paths = [k.path for k in KEYS]
+    assert len(paths) == len(set(paths))
+    assert all(k.doc for k in KEYS)
+    for k in KEYS:
+        if k.type == "number" and k.path.endswith(("_mw", "_ms", "_mhz", "_gbps", "_mbps", "_dbm")):
+            assert k.unit, k.path
+    doc = schema_doc()
+    assert "devices.*.dvfs[].volt: number [V; (0, 2]]" in doc
+    assert "knobs.*.effect" in doc and "devices.*.endpoint" in doc
+
+
+def _keys_of(doc, prefix=""):
+    for k, v in doc.items():
+        path = f"{prefix}.{k}" if prefix else k
+        yield path
+        if isinstance(v, dict):
+            yield from _keys_of(v, path)
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for x in v:
+                yield from _keys_of(x, path + "[]")
+
+
+@pytest.mark.parametrize("name", builtin_targets())
+def test_builtin_keys_are_in_the_schema_table(name: str) -> None:
+    from hetcc.targets.schema import KEYS
+
+    patterns = {k.path for k in KEYS}
+    doc = tomllib.loads(Path(load_target(name).path).read_text())
+    for path in _keys_of(doc):
+        parts = path.split(".")
+        # named tables: devices.<name>, knobs.<name>, links.<name>, provider_options.<name>
+        for i, p in enumerate(parts):
+            if i > 0 and parts[i - 1] in ("devices", "knobs", "links", "provider_options"):
+                parts[i] = "*"
+        assert ".".join(parts) in patterns, path
+
+
+def test_remote_endpoint(tmp_path: Path) -> None:
+    t = load_target("mi8pro-edge-cloud")
+    assert t.device("edge").endpoint == "tcp://edge.local:7070"
+    assert t.device("cloud").endpoint.startswith("tcp://") and t.device("cpu").endpoint is None
+    text = MINIMAL.replace('dtypes = ["float32"]', 'dtypes = ["float32"]\nendpoint = "tcp://x:1"')
+    with pytest.raises(TargetError, match=r"devices\.cpu\.endpoint: only a remote device"):
+        load_target(write(tmp_path, text))
+
+
+def test_mi8pro_has_no_precision_knob() -> None:
+    # dropped: precision is a property of the model handed to hetcc, not a board setting
+    assert dict(load_target("mi8pro-edge-cloud").knobs) == {}
+
+
+KNOB = '''[knobs.cores]
+values = [0, 1, 2]
+devices = ["cpu"]
+effect = "active_cores"
+parallel_fraction = 0.9
+
+'''
+
+
+@pytest.mark.parametrize("knob, key, what", [
+    ("[knobs]\ncores = [1, 2]\n", "knobs.cores", "must be a table (values, devices, effect"),
+    (KNOB.replace('parallel_fraction = 0.9', 'parallel_fraction = 0.9\nstep = 1'), "knobs.cores.step",
+     "unknown key; allowed keys: description, devices, effect, parallel_fraction, power_mw_at_max, values"),
+    (KNOB.replace('devices = ["cpu"]', 'devices = ["gpu"]'), "knobs.cores.devices[0]", "unknown device 'gpu'"),
+    (KNOB.replace('"active_cores"', '"turbo"'), "knobs.cores.effect", "unknown effect 'turbo'"),
+    (KNOB.replace('[0, 1, 2]', '[0, 2, 1]'), "knobs.cores.values[2]", "strictly ascending"),
+    (KNOB.replace('[0, 1, 2]', '[0, 1, 1]'), "knobs.cores.values[2]", "strictly ascending"),
+    (KNOB.replace('[0, 1, 2]', '[0, 1.5, 2]'), "knobs.cores.values[1]", "whole number of cores"),
+    (KNOB.replace('[0, 1, 2]', '[0, "two"]'), "knobs.cores.values[1]", "must be a number"),
+    (KNOB.replace('[0, 1, 2]', '[]'), "knobs.cores.values", "must not be empty"),
+    (KNOB.replace('parallel_fraction = 0.9\n', ''), "knobs.cores.parallel_fraction", "missing required key"),
+    (KNOB.replace('0.9', '1.5'), "knobs.cores.parallel_fraction", "must be in [0, 1]"),
+    (KNOB.replace('parallel_fraction = 0.9', 'parallel_fraction = 0.9\npower_mw_at_max = 5.0'),
+     "knobs.cores.power_mw_at_max", 'only for effect = "memory_frequency"'),
+    ('[knobs.emc]\nvalues = [400, 800]\ndevices = ["cpu"]\neffect = "memory_frequency"\npower_mw_at_max = 900.0\n',
+     "knobs.emc.power_mw_at_max", "must be <= base_power_mw (500 mW)"),
+    ('[knobs.emc]\nvalues = [400, 800]\ndevices = ["cpu"]\neffect = "memory_frequency"\nparallel_fraction = 0.5\n',
+     "knobs.emc.parallel_fraction", 'only for effect = "active_cores"'),
+    ('[knobs.emc]\nvalues = [0, 800]\ndevices = ["cpu"]\neffect = "memory_frequency"\n',
+     "knobs.emc.values[0]", "must be > 0 MHz"),
+])
+def test_malformed_knob_names_file_and_key(tmp_path: Path, knob: str, key: str, what: str) -> None:
+    p = write(tmp_path, MINIMAL.replace("[devices.cpu]", knob + "[devices.cpu]"), "bad.toml")
+    with pytest.raises(TargetError) as e:
+        load_target(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: {key}: "), msg
+    assert what in msg, msg
+
+
+def test_active_cores_knob_checks_device_kind_and_affinity(tmp_path: Path) -> None:
+    gpu = '''
+[devices.gpu]
+kind = "gpu"
+execution_provider = "CUDAExecutionProvider"
+freq_mhz = 1000.0
+static_power_mw = 10.0
+dynamic_power_mw = 100.0
+peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }
+mem_bandwidth_gbps = 5.0
+layer_overhead_ms = 0.05
+transfer = { beta_ms_per_mb = 0.02, delta_ms = 0.01 }
+dtypes = ["float32"]
+'''
+    text = MINIMAL.replace("[devices.cpu]", KNOB.replace('["cpu"]', '["gpu"]') + "[devices.cpu]") + gpu
+    with pytest.raises(TargetError, match=r"knobs\.cores\.devices\[0\]: effect = \"active_cores\" acts on cpu"):
+        load_target(write(tmp_path, text))
+    text = MINIMAL.replace("[devices.cpu]", KNOB + "[devices.cpu]").replace(
+        'dtypes = ["float32"]', 'dtypes = ["float32"]\naffinity = [0]')
+    with pytest.raises(TargetError, match=r"knobs\.cores\.values\[2\]: 'cpu' has 1 cores"):
+        load_target(write(tmp_path, text, "aff.toml"))
+    t = load_target(write(tmp_path, MINIMAL.replace("[devices.cpu]", KNOB + "[devices.cpu]"), "ok.toml"))
+    assert t.knobs["cores"].values == (0, 1, 2) and t.knobs["cores"].default == 2

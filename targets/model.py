@@ -1,0 +1,199 @@
+"""The target model: frozen dataclasses a board file is loaded into (see ``schema`` for the keys)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from hetcc.errors import TargetError
+from hetcc.opclasses import OP_CLASSES
+
+SCHEMA = "hetcc.target/1"
+DEVICE_KINDS = ("cpu", "gpu", "npu", "dsp", "remote")
+TARGET_KINDS = ("modelled", "measured")
+#: what a knob does in the cost model (hetcc.planners.hardware.EFFECTS)
+KNOB_EFFECTS = ("active_cores", "memory_frequency")
+# Integer/bool element types carry shapes and indices; every execution provider handles them
+# (ONNX Runtime places such nodes on the CPU inside a session), so ``dtypes`` does not list them
+# and legality does not check them.
+INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
+KNOWN_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "int8", "uint8", "int16",
+                          "uint16", "uint32", "uint64", "float8e4m3fn", "float8e5m2", "int4",
+                          "uint4", "string", "complex64", "complex128"}) | INDEX_DTYPES
+
+
+@dataclass(frozen=True)
+class State:
+    """One device at one DVFS level: a column of the cost table."""
+
+    device: str
+    frequency_mhz: float | None
+    volt: float | None = None
+    is_fmax: bool = True
+    kind: str = "cpu"
+
+
+@dataclass(frozen=True)
+class DvfsLevel:
+    """One voltage/frequency level: frequency (None = unknown, e.g. the host CPU), supply
+    voltage (None = undocumented, on every level of the device) and static power there."""
+
+    freq_mhz: float | None
+    volt: float | None
+    static_power_mw: float | None
+
+
+@dataclass(frozen=True)
+class Link:
+    """A wireless link to remote devices; bandwidth and radio power depend on signal strength
+    (AutoScale, Eq. 4). Values between tabulated signal levels are interpolated linearly."""
+
+    name: str
+    kind: str
+    signal_dbm: tuple[float, ...]
+    bandwidth_mbps: tuple[float, ...]
+    tx_power_mw: tuple[float, ...]
+    rx_power_mw: tuple[float, ...]
+    rtt_ms: float
+    default_signal_dbm: float
+
+    def _at(self, values: tuple[float, ...], signal_dbm: float | None) -> float:
+        s = self.default_signal_dbm if signal_dbm is None else float(signal_dbm)
+        xs = self.signal_dbm
+        if s <= xs[0]:
+            return values[0]
+        if s >= xs[-1]:
+            return values[-1]
+        for i in range(1, len(xs)):
+            if s <= xs[i]:
+                w = (s - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return values[i - 1] + w * (values[i] - values[i - 1])
+        return values[-1]  # pragma: no cover
+
+    def bandwidth_mbps_at(self, signal_dbm: float | None = None) -> float:
+        return self._at(self.bandwidth_mbps, signal_dbm)
+
+    def tx_power_mw_at(self, signal_dbm: float | None = None) -> float:
+        return self._at(self.tx_power_mw, signal_dbm)
+
+    def rx_power_mw_at(self, signal_dbm: float | None = None) -> float:
+        return self._at(self.rx_power_mw, signal_dbm)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One compute device of a board (a CPU cluster, GPU, NPU, DSP or a remote server)."""
+
+    name: str
+    kind: str
+    execution_provider: str
+    provider_options: Mapping[str, Any]
+    affinity: tuple[int, ...] | None
+    dvfs: tuple[DvfsLevel, ...]
+    dynamic_power_mw: float | None
+    peak_gflops: Mapping[str, float] | None
+    mem_bandwidth_gbps: float | None
+    layer_overhead_ms: float | None
+    transfer_beta_ms_per_mb: float
+    transfer_delta_ms: float
+    transfer_power_mw: float | None = None
+    node_overhead_ms: float = 0.0
+    capacity_bytes: int | None = None
+    supported_ops: frozenset[str] | None = None
+    unsupported_ops: frozenset[str] = frozenset()
+    dtypes: frozenset[str] = frozenset({"float32"})
+    predicates: tuple[str, ...] = ()
+    link: str | None = None
+    description: str = ""
+    power_model: bool = True
+    endpoint: str | None = None      # remote devices: where the runtime would send the slice
+
+    @property
+    def f_max_mhz(self) -> float | None:
+        return self.dvfs[-1].freq_mhz
+
+    @property
+    def v_max(self) -> float | None:
+        return self.dvfs[-1].volt
+
+    @property
+    def has_throughput_model(self) -> bool:
+        return (self.peak_gflops is not None and self.mem_bandwidth_gbps is not None
+                and self.layer_overhead_ms is not None)
+
+    def supports_op(self, op_type: str) -> bool:
+        if op_type in self.unsupported_ops:
+            return False
+        return self.supported_ops is None or op_type in self.supported_ops
+
+    def supports_dtype(self, dtype: str) -> bool:
+        return dtype in INDEX_DTYPES or dtype in self.dtypes
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A hardware setting chosen once per plan (``[knobs.<name>]``): its values in monotone order
+    (a later value is faster and draws more power; the last is the most capable, what the
+    analytical table assumes), the devices it affects and how it enters the cost model
+    (``effect`` in KNOB_EFFECTS, with its numeric ``params``; see hetcc.planners.hardware)."""
+
+    name: str
+    values: tuple[Any, ...]
+    devices: tuple[str, ...]
+    effect: str
+    params: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    description: str = ""
+
+    @property
+    def default(self) -> Any:
+        return self.values[-1]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A board: its devices (in file order), base power, hardware knobs and remote links."""
+
+    name: str
+    description: str
+    kind: str
+    path: Path
+    sha256: str
+    base_power_mw: float
+    devices: tuple[Device, ...]
+    knobs: Mapping[str, Knob] = field(default_factory=lambda: MappingProxyType({}))
+    links: Mapping[str, Link] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def device_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.devices)
+
+    @property
+    def has_power_model(self) -> bool:
+        return all(d.power_model for d in self.devices)
+
+    def device(self, name: str) -> Device:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise TargetError(f"target {self.name!r} has no device {name!r}; "
+                          f"its devices are {', '.join(self.device_names)}")
+
+    def states(self) -> tuple[State, ...]:
+        """Device states for planning: device by device (file order), frequency ascending;
+        ``is_fmax`` marks each device's top level."""
+        out: list[State] = []
+        for d in self.devices:
+            n = len(d.dvfs)
+            for k, lvl in enumerate(d.dvfs):
+                out.append(State(device=d.name, frequency_mhz=lvl.freq_mhz, volt=lvl.volt,
+                                 is_fmax=(k == n - 1), kind=d.kind))
+        return tuple(out)
+
+    def state_device_index(self) -> tuple[int, ...]:
+        """For each state of ``states()``, the index of its device in ``devices``."""
+        return tuple(i for i, d in enumerate(self.devices) for _ in d.dvfs)
+
+
+__all__ = ["DEVICE_KINDS", "DvfsLevel", "Device", "INDEX_DTYPES", "KNOB_EFFECTS", "KNOWN_DTYPES", "Knob", "Link",
+           "OP_CLASSES", "SCHEMA", "State", "TARGET_KINDS", "Target"]
