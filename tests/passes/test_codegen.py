@@ -1,4 +1,5 @@
-"""Codegen writes atomically: an interrupted compile leaves nothing; slices keep the source IR version."""
+"""Codegen writes atomically (through hetcc.fsutil): an interrupted compile leaves nothing;
+slices keep the source IR version; the manifest is hetcc.manifest/2."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,14 @@ import onnx
 import pytest
 
 import hetcc
+from hetcc import fsutil
+from hetcc.errors import UsageError
 from hetcc.passes import codegen
+from hetcc.runtime.manifest import SCHEMA_ID, load_manifest
+
+
+def slices_of(manifest: dict) -> list:
+    return manifest["variants"][manifest["default_variant"]]["slices"]
 
 CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
 chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0, 0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
@@ -30,15 +38,16 @@ def test_slices_keep_ir_version_and_duplicate_constants(chain, tmp_path):
     out = tmp_path / "o"
     hetcc.compile(chain, target="hikey970", planner="even:5", output_dir=out)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert len(manifest["slices"]) == 5
-    for s in manifest["slices"]:
+    assert manifest["schema"] == SCHEMA_ID and manifest["kind"] == "model"
+    assert len(slices_of(manifest)) == 5
+    for s in slices_of(manifest):
         m = onnx.load(out / s["file"])
         assert m.ir_version == 8
         assert {o.domain: o.version for o in m.opset_import}[""] == 17
         for vi in list(m.graph.input) + list(m.graph.output):
             assert vi.type.tensor_type.elem_type != 0 and len(vi.type.tensor_type.shape.dim) == 2
     # the Identity-of-initializer feeds two MatMuls in different slices: copied into both
-    with_identity = [s for s in manifest["slices"]
+    with_identity = [s for s in slices_of(manifest)
                      if "Identity" in {n.op_type for n in onnx.load(out / s["file"]).graph.node}]
     assert len(with_identity) == 2
 
@@ -50,15 +59,15 @@ def test_interrupted_codegen_leaves_nothing_and_keeps_old_artifact(chain, tmp_pa
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
     manifest_before = (out / "manifest.json").read_bytes()
     calls = []
-    real = codegen.EmitArtifact._write_slice
+    real = codegen.write_slice
 
-    def flaky(self, program, bnd, path, name):
+    def flaky(program, bnd, path, name):
         calls.append(name)
         if len(calls) == 2:
             raise exc("interrupted")
-        return real(self, program, bnd, path, name)
+        return real(program, bnd, path, name)
 
-    monkeypatch.setattr(codegen.EmitArtifact, "_write_slice", flaky)
+    monkeypatch.setattr(codegen, "write_slice", flaky)
     with pytest.raises(exc):
         hetcc.compile(chain, target="hikey970", planner="even:4", output_dir=out)
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
@@ -67,11 +76,82 @@ def test_interrupted_codegen_leaves_nothing_and_keeps_old_artifact(chain, tmp_pa
 
 
 def test_fresh_output_dir_not_created_on_failure(chain, tmp_path, monkeypatch):
-    def boom(self, *a, **k):
+    def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(codegen.EmitArtifact, "_write_slice", boom)
+    monkeypatch.setattr(codegen, "write_slice", boom)
     with pytest.raises(OSError):
         hetcc.compile(chain, target="hikey970", output_dir=tmp_path / "new")
     assert not (tmp_path / "new").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["chain.onnx"]
+
+
+def test_refuses_to_overwrite_a_foreign_directory(chain, tmp_path):
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "cat.jpg").write_bytes(b"meow")
+    with pytest.raises(UsageError, match="refusing to overwrite .*not a hetcc output directory"):
+        hetcc.compile(chain, target="hikey970", output_dir=foreign)
+    assert sorted(p.name for p in foreign.iterdir()) == ["cat.jpg"]
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(UsageError, match="not a directory"):
+        with fsutil.atomic_directory(afile):
+            pass
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    hetcc.compile(chain, target="hikey970", output_dir=empty)  # an empty directory is fine
+    assert load_manifest(empty).kind == "model"
+
+
+def test_atomic_directory_replaces_only_on_success(tmp_path):
+    out = tmp_path / "o"
+    with fsutil.atomic_directory(out) as tmp:
+        assert tmp.parent == tmp_path and tmp != out
+        (tmp / "manifest.json").write_text("1")
+    assert (out / "manifest.json").read_text() == "1"
+    with pytest.raises(RuntimeError):
+        with fsutil.atomic_directory(out) as tmp:
+            (tmp / "manifest.json").write_text("2")
+            raise RuntimeError("boom")
+    assert (out / "manifest.json").read_text() == "1"
+    with fsutil.atomic_directory(out) as tmp:
+        (tmp / "manifest.json").write_text("3")
+    assert (out / "manifest.json").read_text() == "3"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
+def test_atomic_write_file(tmp_path):
+    path = tmp_path / "sub" / "f.json"
+    fsutil.atomic_write_text(path, "a")
+    assert path.read_text() == "a"
+
+    with pytest.raises(TypeError):
+        fsutil.atomic_write_bytes(path, "not bytes")  # type: ignore[arg-type]
+    assert path.read_text() == "a"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["f.json"]
+
+
+def test_emit_artifact_api_and_pass_agree(chain, tmp_path, analyse, write_text_model):
+    from hetcc.passes.costs import EstimateCosts
+    from hetcc.passes.legality import CheckLegality
+    from hetcc.passmanager import PassManager
+    from hetcc.planners import Objective, Slice
+    from hetcc.program import PLAN
+    from hetcc.targets import load_target
+
+    target = load_target("hikey970")
+    program = analyse(CHAIN)
+    PassManager([CheckLegality(target), EstimateCosts(target)]).run(program)
+    problem = program.get("costs").problem()
+    plan = problem.evaluate([Slice(0, 2, 0), Slice(3, 4, problem.num_states - 1)], planner="fixed")
+    a = codegen.emit_artifact(tmp_path / "a", program, target, {"fixed": plan})
+    program.put(PLAN, plan)
+    codegen.EmitArtifact(tmp_path / "b", target, Objective("latency"), has_power_model=True).run(program)
+    ma, mb = load_manifest(a), load_manifest(tmp_path / "b")
+    assert ma.variants["fixed"].slices == mb.variants["fixed"].slices
+    assert [(p.name, p.read_bytes()) for p in sorted((a / "slices").iterdir())] == \
+           [(p.name, p.read_bytes()) for p in sorted((tmp_path / "b" / "slices").iterdir())]
+    with pytest.raises(UsageError, match="default variant 'x'"):
+        codegen.emit_artifact(tmp_path / "c", program, target, {"fixed": plan}, default_variant="x")
+    assert not (tmp_path / "c").exists()
