@@ -10,9 +10,9 @@ The cost model (MOSAIC Eq. 1-5, as used by HERTI), per layer l and state s (devi
     compute at f_max  t_c = sum over op classes of FLOPs / (peak GFLOP/s x 1e6)      [ms]
     memory            t_m = (input + output + param bytes) / (bandwidth GB/s x 1e6)  [ms]
     overhead          o   = layer_overhead + node_overhead x nodes                  [ms]
-    latency           T   = t_c f_max / f + o + t_m        (theta/f + rho, Eq. 3)
+    latency           T   = t_c f_max / f + o + t_m + stall   (theta/f + rho, Eq. 3; stall: knobs)
     power             P   = P_static(f) + P_dyn x activity x V_f^2 f / (V_max^2 f_max)   (Eq. 4-5)
-                      activity = (t_c + t_m) / (t_c + t_m + o)
+                      activity = (t_c + t_m) / (t_c + t_m + o + stall)
     transfer          C   = beta x MB + delta (0 for no bytes)  (Eq. 1-2), plus, for a remote
                       device, bytes / link bandwidth + rtt / 2; energy C x transfer power (or
                       the device's power at f) plus the link time x radio tx (in) / rx (out)
@@ -26,9 +26,11 @@ assumes):
   speedup(n) = 1 / ((1 - p) + p / n); its static and dynamic power scale with n / N (offline
   cores are power-gated). 0 cores: the cluster runs nothing (its states become illegal).
 - ``memory_frequency`` (params ``power_mw_at_max``): the memory-controller (EMC) clock f_emc
-  scales every listed device's memory bandwidth by f_emc / f_emc_max (the memory-bound share
-  t_m of its latency), and the board's base power, which includes the EMC and DRAM at the top
-  level, falls by power_mw_at_max x (1 - f_emc / f_emc_max).
+  scales every listed device's memory bandwidth by f_emc / f_emc_max: the memory-bound share
+  t_m of its latency becomes t_m x f_emc_max / f_emc. The added time is a stall (it counts in
+  the activity's denominator, not its numerator: a core waiting on DRAM draws static power, not
+  full dynamic power). The board's base power, which includes the EMC and DRAM at the top level,
+  falls by power_mw_at_max x (1 - f_emc / f_emc_max).
 
 DVFS frequencies stay planner states (a column per device level), not knobs: a planner picks a
 state per slice and the knob configuration once per plan.
@@ -121,9 +123,12 @@ class DeviceParams:
     link_rx_mw: np.ndarray
     capacity_bytes: np.ndarray
     base_power_mw: float
+    mem_slowdown: Any = None         # [S] >= 1: memory time stretched by a slower memory clock (default 1)
 
     def __post_init__(self) -> None:
         S = len(self.device)
+        if self.mem_slowdown is None:
+            object.__setattr__(self, "mem_slowdown", np.ones(S))
         for f in dataclasses.fields(self):
             if f.name in ("device", "base_power_mw"):
                 continue
@@ -171,11 +176,12 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
     theta = t_comp_fmax * p.fmax_mhz[None, :]                                            # ms*MHz
     mem_bytes = inb + outb + par
     t_mem = mem_bytes[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)                  # [L, S] ms
+    stall = t_mem * (p.mem_slowdown[None, :] - 1.0)    # extra memory time at a lower memory clock (0 at its top)
     overhead = p.layer_overhead_ms[None, :] + p.node_overhead_ms[None, :] * x["nodes"][:, None]
-    lat = theta / p.freq_mhz[None, :] + (overhead + t_mem)
+    lat = theta / p.freq_mhz[None, :] + (overhead + t_mem) + stall
 
     busy = t_comp_fmax + t_mem
-    total = busy + overhead
+    total = busy + overhead + stall
     activity = np.divide(busy, total, out=np.zeros_like(busy), where=total > 0)
     pw = p.static_mw[None, :] + (p.dynamic_mw[None, :] * activity) * p.dvfs_scale[None, :]
 
@@ -283,7 +289,7 @@ def apply_knob(knob: Knob, value: Any, params: DeviceParams, col_legal: np.ndarr
         f, f_max = float(value), float(max(map(float, knob.values)))
         r = f / f_max
         return params.replace(
-            mem_bandwidth_gbps=np.where(cols, params.mem_bandwidth_gbps * r, params.mem_bandwidth_gbps),
+            mem_slowdown=np.where(cols, params.mem_slowdown / r, params.mem_slowdown),
             base_power_mw=params.base_power_mw - float(knob.params.get("power_mw_at_max", 0.0)) * (1.0 - r))
     raise ValueError(f"knob {knob.name!r}: unknown effect {knob.effect!r}")  # pragma: no cover
 
