@@ -6,7 +6,7 @@ channels, a per-layer efficiency factor on its FLOPs), turned into ``hetcc.progr
 objects and costed by ``hetcc.costmodel.analytical_costs`` on the built-in ``hikey970`` target
 (MOSAIC Table II DVFS levels: big 9, LITTLE 7, GPU 8, NPU 1 = 25 states; the NPU's 100 MB
 parameter limit per slice). Legality is drawn at random as the legality pass would find it on a
-real model: the GPU now and then rejects pooling / fully-connected layers, the NPU pooling and
+real model (on hikey970): the GPU now and then rejects pooling / fully-connected layers, the NPU pooling and
 depthwise layers, and any accelerator a rare layer.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hetcc.costmodel import analytical_costs
+from hetcc.costmodel import analytical_costs, hardware_space
 from hetcc.costtable import layer_features
 from hetcc.planners.problem import PlanningProblem
 from hetcc.program import Layer
@@ -32,9 +32,9 @@ UNSUPPORTED: dict[str, tuple[float, tuple[str, ...]]] = {
 }
 
 
-@lru_cache(maxsize=1)
-def _target() -> Target:
-    return load_target(TARGET)
+@lru_cache(maxsize=8)
+def _target(name: str = TARGET) -> Target:
+    return load_target(name)
 
 
 def _cnn_layers(num_layers: int, rng: np.random.Generator) -> list[Layer]:
@@ -92,14 +92,15 @@ def _cnn_layers(num_layers: int, rng: np.random.Generator) -> list[Layer]:
     return layers
 
 
-def synthetic_layers(num_layers: int = 60, seed: int = 0) -> tuple[list[Layer], np.ndarray]:
+def synthetic_layers(num_layers: int = 60, seed: int = 0,
+                     target: str = TARGET) -> tuple[list[Layer], np.ndarray]:
     """The random layers of ``synthetic_problem`` and their [L, D] device legality mask."""
     rng = np.random.default_rng(seed)
     layers = _cnn_layers(num_layers, rng)
-    target = _target()
+    board = _target(target)
     kinds = [l.nodes[0].rstrip("0123456789_") for l in layers]
-    legal_dev = np.ones((len(layers), len(target.devices)), dtype=bool)
-    for di, d in enumerate(target.devices):
+    legal_dev = np.ones((len(layers), len(board.devices)), dtype=bool)
+    for di, d in enumerate(board.devices):
         share, often = UNSUPPORTED.get(d.name, (0.0, ()))
         u = rng.random(len(layers))
         v = rng.random(len(layers))
@@ -109,12 +110,14 @@ def synthetic_layers(num_layers: int = 60, seed: int = 0) -> tuple[list[Layer], 
     return layers, legal_dev
 
 
-def synthetic_problem(num_layers: int = 60, seed: int = 0) -> PlanningProblem:
-    """A random CNN of ``num_layers`` layers costed on hikey970 (25 states)."""
-    layers, legal_dev = synthetic_layers(num_layers, seed)
-    target = _target()
-    t = analytical_costs(layers, target, legal_dev)
-    return PlanningProblem(
+def synthetic_problem(num_layers: int = 60, seed: int = 0, target: str = TARGET) -> PlanningProblem:
+    """A random CNN of ``num_layers`` layers costed on hikey970 (25 states), or on another
+    modelled built-in ``target``; a board with hardware knobs (``jetson-tx2``) gives a problem
+    carrying its HardwareSpace at the default configuration."""
+    layers, legal_dev = synthetic_layers(num_layers, seed, target)
+    board = _target(target)
+    t = analytical_costs(layers, board, legal_dev)
+    problem = PlanningProblem(
         latency_ms=t.latency_ms, power_mw=t.power_mw, transfer_in_ms=t.transfer_in_ms,
         transfer_out_ms=t.transfer_out_ms, transfer_in_mj=t.transfer_in_mj,
         transfer_out_mj=t.transfer_out_mj, legal=t.legal,
@@ -122,6 +125,8 @@ def synthetic_problem(num_layers: int = 60, seed: int = 0) -> PlanningProblem:
         capacity_bytes=t.capacity_bytes, base_power_mw=t.base_power_mw, states=t.state_table(),
         layer_names=tuple(l.nodes[0].rsplit("_", 1)[0] for l in layers),
         layer_features=layer_features(tuple(layers)), name=f"synthetic{num_layers}-{seed}")
+    space = hardware_space(board, problem.layer_features, legal_dev)
+    return problem if space is None else space.apply(problem, space.default_config())
 
 
 __all__ = ["synthetic_layers", "synthetic_problem", "TARGET"]
