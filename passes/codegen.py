@@ -150,7 +150,9 @@ class _SliceStore:
         self.count = 0
         (root / "slices").mkdir(exist_ok=True)
 
-    def add(self, program: Program, bnd: SliceBoundary, rel: str, graph_name: str) -> tuple[str, str]:
+    def add(self, program: Program, bnd: SliceBoundary, rel: str | None, graph_name: str,
+            label: str) -> tuple[str, str]:
+        """Write one slice; ``rel`` None names it by content (``slices/<label>_<sha256[:12]>.onnx``)."""
         self.count += 1
         staging = self.root / "slices" / f".staging-{self.count}.onnx"
         write_slice(program, bnd, staging, graph_name)
@@ -158,12 +160,13 @@ class _SliceStore:
         if sha in self.by_sha:
             staging.unlink()
             return self.by_sha[sha], sha
+        rel = rel or f"slices/{label}_{sha[:12]}.onnx"
         staging.rename(self.root / rel)
         self.by_sha[sha] = rel
         return rel, sha
 
 
-def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, prefix: str,
+def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_content: bool,
              has_power: bool, objective: Any) -> Variant:
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     layers: tuple[Layer, ...] = program.get(LAYERS)
@@ -175,9 +178,12 @@ def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, prefi
     for sid, (sl, bnd, cost) in enumerate(zip(plan.slices, bounds, plan.slice_costs)):
         state = costs.states[sl.state]
         device = target.device(state.device)
-        rel = f"slices/{prefix}{sid:02d}_{_slug(state.device)}.onnx"
-        # the graph name depends on the layers only, so equal slices of two variants are equal files
-        rel, sha = store.add(program, bnd, rel, f"{program.name}_L{sl.first}-L{sl.last}")
+        # one plan: slices/00_cpu.onnx ...; variants: files named by layers and content, since one
+        # file may serve several variants and devices. The graph name depends on the layers only,
+        # so equal slices of two variants are equal files.
+        rel = None if by_content else f"slices/{sid:02d}_{_slug(state.device)}.onnx"
+        rel, sha = store.add(program, bnd, rel, f"{program.name}_L{sl.first}-L{sl.last}",
+                             f"L{sl.first:02d}-L{sl.last:02d}")
         slices.append(SliceSpec(
             id=sid, file=rel, sha256=sha, device=state.device, frequency_mhz=state.frequency_mhz,
             execution_provider=device.execution_provider, provider_options=_jsonable(dict(device.provider_options)),
@@ -225,18 +231,8 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     graph = program.graph
     store = _SliceStore(root)
-    prefixes: dict[str, str] = {}
-    variants = {}
-    for name, plan in plans.items():
-        if len(plans) == 1:
-            prefix = ""
-        else:
-            prefix = base = _slug(name) + "_"
-            k = 2
-            while prefix in prefixes.values():
-                prefix, k = f"{base[:-1]}-{k}_", k + 1
-        prefixes[name] = prefix
-        variants[str(name)] = _variant(program, target, plan, store, prefix, has_power, objective)
+    variants = {str(name): _variant(program, target, plan, store, len(plans) > 1, has_power, objective)
+                for name, plan in plans.items()}
     policy_ref = None
     if policy is not None:
         policy = Path(policy)

@@ -182,12 +182,13 @@ class Pipeline:
                 f", endpoint {sl.endpoint})" if sl.endpoint else ", no endpoint recorded)")
             if not opts.local_fallback:
                 raise RemoteSliceError(
-                    f"{shown}: slice {sl.id} ({self.name}) is planned for {where}; this runtime does not "
+                    f"{shown}: slice {sl.id} of variant {self.name!r} is planned for {where}; this runtime does not "
                     "offload to remote devices — pass --local-fallback (local_fallback=True) to run it here"
                 )
             requested, options, affinity = CPU_PROVIDER, {}, None
-            logger.warning("%s: slice %d (%s) is planned for %s; running it locally on %s (--local-fallback); "
-                           "timings will not match the plan", shown, sl.id, self.name, where, CPU_PROVIDER)
+            logger.warning("%s: slice %d of variant %r is planned for %s; running it locally on %s "
+                           "(--local-fallback); timings will not match the plan",
+                           shown, sl.id, self.name, where, CPU_PROVIDER)
         override = opts.override
         if override is not None:
             if isinstance(override, str):
@@ -342,7 +343,8 @@ class Executor:
         self.policy_path: Path | None = None
         if manifest.kind == "workload":
             if variant is not None:
-                raise ManifestError(f"{shown}: a workload artifact has no variants (got variant {variant!r})")
+                raise ManifestError(f"{shown}: a workload artifact has no variants (got variant {variant!r}); "
+                                    "pick a model instead (--model)")
             self.variant = None
             for i, wm in enumerate(manifest.workload.models):
                 sub = slice_path(root, wm.dir, shown, f"workload.models[{i}].dir")

@@ -7,40 +7,14 @@ import logging
 import types
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 
 from hetcc.passes.codegen import emit_artifact, emit_workload
-from hetcc.passes.constants import FindConstants
-from hetcc.passes.costs import EstimateCosts
-from hetcc.passes.layers import GroupLayers
-from hetcc.passes.legality import CheckLegality
-from hetcc.passes.shapes import AnnotateTensors
-from hetcc.passmanager import PassManager
-from hetcc.planners import Objective, Slice, WorkloadPlan
+from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import Executor, ManifestError, Pipeline, RemoteSliceError, load_manifest, verify
 from hetcc.targets import load_target
 
-CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
-chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0, 0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
-    wi = Identity(w)
-    a = MatMul(x, wi)
-    b = Relu(a)
-    c = Sigmoid(b)
-    d = MatMul(c, wi)
-    y = Relu(d)
-}
-"""
-
-SMALL = """<ir_version: 8, opset_import: ["" : 17]>
-small (float[2,4] x) => (float[2,4] y) {
-    a = Relu(x)
-    b = Sigmoid(a)
-    y = Tanh(b)
-}
-"""
-
-TARGET = "mi8pro-edge-cloud"
+from runtime_artifacts import CHAIN, SMALL, TARGET, build_program, feeds_for, plan_of, reference
 
 
 @pytest.fixture(scope="module")
@@ -49,39 +23,8 @@ def target():
 
 
 @pytest.fixture
-def make_program(tmp_path, write_text_model, target):
-    def _make(text: str, name: str):
-        from hetcc.frontend import load_model
-
-        path = write_text_model(text, tmp_path / f"{name}.onnx")
-        program = load_model(path, None)
-        PassManager([AnnotateTensors(), FindConstants(), GroupLayers(1), CheckLegality(target),
-                     EstimateCosts(target)]).run(program)
-        return program
-    return _make
-
-
-def state(program, device: str) -> int:
-    """The top-frequency state of ``device``."""
-    return int(program.get("costs").problem().states.fmax_state(device))
-
-
-def plan_of(program, cuts, **fields):
-    """cuts: [(first, last, device)] -> an evaluated Plan."""
-    fields.setdefault("planner", "fixed")
-    problem = program.get("costs").problem()
-    return problem.evaluate([Slice(a, b, state(program, d)) for a, b, d in cuts], **fields)
-
-
-def reference(program, feeds):
-    sess = ort.InferenceSession(str(program.source_path), providers=["CPUExecutionProvider"])
-    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-
-
-def feeds_for(ex_or_pipe, seed=0):
-    from hetcc.runtime import random_inputs
-
-    return random_inputs(ex_or_pipe.inputs, seed=seed)
+def make_program(tmp_path, target):
+    return lambda text, name: build_program(tmp_path, text, name, target)
 
 
 # --- variants ------------------------------------------------------------------------------
