@@ -72,13 +72,14 @@ def parse_power(text: str | float | None) -> float | None:
 
 
 def parse_hardware(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """``--hardware KNOB=VALUE`` (repeatable) -> {knob: value as written}; the space validates."""
+    """``--hardware KNOB=VALUE[,KNOB=VALUE]`` (repeatable) -> {knob: value as written}; the space
+    validates."""
     if items is None:
         return None
     if isinstance(items, Mapping):
         return dict(items)
     out: dict[str, Any] = {}
-    for item in items:
+    for item in (part for group in items for part in group.split(",") if part.strip()):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"malformed --hardware {item!r}; use KNOB=VALUE, e.g. --hardware a57_cores=2")

@@ -310,7 +310,9 @@ def cmd_targets(args: argparse.Namespace) -> int:
         t = load_target(args.name)
         if args.json:
             print(json.dumps({"name": t.name, "kind": t.kind, "description": t.description,
-                              "devices": [d.name for d in t.devices], "states": len(t.states())}, indent=2))
+                              "devices": [d.name for d in t.devices], "states": len(t.states()),
+                              "knobs": {k.name: {"effect": k.effect, "devices": list(k.devices), "values": list(k.values)}
+                                        for k in t.knobs.values()}}, indent=2))
             return 0
         console.print(f"[bold]{t.name}[/bold] ({t.kind}{': an analytical model from published specs, not measurements' if t.kind == 'modelled' else ': costs measured on this machine'}) — {t.description}")
         table = Table(show_edge=False)
@@ -322,6 +324,15 @@ def cmd_targets(args: argparse.Namespace) -> int:
             table.add_row(d.name, d.kind, d.execution_provider, mhz,
                           f"{d.capacity_bytes / 1e6:g} MB" if d.capacity_bytes else "unlimited")
         console.print(table)
+        if t.knobs:
+            knobs = Table(show_edge=False)
+            for col in ("knob", "effect", "devices", "values (monotone: later = faster, hungrier)"):
+                knobs.add_column(col)
+            for k in t.knobs.values():
+                knobs.add_row(k.name, k.effect, ", ".join(k.devices), ", ".join(f"{v:g}" if isinstance(v, float) else str(v)
+                                                                                 for v in k.values))
+            console.print(knobs)
+            console.print("fix them with --hardware KNOB=VALUE (default: the last value of each)")
         console.print(f"{len(t.states())} device states; file {t.path}")
         return 0
     rows = []
