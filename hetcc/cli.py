@@ -11,25 +11,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
+from .cli_artifact import _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
 from .errors import UsageError, is_user_error
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's usage errors exit 2 with one line
         self.exit(2, f"hetcc: error: {message} (see {self.prog} --help)\n")
-
-
-def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
-    if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
-        console = Console(stderr=stderr, highlight=False, soft_wrap=True, width=160)
-    return console
-
-
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
 
 
 # ---------------------------------------------------------------- compile
@@ -180,125 +168,6 @@ def cmd_planners(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- inspect
-def cmd_inspect(args: argparse.Namespace) -> int:
-    from .runtime.manifest import load_manifest
-
-    manifest = load_manifest(args.dir)
-    costs_path = Path(args.dir) / "costs.json"
-    costs = json.loads(costs_path.read_text()) if costs_path.exists() else None
-    if args.plot:
-        _plot(manifest, costs, Path(args.plot))
-    if args.json:
-        print(json.dumps({"manifest": manifest, "costs": costs} if args.costs else manifest, indent=2))
-        return 0
-    from rich.table import Table
-
-    console = _console()
-    m, obj = manifest["model"], manifest["objective"]
-    console.print(f"[bold]{m['name']}[/bold] for {manifest['target']['name']} ({manifest['target']['kind']}), "
-                  f"objective {obj['metric']}"
-                  + (f", deadline {obj['deadline_ms']:g} ms" if obj.get("deadline_ms") else "")
-                  + (f", power cap {obj['power_cap_mw'] / 1e3:g} W" if obj.get("power_cap_mw") else "")
-                  + f"; planner {manifest['planner']['name']} ({manifest['planner']['seconds'] * 1e3:.1f} ms)")
-    table = Table(show_edge=False)
-    for col in ("slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"):
-        table.add_column(col, justify="right" if col not in ("device", "ops", "layers") else "left")
-    for s in manifest["slices"]:
-        p = s["predicted"]
-        ops = ""
-        if costs:
-            names = sorted({op for l in costs["layers"][s["first_layer"]:s["last_layer"] + 1] for op in l["op_types"]})
-            ops = ",".join(names[:5]) + ("…" if len(names) > 5 else "")
-        share = p["transfer_ms"] / p["latency_ms"] if p["latency_ms"] else 0.0
-        table.add_row(str(s["id"]), f"L{s['first_layer']}-L{s['last_layer']}", str(s["last_layer"] - s["first_layer"] + 1),
-                      s["device"], _fmt(s["frequency_mhz"], 0) if s["frequency_mhz"] else "-",
-                      _fmt(p["latency_ms"]), _fmt(p["energy_mj"]), f"{share:.0%}", ops)
-    console.print(table)
-    pr = manifest["predicted"]
-    line = f"total: {_fmt(pr['latency_ms'])} ms"
-    if pr.get("energy_mj") is not None:
-        line += f", {_fmt(pr['energy_mj'])} mJ, EDP {_fmt(pr['edp_mj_ms'], 1)} mJ·ms"
-    if pr.get("meets_deadline") is not None:
-        line += ", meets deadline" if pr["meets_deadline"] else ", MISSES deadline"
-    console.print(line)
-    return 0
-
-
-def _plot(manifest: dict, costs: dict | None, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install matplotlib") from None
-    devices = sorted({s["device"] for s in manifest["slices"]})
-    fig, ax = plt.subplots(figsize=(10, 1 + 0.5 * len(devices)))
-    t = 0.0
-    for s in manifest["slices"]:
-        lat = s["predicted"]["latency_ms"]
-        ax.barh(devices.index(s["device"]), lat, left=t)
-        ax.text(t + lat / 2, devices.index(s["device"]), f"L{s['first_layer']}-{s['last_layer']}", ha="center", va="center", fontsize=7)
-        t += lat
-    ax.set_yticks(range(len(devices)), devices)
-    ax.set_xlabel("predicted time (ms)")
-    ax.set_title(f"{manifest['model']['name']} on {manifest['target']['name']}")
-    fig.tight_layout()
-    fig.savefig(path)
-
-
-# ---------------------------------------------------------------- run
-def cmd_run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from .runtime import Executor, random_inputs, verify
-
-    ex = Executor(args.dir, strict_providers=args.strict_providers)
-    feeds = random_inputs(ex.inputs, seed=args.seed)
-    for spec in args.input or ():
-        name, _, file = spec.partition("=")
-        if not file:
-            raise UsageError(f"malformed --input {spec!r}; expected NAME=path.npy")
-        try:
-            feeds[name] = np.load(file)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--input {name}: cannot read {file!r} ({exc})") from None
-    totals, per_slice = [], []
-    for _ in range(max(1, args.repeat)):
-        ex.run(feeds)
-        totals.append(ex.last_total_ms)
-        per_slice.append(list(ex.last_timings))
-    med = np.median(np.array(per_slice), axis=0)
-    report = None
-    if args.verify:
-        report = verify(ex, feeds=feeds, reference_path=args.reference, rtol=args.rtol)
-    if args.json:
-        print(json.dumps({"total_ms_median": float(np.median(totals)), "slices_ms_median": med.tolist(),
-                          "providers": list(ex.providers), "repeat": args.repeat,
-                          "verify": None if report is None else {"ok": report.ok, "outputs": [o.__dict__ for o in report.outputs]}},
-                         indent=2, default=float))
-    else:
-        from rich.table import Table
-
-        console = _console()
-        table = Table(show_edge=False)
-        for col in ("slice", "device", "provider", "median ms", "predicted ms"):
-            table.add_column(col, justify="right" if "ms" in col or col == "slice" else "left")
-        for s, ms, prov in zip(ex.manifest["slices"], med, ex.providers):
-            table.add_row(str(s["id"]), s["device"], prov, f"{ms:.2f}", _fmt(s["predicted"]["latency_ms"]))
-        console.print(table)
-        console.print(f"total: {np.median(totals):.2f} ms median over {len(totals)} run(s)")
-        if report is not None:
-            for o in report.outputs:
-                console.print(f"verify {o.name}: max |diff| {o.max_abs_diff:.3g}, relative {o.rel_diff:.3g} "
-                              f"{'ok' if o.ok else 'MISMATCH'} (rtol {args.rtol:g})")
-            console.print("verify: outputs match the unsliced model" if report.ok else "verify: FAILED")
-    if report is not None and not report.ok:
-        return 4
-    return 0
-
-
 # ---------------------------------------------------------------- targets / zoo
 def cmd_targets(args: argparse.Namespace) -> int:
     from rich.table import Table
@@ -408,24 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=cmd_planners)
 
-    r = sub.add_parser("run", help="execute a compiled artifact with onnxruntime")
-    r.add_argument("dir")
-    r.add_argument("--input", action="append", metavar="NAME=x.npy")
-    r.add_argument("--repeat", type=int, default=1)
-    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    r.add_argument("--verify", action="store_true", help="compare outputs with the unsliced model")
-    r.add_argument("--reference", help="the unsliced model (default: the path recorded at compile time)")
-    r.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --verify (default 1e-4)")
-    r.add_argument("--strict-providers", action="store_true", help="fail if a slice's execution provider is missing")
-    r.add_argument("--json", action="store_true")
-    r.set_defaults(func=cmd_run)
-
-    i = sub.add_parser("inspect", help="show which layers run where, at what frequency, predicted cost")
-    i.add_argument("dir")
-    i.add_argument("--json", action="store_true")
-    i.add_argument("--costs", action="store_true", help="with --json: include costs.json")
-    i.add_argument("--plot", metavar="PNG", help="draw the schedule (needs matplotlib)")
-    i.set_defaults(func=cmd_inspect)
+    add_run_arguments(sub.add_parser("run", help="execute a compiled artifact with onnxruntime")).set_defaults(func=cmd_run)
+    add_inspect_arguments(sub.add_parser("inspect", help="show which layers run where, at what frequency, predicted cost")
+                          ).set_defaults(func=cmd_inspect)
 
     t = sub.add_parser("targets", help="list built-in targets or show one")
     t.add_argument("name", nargs="?")
