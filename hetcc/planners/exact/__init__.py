@@ -1,0 +1,231 @@
+"""exact: the proven optimum for latency, energy or edp under an optional deadline and power cap.
+
+A Pareto-label dynamic program over layer boundaries (``search``). With the power cap c (0 when
+absent) a partial plan is the label (T, X): T its latency and X = energy - c*T/1000, both additive
+over slices. A plan is feasible iff T <= deadline and X <= 0 (average power within the cap), and
+each objective (T, energy = X + c*T/1000, edp = energy*T) is non-decreasing in T and X for
+non-negative costs, so a label dominated in (T, X) at the same search point can never complete to
+a better feasible plan: keeping only non-dominated labels is exact (``pareto``).
+
+Everything else only prunes, and only soundly:
+
+* ``incumbent``: the lower hull of all plans in (T, E), explored with parametric DPs, gives
+  feasible plans (repaired where a limit is crossed); the best is the incumbent U;
+* ``bounds``: per search point, the suffix's hull as lines E' >= G - lam*T'; per label, the least
+  objective of a completion on that relaxation (its LP bound) and whether any is feasible. At
+  the root it is the proven lower bound; when U meets it, U is optimal without a search;
+* a narrow beam pass of the label search improves U, then exact passes prune everything whose
+  bound exceeds a cut: first a guess between the root bound and U (iterative deepening: a pass
+  that finds a feasible plan within its guess is optimal, one that does not raises the bound),
+  then U itself.
+
+Anytime: with ``ctx.budget`` (seconds, and steps = label-search boundaries) the planner returns
+its best plan when the budget runs out, with ``stats`` optimal / lower_bound / gap.
+``prune=False`` runs the plain label DP (no bounds, no incumbent), for verification.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from ...errors import InfeasibleError
+from ..context import PlanContext
+from ..metrics import Objective
+from ..problem import Plan, PlanningProblem, Slice
+from ..registry import PlannerSpec
+from .bounds import envelope, lower
+from .incumbent import best_feasible, hull
+from .incumbent import lowest_average_power_mw as _lowest_power
+from .lagrange import forward
+from .model import Model, build
+from .pareto import INF, pareto_rows
+from .search import no_bound, run_pass
+
+BEAM_WIDTH = 8          # labels per search point in the incumbent's beam pass
+BEAM_SKIP_GAP = 1e-4    # no beam pass when the incumbent is this close to the root bound
+DEEPENING_OF_GAP = (1 / 4,)   # guesses between the root bound and the incumbent ...
+DEEPENING_MIN_GAP = 0.05      # ... when the incumbent is this far above the bound
+OPTIMAL_RTOL = 1e-9     # an incumbent this close to the lower bound is optimal
+
+
+def _ms(x: float) -> str:
+    return f"{x:.1f}" if abs(x) >= 1 else f"{x:.3g}"
+
+
+def _mw(x: float) -> str:
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _fail(m: Model, objective: Objective, deadline_ok: bool, cap_ok: bool, t_min: float) -> None:
+    d = f"the {_ms(m.deadline)} ms deadline" if objective.deadline_ms is not None else ""
+    p = f"the {_mw(m.c)} mW power cap" if m.has_cap else ""
+    if not deadline_ok:
+        also = f", even ignoring {p}" if p else ""
+        raise InfeasibleError(f"no plan meets {d}{also}: the fastest reachable latency is "
+                              f"{_ms(t_min)} ms; relax --deadline")
+    if not cap_ok:
+        also = f", even ignoring {d}" if d else ""
+        raise InfeasibleError(f"no plan meets {p}{also}: the lowest reachable average power is "
+                              f"{_mw(_lowest_power(m))} mW; relax --power-cap")
+    if d and p:
+        try:
+            t_cap = exact(m.problem, Objective("latency", power_cap_mw=m.c)).latency_ms
+            within = f": within the cap the fastest plan takes {_ms(t_cap)} ms"
+        except InfeasibleError:
+            within = ""
+        raise InfeasibleError(f"no plan meets both {d} and {p}{within}; relax --deadline or --power-cap")
+    raise InfeasibleError(f"no plan meets {d or p}; relax {'--deadline' if d else '--power-cap'}")
+
+
+@dataclass
+class _Best:
+    """The incumbent and the proven lower bound as the solve goes on."""
+
+    value: float = INF
+    path: list | None = None
+    bound: float = -INF
+    steps: int = 0
+    passes: list = field(default_factory=list)
+
+    def offer(self, path: list | None, value: float) -> None:
+        if path is not None and value < self.value:
+            self.value, self.path = value, path
+
+    @property
+    def gap(self) -> float:
+        if not np.isfinite(self.value):
+            return INF
+        return max(0.0, self.value - self.bound) / max(abs(self.value), 1e-300)
+
+    @property
+    def optimal(self) -> bool:
+        return np.isfinite(self.value) and self.value <= self.bound + OPTIMAL_RTOL * max(1.0, abs(self.value))
+
+
+def _plan(m: Model, path: list, **stats) -> Plan:
+    return m.problem.evaluate([Slice(int(f), int(l), int(s)) for f, l, s in path], stats=stats)
+
+
+def _cuts(root: float, U: float) -> list[float]:
+    """Iterative deepening: the cuts of the exact passes, the incumbent's value last."""
+    if not np.isfinite(root):
+        return [U]
+    if np.isfinite(U):
+        gap = U - root
+        far = gap > DEEPENING_MIN_GAP * abs(root)
+        return [root + gap * f for f in DEEPENING_OF_GAP if far] + [U]
+    return [root + max(abs(root), 1e-12) * r for r in 1e-3 * 4.0 ** np.arange(6)] + [INF]
+
+
+def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, prune: bool = True,
+          ctx: PlanContext | None = None) -> Plan:
+    """The optimal plan under the cost model, for any metric, deadline and power cap.
+
+    Raises InfeasibleError naming the deadline, cap or layer that no plan can satisfy, or saying
+    that the budget ran out before any feasible plan was found. For verification:
+    ``stream=False`` enumerates every slice explicitly (no open labels) and ``prune=False`` runs
+    the plain Pareto DP without bounds (slow, but obviously exact).
+    """
+    ctx = ctx or PlanContext()
+    m = build(problem, objective, stream)
+    best = _Best()
+    fast = forward(m, np.array([1.0]), np.array([0.0]))
+    t_min = float(fast.T[0])
+    deadline_ok = t_min <= m.Dtol
+    cap_ok = True
+    if m.has_cap:
+        cool = forward(m, np.array([-m.k]))
+        cap_ok = float(cool.E[0] - m.k * cool.T[0]) <= m.tolX
+    if not (deadline_ok and cap_ok):
+        _fail(m, objective, deadline_ok, cap_ok, t_min)
+    if not objective.constrained and m.metric != "edp" or m.metric == "latency" and not m.has_cap:
+        # an additive metric without limits (or latency within a deadline): one scalar DP
+        path = fast.path(0) if m.metric == "latency" else forward(m, np.array([0.0])).path(0)
+        T, E = m.totals(path)
+        v = float(m.value(T, E))
+        return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
+    if not prune:
+        res = run_pass(m, no_bound, INF)
+        if res.path is None:
+            _fail(m, objective, True, True, t_min)
+        return _plan(m, res.path, optimal=True, lower_bound=res.value, gap=0.0, passes=1, labels=res.labels)
+
+    def out_of_budget() -> bool:
+        return ctx.out_of_budget(best.steps)
+
+    h = hull(m, out_of_time=out_of_budget)
+    best.offer(*reversed(best_feasible(m, h)))
+    env = envelope(m, h.lam)
+    bound = partial(lower, m, env)
+    root = float(bound(np.zeros(1), np.zeros(1), 0, False)[0][0])
+    best.bound = root
+    if not np.isfinite(root):
+        _fail(m, objective, True, True, t_min)     # the relaxation has no feasible plan
+    ctx.logger.debug("exact: %d hull vertices, incumbent %.6g, root bound %.6g", len(h.lam), best.value, root)
+
+    def stop(b: int) -> bool:
+        best.steps += 1
+        return ctx.out_of_budget(best.steps)
+
+    def search(cut: float, beam: int | None, label: str):
+        with ctx.progress.task(f"exact: {label}", total=m.L) as task:
+            def progress(b: int, n: int) -> None:
+                task.update(1, labels=n, incumbent=best.value, bound=best.bound)
+            res = run_pass(m, bound, cut, beam=beam, stop=stop, progress=progress)
+        best.passes.append({"cut": cut, "beam": beam, "complete": res.complete, "labels": res.labels})
+        return res
+
+    if not best.optimal and not out_of_budget() and best.gap > BEAM_SKIP_GAP:
+        res = search(best.value, BEAM_WIDTH, "beam pass")
+        best.offer(res.path, res.value)
+    for cut in (_cuts(root, best.value) if not best.optimal else []):
+        if out_of_budget():
+            break
+        res = search(cut, None, "exact pass")
+        if not res.complete:
+            break
+        best.offer(res.path, res.value)
+        if res.path is not None and res.value <= cut * (1 + 1e-9):
+            best.bound = max(best.bound, min(res.value, cut))
+            best.bound = res.value       # the pass kept every plan within its cut: res is optimal
+            break
+        best.bound = max(best.bound, cut)  # nothing feasible within cut: the optimum exceeds it
+        if not np.isfinite(cut):
+            break
+    if best.path is None:
+        if best.passes and best.passes[-1]["complete"] and not np.isfinite(best.passes[-1]["cut"]):
+            _fail(m, objective, True, True, t_min)
+        budget = ctx.budget
+        raise InfeasibleError(f"exact: the budget ({_budget_text(budget)}) ran out before a feasible plan was "
+                              "found; none is proved infeasible (raise the budget)")
+    return _plan(m, best.path, optimal=bool(best.optimal), lower_bound=float(best.bound), gap=float(best.gap),
+                 passes=len(best.passes), labels=int(sum(p["labels"] for p in best.passes)),
+                 hull_vertices=len(h.lam), root_bound=root, steps=best.steps, seconds=ctx.elapsed())
+
+
+def _budget_text(budget) -> str:
+    parts = []
+    if budget.seconds is not None:
+        parts.append(f"{budget.seconds:g} s")
+    if budget.steps is not None:
+        parts.append(f"{budget.steps} steps")
+    return ", ".join(parts) or "none"
+
+
+def lowest_average_power_mw(problem: PlanningProblem) -> float:
+    """The lowest average power (energy / latency) of any legal plan, in mW."""
+    return _lowest_power(build(problem, Objective("latency")))
+
+
+def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
+    return exact(problem, objective, ctx=ctx)
+
+
+SPECS = (PlannerSpec("exact", "ours: Pareto-label DP with sound bounds; the proven optimum for latency, energy "
+                     "or edp under a deadline and/or power cap (anytime with a budget: best plan and its gap)",
+                     _run, constraints=("deadline", "power_cap"), exact=True),)
+
+__all__ = ["SPECS", "exact", "lowest_average_power_mw", "pareto_rows"]

@@ -1,0 +1,119 @@
+"""Sound lower bounds for a partial plan: the convex hull of what the rest of the plan can cost.
+
+For weights lam_1 > ... > lam_K (the last <= 0) the backward parametric DP gives, at every search
+point p, G_k(p) = min over completions of E' + lam_k * T'. So every completion (T', E') lies on or
+above each line E' = G_k - lam_k * T' and right of T' = tmin(p): above their upper envelope h_p,
+a convex piecewise-linear lower bound on the energy still to pay for a given remaining latency.
+
+A label (T, X) at p (E = X + cap * T / 1000) completes to (T + T', E + E') with
+  * T + T' <= deadline: T' <= D - T;
+  * E + E' - cap * (T + T') / 1000 <= tolX: on each line, (lam_k + cap/1000) * T' >= G_k - (tolX - X),
+    which bounds T' from below (positive slope) or above (negative slope), or kills the label;
+so T' lies in an interval [lo, hi] (empty: no feasible completion) and E' >= h_p(T') on it. Each
+objective is non-decreasing in T and E and, for edp, the product (T + T') * (E + G_k - lam_k * T')
+is concave in T' along one line, so its least value over a piece of the envelope is at an end of
+the piece: the bound is the least value over the pieces' ends (each piece bounded by its own line,
+which stays sound however rounding orders the breakpoints). This is the LP relaxation of the rest
+of the plan, per label.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lagrange import backward
+from .model import Model
+from .pareto import INF
+
+SLACK = 1e-10   # relative loosening of every comparison against rounding
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Suffix lines per search point: weights ``lam`` (descending, last <= 0), G, breakpoints,
+    least remaining latency; closed points [L+1, ...], open points [L+1, ns, ...]."""
+
+    lam: np.ndarray
+    Gc: np.ndarray
+    Go: np.ndarray
+    Bc: np.ndarray
+    Bo: np.ndarray
+    tc: np.ndarray
+    to: np.ndarray
+
+
+def _breaks(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """[..., K+1]: -inf, the intersections of consecutive lines (made non-decreasing), +inf."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        B = (G[..., :-1] - G[..., 1:]) / (lam[:-1] - lam[1:])
+    B = np.where(np.isnan(B), -INF, B)
+    B = np.maximum.accumulate(B, axis=-1)
+    pad = np.full(G.shape[:-1] + (1,), INF)
+    return np.concatenate([-pad, B, pad], axis=-1)
+
+
+def envelope(m: Model, lam) -> Envelope:
+    """The suffix envelopes for the weights ``lam`` (0 is added; sorted; duplicates dropped)."""
+    lam = np.unique(np.append(np.asarray(lam, dtype=np.float64), 0.0))[::-1].copy()
+    lam = lam[np.isfinite(lam)]
+    K = lam.size
+    a = np.append(np.ones(K), 0.0)
+    suf = backward(m, np.append(lam, 1.0), a)        # the last weight pair is T alone
+    Gc, Go = suf.closed[:, :K], suf.open[:, :, :K]
+    return Envelope(lam, Gc, Go, _breaks(Gc, lam), _breaks(Go, lam), suf.closed[:, K], suf.open[:, :, K])
+
+
+def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
+          is_open: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(objective lower bound, no feasible completion) for labels (T, X) at closed boundary b
+    (1-D arrays) or open on the streamed states (arrays [ns, W])."""
+    if is_open:
+        G, B, tm = env.Go[b][:, None, :], env.Bo[b][:, None, :], env.to[b][:, None]
+    else:
+        G, B, tm = env.Gc[b], env.Bc[b], env.tc[b]
+    lam = env.lam
+    k = m.k
+    with np.errstate(invalid="ignore", over="ignore"):
+        E = X + k * T
+        lo = np.broadcast_to(tm, T.shape).astype(np.float64)
+        hi = m.Dtol - T
+        dead = ~np.isfinite(lo) | ~(T < INF)
+        if m.has_cap:
+            budget = (m.tolX - X)[..., None]
+            mu = lam + k
+            need = G - budget                                     # mu * T' >= need
+            pos, neg, zero = mu > 0, mu < 0, mu == 0
+            if pos.any():
+                lo = np.maximum(lo, np.max(np.where(pos, need / np.where(pos, mu, 1.0), -INF), axis=-1))
+            if neg.any():
+                hi = np.minimum(hi, np.min(np.where(neg, need / np.where(neg, mu, -1.0), INF), axis=-1))
+            if zero.any():
+                dead |= np.any(zero & (need > SLACK * (1.0 + np.abs(budget) + np.abs(G))), axis=-1)
+        lo = lo - SLACK * (1.0 + np.abs(lo))
+        hi = hi + SLACK * (1.0 + np.abs(hi))
+        dead |= ~(lo <= hi)
+        if m.metric == "latency":
+            lb = T + lo
+        else:
+            a = np.maximum(lo[..., None], B[..., :-1])           # piece k of the envelope, clipped
+            z = np.minimum(hi[..., None], B[..., 1:])
+            valid = a <= z
+            flat = lam == 0                                      # no 0 * inf on the flat line
+            ea = E[..., None] + G - np.where(flat, 0.0, lam * a)
+            ez = E[..., None] + G - np.where(flat, 0.0, lam * z)
+            if m.metric == "energy":
+                v = np.minimum(ea, ez)
+            else:
+                Ta, Tz = T[..., None] + a, T[..., None] + z
+                va = Ta * np.maximum(ea, 0.0)
+                vz = Tz * np.maximum(ez, 0.0)
+                v = np.minimum(np.where(np.isnan(va), 0.0, va), np.where(np.isnan(vz), 0.0, vz))
+            v = np.where(valid & ~np.isnan(v), v, INF)
+            lb = v.min(axis=-1)
+            lb = lb - SLACK * (1.0 + np.abs(lb))
+        lb = np.where(dead, INF, lb)
+    return lb, dead
+
+
+__all__ = ["Envelope", "envelope", "lower"]

@@ -1,0 +1,181 @@
+"""Incumbents: good feasible plans found fast, before (and to speed up) the exact label search.
+
+The lower hull of all plans in the (T, E) plane is explored with the parametric DP: vertices for a
+geometric grid of weights, then, round after round, the weight of the segment between two
+neighbouring vertices (it finds the vertex between them, or proves the segment an edge). Only
+segments that can matter are refined: those crossing the deadline or the cap, and those whose
+triangle (the two vertices and the crossing of their supporting lines) holds a point better
+than the incumbent. edp is quasi-concave (its super-level sets are convex), so over the hull
+its minimum is at a vertex: without limits this refinement alone is exact.
+
+Infeasible vertices next to a limit are repaired by re-picking slice states one at a time
+(``repair``). The best feasible plan so far is the incumbent ``U``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .lagrange import forward
+from .model import Model
+from .pareto import INF
+
+GRID = 2.0 ** np.arange(-10, 10.5, 1.0)    # weights relative to the plans' typical power
+ROUNDS = 12
+
+
+@dataclass
+class Hull:
+    """Vertices found so far: (lam, T, E, path), sorted by lam descending (T ascending)."""
+
+    lam: list = field(default_factory=list)
+    T: list = field(default_factory=list)
+    E: list = field(default_factory=list)
+    paths: list = field(default_factory=list)
+    edges: set = field(default_factory=set)   # pairs of lam proven to bound a hull edge
+
+    def add(self, m: Model, lam: np.ndarray) -> None:
+        v = forward(m, lam)
+        for k in range(lam.size):
+            if not np.isfinite(v.T[k]):
+                continue
+            self.lam.append(float(lam[k]))
+            self.T.append(float(v.T[k]))
+            self.E.append(float(v.E[k]))
+            self.paths.append(v.path(k))
+        order = np.argsort(-np.asarray(self.lam), kind="stable")
+        for name in ("lam", "T", "E", "paths"):
+            setattr(self, name, [getattr(self, name)[i] for i in order])
+
+
+def _interesting(m: Model, h: Hull, i: int, U: float) -> bool:
+    """Whether the segment between vertices i and i+1 may hide a useful vertex."""
+    Ta, Ea, Tb, Eb = h.T[i], h.E[i], h.T[i + 1], h.E[i + 1]
+    if (h.lam[i], h.lam[i + 1]) in h.edges or not Tb > Ta * (1 + 1e-12) or not Ea > Eb * (1 + 1e-12) - 1e-300:
+        return False
+    fa, fb = bool(m.feasible(Ta, Ea)), bool(m.feasible(Tb, Eb))
+    if fa != fb:
+        return True
+    if not fa:
+        return False
+    la, lb = h.lam[i], h.lam[i + 1]
+    Tc = (Ea + la * Ta - Eb - lb * Tb) / (la - lb) if la != lb else Ta
+    Ec = Ea + la * Ta - la * Tc
+    best = min(m.value(Ta, Ea), m.value(Tb, Eb), m.value(Tc, max(Ec, 0.0)))
+    return best < U * (1 - 1e-12)
+
+
+def hull(m: Model, U: float = INF, out_of_time=lambda: False) -> Hull:
+    """Explore the lower hull (see the module docstring); ``U`` prunes segments (edp)."""
+    h = Hull()
+    base = None
+    h.add(m, np.array([0.0]))
+    if h.T and h.T[0] > 0:
+        base = max(h.E[0] / h.T[0], 1e-12)
+    base = base or 1.0
+    grid = np.concatenate([GRID * base, [-m.k * (1 - 2.0 ** -j) for j in range(1, 6)] if m.has_cap else []])
+    h.add(m, grid)
+    for _ in range(ROUNDS):
+        U = min([U] + [m.value(t, e) for t, e in zip(h.T, h.E) if m.feasible(t, e)])
+        probes, pairs = [], []
+        for i in range(len(h.lam) - 1):
+            if _interesting(m, h, i, U):
+                lam = (h.E[i + 1] - h.E[i]) / (h.T[i] - h.T[i + 1])
+                if h.lam[i + 1] < lam < h.lam[i]:
+                    probes.append(lam)
+                    pairs.append((h.lam[i], h.lam[i + 1], h.E[i] + lam * h.T[i]))
+                else:
+                    h.edges.add((h.lam[i], h.lam[i + 1]))
+        if not probes or out_of_time():
+            break
+        before = len(h.lam)
+        h.add(m, np.asarray(probes))
+        # a probe that finds nothing below the segment proves it a hull edge
+        for (la, lb, ref), lam in zip(pairs, probes):
+            j = h.lam.index(lam)
+            if h.E[j] + lam * h.T[j] >= ref - 1e-12 * max(1.0, abs(ref)):
+                h.edges.add((la, lb))
+        if len(h.lam) == before:
+            break
+    return h
+
+
+def repair(m: Model, path: list, max_moves: int = 60) -> list | None:
+    """A feasible, locally improved version of ``path`` (None if none is found).
+
+    Keeps the slicing and re-picks one slice's state at a time: while the plan violates a limit,
+    the move with the least objective increase per unit of violation removed; then, while some
+    move lowers the objective and stays feasible, the best one.
+    """
+    first = np.array([f for f, _, _ in path])
+    ends = np.array([last + 1 for _, last, _ in path])
+    state = np.array([s for _, _, s in path])
+    ct = m.T3[ends, first, :]                     # [n, S]
+    ce = m.E3[ends, first, :]
+    rows = np.arange(len(path))
+    T = float(ct[rows, state].sum())
+    E = float(ce[rows, state].sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(max_moves):
+            nT = T + ct - ct[rows, state][:, None]
+            nE = E + ce - ce[rows, state][:, None]
+            ok = np.isfinite(nT) & np.isfinite(nE)
+            obj_now = m.value(T, E)
+            obj_new = np.where(ok, m.value(nT, nE), INF)
+            viol_now = float(m.violation(T, E))
+            if viol_now > 0:
+                gain = viol_now - np.where(ok, m.violation(nT, nE), INF)
+                score = np.where(gain > 0, (obj_new - obj_now) / gain, INF)
+            else:
+                feasible = ok & m.feasible(nT, nE)
+                score = np.where(feasible & (obj_new < obj_now * (1 - 1e-12)), obj_new, INF)
+            j = int(np.argmin(score))
+            if not np.isfinite(score.flat[j]):
+                break
+            r, s = divmod(j, score.shape[1])
+            T, E = float(nT[r, s]), float(nE[r, s])
+            state[r] = s
+    if not m.feasible(T, E):
+        return None
+    return [(int(f), int(e) - 1, int(s)) for f, e, s in zip(first, ends, state)]
+
+
+def best_feasible(m: Model, h: Hull, repairs: int = 4) -> tuple[float, list | None]:
+    """(value, path) of the best feasible plan among the hull's vertices and the repaired
+    least-violating ones; (inf, None) when there is none."""
+    U, best = INF, None
+    scored = []
+    for T, E, p in zip(h.T, h.E, h.paths):
+        if p is None:
+            continue
+        v = float(m.violation(T, E))
+        scored.append((v, float(m.value(T, E)), p))
+    feas = [s for s in scored if s[0] <= 0 and m.feasible(*m.totals(s[2]))]
+    cands = [s[2] for s in sorted(feas, key=lambda s: s[1])[:2]]
+    cands += [s[2] for s in sorted((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]))[:repairs]]
+    for p in cands:
+        q = repair(m, p)
+        if q is None:
+            continue
+        v = float(m.value(*m.totals(q)))
+        if v < U:
+            U, best = v, q
+    return U, best
+
+
+def lowest_average_power_mw(m: Model) -> float:
+    """min over legal plans of energy/latency (Dinkelbach's iteration on E - rho*T)."""
+    v = forward(m, np.array([0.0]))
+    T, E = float(v.T[0]), float(v.E[0])
+    rho = 1000.0 * E / T if T > 0 else 0.0
+    for _ in range(100):
+        v = forward(m, np.array([-rho / 1000.0]))
+        T, E = float(v.T[0]), float(v.E[0])
+        if T <= 0 or E - rho * T / 1000.0 >= -1e-12 * max(1.0, E):
+            break
+        rho = 1000.0 * E / T
+    return rho
+
+
+__all__ = ["Hull", "best_feasible", "hull", "lowest_average_power_mw", "repair"]

@@ -1,0 +1,154 @@
+"""Parametric (Lagrangian) dynamic programs: for K weights lam at once, the plans minimising
+E + lam * T (forward, with their paths) and the least E + lam * T still to pay from every search
+point (backward). O(L * S * K) for streamed states; enumerated states add their slices.
+
+A plan optimal for E + lam * T is a vertex of the lower hull of all plans in the (T, E) plane;
+``lam`` may be negative (the part of the hull where slower plans draw more energy, which a power
+cap can make the interesting part).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import Model
+from .pareto import INF
+
+
+def weighted(e: np.ndarray, t: np.ndarray, lam: np.ndarray, a: np.ndarray | None = None) -> np.ndarray:
+    """a*e + lam*t broadcast over a trailing K axis; +inf wherever e or t is not finite."""
+    a = np.ones_like(lam) if a is None else a
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = e[..., None] * a + t[..., None] * lam
+    out[~(np.isfinite(e) & np.isfinite(t))] = INF
+    return out
+
+
+@dataclass(frozen=True)
+class Vertices:
+    """The forward pass: per weight k the optimal plan's T[k], E[k] and its path on demand."""
+
+    lam: np.ndarray
+    T: np.ndarray
+    E: np.ndarray
+    choice_s: np.ndarray   # [L+1, K] state of the slice ending at boundary b (-1 none)
+    choice_k: np.ndarray   # [L+1, K] its first layer, -1 when it was a streamed (open) slice
+    cont: np.ndarray       # [L, ns, K] layer i continued the open slice on ss[j]
+    ss: np.ndarray
+
+    def path(self, k: int) -> list[tuple[int, int, int]] | None:
+        b = self.choice_s.shape[0] - 1
+        out = []
+        pos = {int(s): j for j, s in enumerate(self.ss)}
+        while b > 0:
+            s = int(self.choice_s[b, k])
+            if s < 0:
+                return None
+            first = int(self.choice_k[b, k])
+            if first < 0:
+                j, i = pos[s], b - 1
+                while self.cont[i, j, k]:
+                    i -= 1
+                first = i
+            out.append((first, b - 1, s))
+            b = first
+        out.reverse()
+        return out
+
+
+def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
+    """The plans minimising a[k] * E + lam[k] * T for every k (one pass; a defaults to 1)."""
+    lam = np.asarray(lam, dtype=np.float64)
+    a = np.ones_like(lam) if a is None else np.asarray(a, dtype=np.float64)
+    K, L = lam.size, m.L
+    ss, es = m.ss, m.es
+    ns, ne = ss.size, es.size
+    ar = np.arange(K)
+    lay = weighted(m.cE.layer[:, ss], m.cT.layer[:, ss], lam, a)
+    ent = weighted(m.cE.enter[:, ss], m.cT.enter[:, ss], lam, a)
+    lea = weighted(m.cE.leave[:, ss], m.cT.leave[:, ss], lam, a)
+    W = np.full((L + 1, K), INF)
+    W[0] = 0.0
+    cT = np.zeros((L + 1, K))
+    cE = np.zeros((L + 1, K))
+    cs = np.full((L + 1, K), -1, dtype=np.int64)
+    ck = np.full((L + 1, K), -1, dtype=np.int64)
+    cont = np.zeros((L, ns, K), dtype=bool)
+    oW = np.full((ns, K), INF)
+    oT = np.zeros((ns, K))
+    oE = np.zeros((ns, K))
+    with np.errstate(invalid="ignore"):
+        for i in range(L):
+            b = i + 1
+            best = np.full(K, INF)
+            bT = np.zeros(K)
+            bE = np.zeros(K)
+            if ns:
+                start = W[i] + ent[i]
+                keep = oW < start
+                cont[i] = keep
+                oW = np.where(keep, oW, start) + lay[i]
+                oT = np.where(keep, oT, cT[i] + m.cT.enter[i, ss][:, None]) + m.cT.layer[i, ss][:, None]
+                oE = np.where(keep, oE, cE[i] + m.cE.enter[i, ss][:, None]) + m.cE.layer[i, ss][:, None]
+                cand = oW + lea[i]
+                j = np.argmin(cand, axis=0)
+                best = cand[j, ar]
+                bT = oT[j, ar] + m.cT.leave[i, ss[j]]
+                bE = oE[j, ar] + m.cE.leave[i, ss[j]]
+                cs[b] = np.where(np.isfinite(best), ss[j], -1)
+            if ne:
+                tot = W[:b, None, :] + weighted(m.E3[b, :b][:, es], m.T3[b, :b][:, es], lam, a)   # [b, ne, K]
+                flat = tot.reshape(b * ne, K)
+                j2 = np.argmin(flat, axis=0)
+                v2 = flat[j2, ar]
+                k2, e2 = np.divmod(j2, ne)
+                better = v2 < best
+                best = np.where(better, v2, best)
+                bT = np.where(better, cT[k2, ar] + m.T3[b, k2, es[e2]], bT)
+                bE = np.where(better, cE[k2, ar] + m.E3[b, k2, es[e2]], bE)
+                cs[b] = np.where(better, es[e2], cs[b])
+                ck[b] = np.where(better, k2, -1)
+            W[b], cT[b], cE[b] = best, bT, bE
+    ok = np.isfinite(W[L])
+    return Vertices(lam, np.where(ok, cT[L], INF), np.where(ok, cE[L], INF), cs, ck, cont, ss)
+
+
+@dataclass(frozen=True)
+class Suffix:
+    """min over completions of a*E + lam*T from closed boundary i ([L+1, K]) and from an open
+    slice on ss[j] whose last layer so far is i-1 ([L+1, ns, K])."""
+
+    closed: np.ndarray
+    open: np.ndarray
+
+
+def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
+    lam = np.asarray(lam, dtype=np.float64)
+    a = np.ones_like(lam) if a is None else np.asarray(a, dtype=np.float64)
+    K, L = lam.size, m.L
+    ss, es = m.ss, m.es
+    ns = ss.size
+    lay = weighted(m.cE.layer[:, ss], m.cT.layer[:, ss], lam, a)
+    ent = weighted(m.cE.enter[:, ss], m.cT.enter[:, ss], lam, a)
+    lea = weighted(m.cE.leave[:, ss], m.cT.leave[:, ss], lam, a)
+    closed = np.full((L + 1, K), INF)
+    closed[L] = 0.0
+    opn = np.full((L + 1, ns, K), INF)
+    if ns:
+        opn[L] = lea[L - 1]
+    with np.errstate(invalid="ignore"):
+        for i in range(L - 1, -1, -1):
+            best = np.full(K, INF)
+            if ns:
+                best = np.min(ent[i] + lay[i] + opn[i + 1], axis=0)
+            if es.size:
+                w = weighted(m.E3[i + 1:, i][:, es], m.T3[i + 1:, i][:, es], lam, a) + closed[i + 1:, None, :]
+                best = np.minimum(best, w.reshape(-1, K).min(axis=0))
+            closed[i] = best
+            if i >= 1 and ns:
+                opn[i] = np.minimum(lea[i - 1] + closed[i], lay[i] + opn[i + 1])
+    return Suffix(closed, opn)
+
+
+__all__ = ["Suffix", "Vertices", "backward", "forward", "weighted"]

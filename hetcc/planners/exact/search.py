@@ -1,0 +1,162 @@
+"""The label search: one forward pass over the layer boundaries keeping Pareto labels (T, X).
+
+Search points are the closed boundaries b (every slice so far ended at layer b-1) and, for each
+streamed state s, the open point "layer b-1 runs on s and its slice may continue". A label is a
+partial plan's (T, X). At every point only labels that (1) no other label there dominates in
+(T, X) and (2) may still complete into a feasible plan whose objective is within ``cut`` (by the
+bounds of ``bounds.lower``) survive. Both rules drop only labels that cannot lead to a plan better
+than what survives or than ``cut``: a pass with every label kept is exact for plans within cut.
+
+With ``beam`` only that many labels with the least lower bounds survive per point: a heuristic
+for incumbents, not exact. A pass stops early (``Pass.complete`` False) when ``stop()`` says so.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .model import Model
+from .pareto import INF, best_rows, pareto_rows
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one pass found: the best feasible path within its cut (None) and its value, whether
+    it ran to the end, and how many labels it kept."""
+
+    path: list | None
+    value: float
+    complete: bool
+    labels: int
+
+
+#: bound(T, X, b, is_open) -> (objective lower bound, no feasible completion), as bounds.lower
+Bound = Callable[[np.ndarray, np.ndarray, int, bool], tuple[np.ndarray, np.ndarray]]
+
+
+def no_bound(T: np.ndarray, X: np.ndarray, b: int, is_open: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The plain label DP: nothing is pruned but dominated labels."""
+    return np.zeros(T.shape), np.zeros(T.shape, dtype=bool)
+
+
+def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
+             stop: Callable[[int], bool] = lambda b: False,
+             progress: Callable[[int, int], None] = lambda b, n: None) -> Pass:
+    L = m.L
+    layT, inT, outT = m.cT.layer, m.cT.enter, m.cT.leave
+    layX, inX, outX = m.cX.layer, m.cX.enter, m.cX.leave
+    T3, X3 = m.T3, m.X3
+    ss, es = m.ss, m.es
+    ns = ss.size
+    limit = cut * (1 + 1e-9) + 1e-300 if np.isfinite(cut) else INF
+
+    def prune(T, X, b, is_open):
+        lb, dead = bound(T, X, b, is_open)
+        return dead | (lb > limit), lb
+
+    if es.size:   # earliest start boundary of any legal slice ending at b on an enumerated state
+        ok = m.ok[:, :, es].any(axis=2)
+        kmin = np.where(ok.any(axis=1), ok.argmax(axis=1), 0)
+    fT, fX = [np.zeros(1)], [np.zeros(1)]
+    fpar, ffirst, fstate = [np.full(1, -1)], [np.full(1, -1)], [np.full(1, -1)]
+    offsets = [0, 1]
+    allT, allX = np.zeros(1), np.zeros(1)          # every closed label so far, for enumeration
+    allB, allI = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    oT = np.full((ns, 0), INF)
+    oX = np.full((ns, 0), INF)
+    opar = np.full((ns, 0), -1, dtype=np.int64)
+    ofirst = np.full((ns, 0), -1, dtype=np.int64)
+    kept = 1
+    for i in range(L):
+        b = i + 1
+        if stop(b):
+            return Pass(None, INF, False, kept)
+        parts = []
+        if ns:
+            FT, FX = fT[i], fX[i]
+            F = FT.size
+            with np.errstate(invalid="ignore"):
+                T = np.concatenate([oT, FT[None, :] + inT[i, ss][:, None]], axis=1) + layT[i, ss][:, None]
+                X = np.concatenate([oX, FX[None, :] + inX[i, ss][:, None]], axis=1) + layX[i, ss][:, None]
+            par = np.concatenate([opar, np.broadcast_to(np.arange(F), (ns, F))], axis=1)
+            first = np.concatenate([ofirst, np.full((ns, F), i)], axis=1)
+            bad = ~(np.isfinite(T) & np.isfinite(X))
+            T[bad] = INF
+            X[bad] = INF
+            if T.shape[1]:
+                oT, oX, opar, ofirst = pareto_rows(T, X, par, first)
+                dead, lb = prune(oT, oX, b, True)
+                oT = np.where(dead, INF, oT)
+                oX = np.where(dead, INF, oX)
+                if beam:
+                    oT, oX, opar, ofirst = best_rows(beam, lb, oT, oX, opar, ofirst)
+                oT, oX, opar, ofirst = pareto_rows(oT, oX, opar, ofirst)
+            with np.errstate(invalid="ignore"):
+                cTc = oT + outT[i, ss][:, None]
+                cXc = oX + outX[i, ss][:, None]
+            mk = np.isfinite(cTc) & np.isfinite(cXc)
+            rows = np.nonzero(mk)[0]
+            parts.append((cTc[mk], cXc[mk], opar[mk], ofirst[mk], ss[rows]))
+            kept += int((oT < INF).sum())
+        if es.size:
+            lo = offsets[int(kmin[b])]
+            bT, bX, bB = allT[lo:], allX[lo:], allB[lo:]
+            vT = bT[:, None] + T3[b][bB][:, es]
+            vX = bX[:, None] + X3[b][bB][:, es]
+            mk = np.isfinite(vT) & np.isfinite(vX)
+            rr, cc = np.nonzero(mk)
+            parts.append((vT[mk], vX[mk], allI[lo:][rr], bB[rr], es[cc]))
+        T = np.concatenate([p[0] for p in parts])[None, :]
+        X = np.concatenate([p[1] for p in parts])[None, :]
+        par = np.concatenate([p[2] for p in parts]).astype(np.int64)[None, :]
+        first = np.concatenate([p[3] for p in parts]).astype(np.int64)[None, :]
+        state = np.concatenate([p[4] for p in parts]).astype(np.int64)[None, :]
+        if T.size:
+            T, X, par, first, state = pareto_rows(T, X, par, first, state)
+            dead, lb = prune(T[0], X[0], b, False)
+            T = np.where(dead, INF, T[0])[None, :]
+            X = np.where(dead, INF, X[0])[None, :]
+            if beam:
+                T, X, par, first, state = best_rows(beam, lb[None, :], T, X, par, first, state)
+            T, X, par, first, state = pareto_rows(T, X, par, first, state)
+        T, X, par, first, state = (a[0] for a in (T, X, par, first, state))
+        fT.append(T)
+        fX.append(X)
+        fpar.append(par)
+        ffirst.append(first)
+        fstate.append(state)
+        offsets.append(offsets[-1] + T.size)
+        kept += T.size
+        if es.size:
+            allT = np.concatenate([allT, T])
+            allX = np.concatenate([allX, X])
+            allB = np.concatenate([allB, np.full(T.size, b, dtype=np.int64)])
+            allI = np.concatenate([allI, np.arange(T.size)])
+        progress(b, kept)
+    T, X = fT[L], fX[L]
+    logger.debug("exact: final front %d labels, %d labels in all", T.size, kept)
+    if T.size == 0:
+        return Pass(None, INF, True, kept)
+    E = X + m.k * T
+    v = np.where(m.feasible(T, E), m.value(T, E), INF)
+    j = int(np.argmin(v))
+    best = float(v[j])
+    if not np.isfinite(best):
+        return Pass(None, INF, True, kept)
+    path = []
+    b = L
+    while b > 0:
+        k = int(ffirst[b][j])
+        path.append((k, b - 1, int(fstate[b][j])))
+        j = int(fpar[b][j])
+        b = k
+    path.reverse()
+    return Pass(path, best, True, kept)
+
+
+__all__ = ["Bound", "Pass", "no_bound", "run_pass"]
