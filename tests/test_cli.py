@@ -69,7 +69,7 @@ def test_compile_ok_writes_artifact(capsys, chain, tmp_path):
     summary = json.loads(stdout)
     assert summary["layers"] == 4 and (out / "manifest.json").exists() and (out / "costs.json").exists()
     code, stdout, _ = run(capsys, "inspect", str(out), "--json")
-    assert code == 0 and json.loads(stdout)["schema"] == "hetcc.manifest/1"
+    assert code == 0 and json.loads(stdout)["schema"] == "hetcc.manifest/2"
     code, stdout, _ = run(capsys, "run", str(out), "--verify")
     assert code == 0 and "outputs match" in stdout
 
@@ -122,7 +122,7 @@ def test_malformed_deadline(capsys, chain, tmp_path, bad):
 def test_deadline_forms(good, ms):
     from hetcc.api import parse_deadline
 
-    assert parse_deadline(good) == pytest.approx(ms)
+    assert parse_deadline(good) == (pytest.approx(ms), None)
 
 
 @pytest.mark.parametrize("good,mw", [("5W", 5000.0), ("5000mW", 5000.0), ("5", 5000.0), ("0.5w", 500.0)])
