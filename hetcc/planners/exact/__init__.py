@@ -36,7 +36,7 @@ from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
-from .bounds import envelope, lower
+from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import best_feasible, hull
 from .incumbent import lowest_average_power_mw as _lowest_power
 from .lagrange import forward
@@ -159,8 +159,8 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     h = hull(m, out_of_time=out_of_budget)
     best.offer(*reversed(best_feasible(m, h)))
     env = envelope(m, h.lam)
-    bound = partial(lower, m, env)
-    root = float(bound(np.zeros(1), np.zeros(1), 0, False)[0][0])
+    root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
+    bound = partial(two_stage, m, subset(env, critical(m, env)), env)
     best.bound = root
     if not np.isfinite(root):
         _fail(m, objective, True, True, t_min)     # the relaxation has no feasible plan

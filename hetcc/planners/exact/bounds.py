@@ -64,11 +64,50 @@ def envelope(m: Model, lam) -> Envelope:
     return Envelope(lam, Gc, Go, _breaks(Gc, lam), _breaks(Go, lam), suf.closed[:, K], suf.open[:, :, K])
 
 
+def subset(env: Envelope, idx: np.ndarray) -> Envelope:
+    """The envelope of some of the lines only (still sound, looser, cheaper)."""
+    idx = np.unique(idx)
+    lam = env.lam[idx]
+    Gc, Go = env.Gc[:, idx], env.Go[:, :, idx]
+    return Envelope(lam, Gc, Go, _breaks(Gc, lam), _breaks(Go, lam), env.tc, env.to)
+
+
+def critical(m: Model, env: Envelope, width: int = 1) -> np.ndarray:
+    """Indices of the lines that decide the root's bound, with ``width`` neighbours each side
+    (the line of weight 0 too): a small envelope that prunes almost as well as the whole."""
+    T = X = np.zeros(1)
+    keep = [int(np.flatnonzero(env.lam == 0)[0])]
+    G, B, lam = env.Gc[0], env.Bc[0], env.lam
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if m.has_cap:
+            mu = lam + m.k
+            need = G - m.tolX
+            cand = np.where(mu > 0, need / np.where(mu > 0, mu, 1.0), -INF)
+            keep.append(int(np.argmax(cand)))
+            cand = np.where(mu < 0, need / np.where(mu < 0, mu, -1.0), INF)
+            keep.append(int(np.argmin(cand)))
+        if m.metric != "latency":
+            lo = env.tc[0]
+            hi = m.Dtol
+            a = np.maximum(lo, B[:-1])
+            z = np.minimum(hi, B[1:])
+            keep.append(int(np.argmin(np.where(a <= z, a + z, INF))))
+            ok = a <= z
+            if ok.any():
+                v = np.where(ok, np.minimum(G - np.where(lam == 0, 0, lam * a), G - np.where(lam == 0, 0, lam * z))
+                             * (1.0 if m.metric == "energy" else np.maximum(a, 1e-300)), INF)
+                keep.append(int(np.argmin(v)))
+    idx = {min(max(k + d, 0), lam.size - 1) for k in keep for d in range(-width, width + 1)}
+    return np.array(sorted(idx))
+
+
 def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
-          is_open: bool) -> tuple[np.ndarray, np.ndarray]:
+          is_open: bool, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(objective lower bound, no feasible completion) for labels (T, X) at closed boundary b
-    (1-D arrays) or open on the streamed states (arrays [ns, W])."""
-    if is_open:
+    (1-D arrays) or open on the streamed states (arrays [ns, W], or 1-D on ``rows``)."""
+    if is_open and rows is not None:
+        G, B, tm = env.Go[b][rows], env.Bo[b][rows], env.to[b][rows]
+    elif is_open:
         G, B, tm = env.Go[b][:, None, :], env.Bo[b][:, None, :], env.to[b][:, None]
     else:
         G, B, tm = env.Gc[b], env.Bc[b], env.tc[b]
@@ -116,4 +155,19 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     return lb, dead
 
 
-__all__ = ["Envelope", "envelope", "lower"]
+def two_stage(m: Model, small: Envelope, full: Envelope, T: np.ndarray, X: np.ndarray, b: int, is_open: bool,
+              limit: float) -> tuple[np.ndarray, np.ndarray]:
+    """``lower`` with the small envelope, then with the full one on the labels that survive it;
+    returns (bound, pruned) where pruned includes a bound above ``limit``."""
+    lb, dead = lower(m, small, T, X, b, is_open)
+    dead |= lb > limit
+    live = np.nonzero(~dead)
+    if live[0].size:
+        rows = live[0] if is_open else None
+        lb2, dead2 = lower(m, full, T[live], X[live], b, is_open, rows)
+        lb[live] = np.maximum(lb[live], lb2)
+        dead[live] = dead2 | (lb[live] > limit)
+    return lb, dead
+
+
+__all__ = ["Envelope", "critical", "envelope", "lower", "subset", "two_stage"]

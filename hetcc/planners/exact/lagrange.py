@@ -75,6 +75,7 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     cs = np.full((L + 1, K), -1, dtype=np.int64)
     ck = np.full((L + 1, K), -1, dtype=np.int64)
     cont = np.zeros((L, ns, K), dtype=bool)
+    E3, T3 = m.E3[:, :, es], m.T3[:, :, es]
     oW = np.full((ns, K), INF)
     oT = np.zeros((ns, K))
     oE = np.zeros((ns, K))
@@ -98,15 +99,15 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
                 bE = oE[j, ar] + m.cE.leave[i, ss[j]]
                 cs[b] = np.where(np.isfinite(best), ss[j], -1)
             if ne:
-                tot = W[:b, None, :] + weighted(m.E3[b, :b][:, es], m.T3[b, :b][:, es], lam, a)   # [b, ne, K]
+                tot = W[:b, None, :] + weighted(E3[b, :b], T3[b, :b], lam, a)   # [b, ne, K]
                 flat = tot.reshape(b * ne, K)
                 j2 = np.argmin(flat, axis=0)
                 v2 = flat[j2, ar]
                 k2, e2 = np.divmod(j2, ne)
                 better = v2 < best
                 best = np.where(better, v2, best)
-                bT = np.where(better, cT[k2, ar] + m.T3[b, k2, es[e2]], bT)
-                bE = np.where(better, cE[k2, ar] + m.E3[b, k2, es[e2]], bE)
+                bT = np.where(better, cT[k2, ar] + T3[b, k2, e2], bT)
+                bE = np.where(better, cE[k2, ar] + E3[b, k2, e2], bE)
                 cs[b] = np.where(better, es[e2], cs[b])
                 ck[b] = np.where(better, k2, -1)
             W[b], cT[b], cE[b] = best, bT, bE
@@ -134,6 +135,7 @@ def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
     lea = weighted(m.cE.leave[:, ss], m.cT.leave[:, ss], lam, a)
     closed = np.full((L + 1, K), INF)
     closed[L] = 0.0
+    E3, T3 = m.E3[:, :, es], m.T3[:, :, es]
     opn = np.full((L + 1, ns, K), INF)
     if ns:
         opn[L] = lea[L - 1]
@@ -143,7 +145,7 @@ def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
             if ns:
                 best = np.min(ent[i] + lay[i] + opn[i + 1], axis=0)
             if es.size:
-                w = weighted(m.E3[i + 1:, i][:, es], m.T3[i + 1:, i][:, es], lam, a) + closed[i + 1:, None, :]
+                w = weighted(E3[i + 1:, i], T3[i + 1:, i], lam, a) + closed[i + 1:, None, :]
                 best = np.minimum(best, w.reshape(-1, K).min(axis=0))
             closed[i] = best
             if i >= 1 and ns:

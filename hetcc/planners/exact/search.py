@@ -35,11 +35,12 @@ class Pass:
     labels: int
 
 
-#: bound(T, X, b, is_open) -> (objective lower bound, no feasible completion), as bounds.lower
-Bound = Callable[[np.ndarray, np.ndarray, int, bool], tuple[np.ndarray, np.ndarray]]
+#: bound(T, X, b, is_open, limit) -> (objective lower bound, pruned: no feasible completion or
+#: none within limit), as bounds.two_stage
+Bound = Callable[[np.ndarray, np.ndarray, int, bool, float], tuple[np.ndarray, np.ndarray]]
 
 
-def no_bound(T: np.ndarray, X: np.ndarray, b: int, is_open: bool) -> tuple[np.ndarray, np.ndarray]:
+def no_bound(T: np.ndarray, X: np.ndarray, b: int, is_open: bool, limit: float) -> tuple[np.ndarray, np.ndarray]:
     """The plain label DP: nothing is pruned but dominated labels."""
     return np.zeros(T.shape), np.zeros(T.shape, dtype=bool)
 
@@ -56,8 +57,8 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     limit = cut * (1 + 1e-9) + 1e-300 if np.isfinite(cut) else INF
 
     def prune(T, X, b, is_open):
-        lb, dead = bound(T, X, b, is_open)
-        return dead | (lb > limit), lb
+        lb, dead = bound(T, X, b, is_open, limit)
+        return dead, lb
 
     if es.size:   # earliest start boundary of any legal slice ending at b on an enumerated state
         ok = m.ok[:, :, es].any(axis=2)
