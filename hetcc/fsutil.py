@@ -77,12 +77,19 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(name, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
         os.replace(name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(name)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .fsutil import atomic_write_bytes
 from .errors import ModelError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -264,7 +265,7 @@ def export_module(
                                onnx.helper.find_min_ir_version_for(model.opset_import))
         changed = True
     data = model.SerializeToString() if changed else buf.getvalue()
-    _write_atomic(out, data)
+    atomic_write_bytes(out, data)
     logger.info("exported %s to %s (%.1f MB, %d nodes) in %.2f s", type(module).__name__, out,
                 len(data) / 1e6, len(model.graph.node), time.perf_counter() - start)
     return out
@@ -311,23 +312,3 @@ def _check_shape(shape: Any) -> tuple[int, ...]:
         raise UsageError(f"example input shape must be positive integers, e.g. (1, 3, 224, 224); "
                          f"got {shape!r}")
     return dims
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
