@@ -134,6 +134,12 @@ def print_errors(rows: list[dict[str, Any]], console: Any) -> None:
             console.print(f"[red]{r['model']}: {r['error']}[/]", highlight=False)
 
 
+def default_variant(artifact: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(manifest, its default variant) of a model artifact, as JSON (hetcc.manifest/2)."""
+    manifest = json.loads((Path(artifact) / "manifest.json").read_text())
+    return manifest, manifest["variants"][manifest["default_variant"]]
+
+
 def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 

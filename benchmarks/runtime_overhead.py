@@ -34,7 +34,7 @@ import numpy as np
 
 if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
     sys.path.insert(0, HERE)
-from _common import (add_io_args, bench_each, machine_info, make_console, median, model_path,  # noqa: E402
+from _common import (add_io_args, bench_each, default_variant, machine_info, make_console, median, model_path,  # noqa: E402
                      out_path, print_errors, rel_diff, utc_now, write_json)
 
 SCRIPT = Path(__file__).stem
@@ -53,10 +53,10 @@ class PlainChain:
     def __init__(self, artifact: Path, so_factory: Callable[[], Any]) -> None:
         import onnxruntime as ort
 
-        manifest = json.loads((artifact / "manifest.json").read_text())
+        manifest, variant = default_variant(artifact)
         self.steps = [(ort.InferenceSession(str(artifact / s["file"]), so_factory(), providers=CPU),
                        [o["name"] for o in s["outputs"]], [i["name"] for i in s["inputs"]])
-                      for s in manifest["slices"]]
+                      for s in variant["slices"]]
         self.output_names = [o["name"] for o in manifest["model"]["outputs"]]
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -101,10 +101,10 @@ def interleaved(variants: dict[str, Callable[[], Any]], rounds: int, warmup: int
     return times
 
 
-def boundaries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def boundaries(variant: dict[str, Any]) -> list[dict[str, Any]]:
     """Each slice boundary with the bytes of the tensors produced by earlier slices that enter it."""
     out = []
-    for s in manifest["slices"][1:]:
+    for s in variant["slices"][1:]:
         tensors = [i for i in s["inputs"] if i.get("source", "model") != "model"]
         nbytes = sum(int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize for t in tensors)
         out.append({"slice": s["id"], "tensors": [t["name"] for t in tensors], "bytes": int(nbytes)})
@@ -143,8 +143,7 @@ def _bench_model(name: str, path: Path, tmp: Path, args: argparse.Namespace, fit
         t0 = time.perf_counter()
         r = hetcc.compile(path, target=TARGET, objective="latency", planner=f"even:{n}", output_dir=out,
                           profile_repeats=args.profile_repeats)
-        manifest = json.loads((out / "manifest.json").read_text())
-        cuts = boundaries(manifest)
+        cuts = boundaries(default_variant(out)[1])
         plans[n] = {"compile_s": time.perf_counter() - t0, "layers": len(r.program.get("layers")),
                     "slices": [[s.first, s.last] for s in r.plan.slices], "predicted_latency_ms": r.plan.latency_ms,
                     "boundaries": cuts,

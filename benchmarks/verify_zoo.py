@@ -30,7 +30,7 @@ import numpy as np
 
 if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
     sys.path.insert(0, HERE)
-from _common import (add_io_args, error_text, machine_info, make_console, model_path, out_path,  # noqa: E402
+from _common import (add_io_args, default_variant, error_text, machine_info, make_console, model_path, out_path,  # noqa: E402
                      rel_diff, select_models, utc_now, write_json)
 
 SCRIPT = Path(__file__).stem
@@ -46,9 +46,9 @@ def plain_chain(artifact: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.nd
     """Run the slices in manifest order with plain onnxruntime (default options, CPU provider)."""
     import onnxruntime as ort
 
-    manifest = json.loads((artifact / "manifest.json").read_text())
+    manifest, variant = default_variant(artifact)
     env = dict(feeds)
-    for s in manifest["slices"]:
+    for s in variant["slices"]:
         sess = ort.InferenceSession(str(artifact / s["file"]), providers=CPU)
         outs = [o["name"] for o in s["outputs"]]
         env.update(zip(outs, sess.run(outs, {i["name"]: env[i["name"]] for i in s["inputs"]})))
@@ -72,8 +72,7 @@ def check(name: str, path: Path, target: str, objective: str, args: argparse.Nam
         row["planner"] = r.plan.planner
         row["slices"] = len(r.plan.slices)
         row["layers"] = len(r.program.get("layers"))
-        manifest = json.loads((out / "manifest.json").read_text())
-        row["devices"] = [s["device"] for s in manifest["slices"]]
+        row["devices"] = [s["device"] for s in default_variant(out)[1]["slices"]]
         row["predicted_latency_ms"] = r.plan.latency_ms
         row["predicted_energy_mj"] = r.plan.energy_mj
 
