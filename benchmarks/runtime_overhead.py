@@ -23,7 +23,6 @@ hetcc runtime within 2% of the plain chain (judged on the paired figure).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time

@@ -17,7 +17,6 @@ devices this machine lacks (hikey970's GPU/NPU) run on the CPU provider. Exits 1
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
