@@ -5,6 +5,9 @@ variant of a model artifact, or a model of a workload artifact).
 Everything that can be decided before the first inference is decided when a pipeline is built
 (sha256 checks, providers, session options, which tensors each slice reads and when each
 intermediate dies), so ``Pipeline.run`` is a short loop over prepared steps.
+
+Why ~500 lines: the run loop is short; the rest is set-up a board needs in one file that ships
+alone (providers and their fallbacks, remote slices, session options and affinity, feed checks).
 """
 from __future__ import annotations
 

@@ -11,6 +11,10 @@ prints it) for tools that want one; a test checks the committed file is up to da
 Standard library only: the compiler imports this module for the dataclasses and a board
 imports it without onnxruntime.
 
+Why one module of ~850 lines: the dataclasses, the parser that checks them, the schema
+generator and the cross-reference checks are one contract; split, a field added in one file
+would be forgotten in another (the reason manifest v1 was described in four places).
+
 An artifact is one of two kinds:
 
 * ``kind: "model"``: one model, one or more ``variants`` (name -> plan: slices, planner,
