@@ -194,6 +194,10 @@ class Analysis:
         """Plan this model; raises InfeasibleError (exit 3) for a plan that breaks a limit unless
         ``allow_infeasible``."""
         obj = objective if isinstance(objective, Objective) else self.objective(objective, deadline, power_cap)
+        if cache_dir is None:
+            from .paths import cache_dir as root
+
+            cache_dir = root() / "planners"
         ctx = PlanContext(seed, budget=budget, progress=progress, cache_dir=cache_dir)
         return run_planner(self.problem_at(hardware), obj, planner, options, ctx, allow_infeasible=allow_infeasible)
 

@@ -137,7 +137,7 @@ def test_forced_cuts_verify(zoo_models, tmp_path):
 
 def test_every_layer_its_own_slice(zoo_models, tmp_path):
     out = tmp_path / "all"
-    n = len(hetcc.compile(zoo_models["squeezenet1_1"], target="hikey970").program.get("layers"))
+    n = hetcc.analyse(zoo_models["squeezenet1_1"], target="hikey970").problem.num_layers
     result = hetcc.compile(zoo_models["squeezenet1_1"], target="hikey970", planner=f"even:{n}", output_dir=out)
     assert len(result.plan.slices) == n
     assert verify(out).ok
@@ -146,7 +146,7 @@ def test_every_layer_its_own_slice(zoo_models, tmp_path):
 def test_two_tensor_cuts_verify(zoo_models, tmp_path):
     """--max-cut-tensors 2: finer layers, slices fed by two tensors, outputs unchanged."""
     model = zoo_models["squeezenet1_1"]
-    k1 = len(hetcc.compile(model, target="hikey970").program.get("layers"))
+    k1 = hetcc.analyse(model, target="hikey970").problem.num_layers
     out = tmp_path / "k2"
     result = hetcc.compile(model, target="hikey970", max_cut_tensors=2, planner="even:24", output_dir=out)
     assert len(result.program.get("layers")) > k1
