@@ -6,25 +6,44 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import importlib.util
+import sys
+from pathlib import Path
+
 from hetcc.errors import InfeasibleError
-from hetcc.planners.dp import dp
+from hetcc.planners import Budget, PlanContext, plan as run_planner
 from hetcc.planners import exact as exact_module
+from hetcc.planners.dp import optimal
 from hetcc.planners.exact import exact, lowest_average_power_mw, pareto_rows
-from hetcc.planners.problem import METRICS, Objective, Slice
-from hetcc.planners.synthetic import synthetic_problem
+from hetcc.planners.metrics import METRICS, Objective
+from hetcc.planners.problem import Slice
 from planner_cases import Brute, close, make_problem, problems
 
+METRICS = tuple(METRICS)
 SETTINGS = settings(max_examples=150, deadline=None)
 
 
+def _synthetic():
+    """benchmarks/synthetic.py (not a package module): its synthetic_problem."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "synthetic.py"
+    spec = importlib.util.spec_from_file_location("hetcc_bench_synthetic", path)
+    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module.synthetic_problem
+
+
+synthetic_problem = _synthetic()
+
+
 def check_against_brute(problem, objective, stream=True):
-    problem = problem.with_objective(objective)
     best = Brute.of(problem).best(objective)
     if best is None:
         with pytest.raises(InfeasibleError):
-            exact(problem, stream=stream)
+            exact(problem, objective, stream=stream)
         return None
-    plan = exact(problem, stream=stream)
+    plan = exact(problem, objective, stream=stream)
     problem.check_slices(plan.slices)
     assert objective.feasible(plan.latency_ms, plan.energy_mj)
     assert close(objective.value(plan.latency_ms, plan.energy_mj), best), (plan, best)
@@ -63,11 +82,12 @@ def test_optimal_under_any_deadline_and_cap(case):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=constrained())
-def test_optimal_with_coarse_suffix_fronts_and_a_narrow_beam(case, monkeypatch):
-    # two points per relaxed suffix front: the bounds are as loose as they get and must stay
-    # sound; a one-label beam and always guessing exercise the incumbent search and deepening
+def test_optimal_with_a_coarse_hull_and_a_narrow_beam(case, monkeypatch):
+    # a hull of two weights: the bounds are as loose as they get and must stay sound; a
+    # one-label beam and always guessing exercise the incumbent search and deepening
     problem, objective, stream = case
-    monkeypatch.setattr(exact_module, "FRONT_POINTS", 2)
+    monkeypatch.setattr(exact_module.incumbent, "GRID", np.array([1.0]))
+    monkeypatch.setattr(exact_module.incumbent, "ROUNDS", 0)
     monkeypatch.setattr(exact_module, "BEAM_WIDTH", 1)
     monkeypatch.setattr(exact_module, "BEAM_SKIP_GAP", -1.0)
     monkeypatch.setattr(exact_module, "DEEPENING_MIN_GAP", 0.0)
@@ -77,14 +97,13 @@ def test_optimal_with_coarse_suffix_fronts_and_a_narrow_beam(case, monkeypatch):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pruned_search_equals_the_plain_label_dp_on_a_board(seed):
     p = synthetic_problem(10, seed=seed)
-    fast = exact(p.with_objective(Objective("latency")))
-    lean = exact(p.with_objective(Objective("energy")))
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("energy"))
     deadline = fast.latency_ms + 0.3 * (lean.latency_ms - fast.latency_ms)
     cap = 0.97 * fast.energy_mj / fast.latency_ms * 1000
     for objective in (Objective("energy", deadline_ms=deadline), Objective("edp", deadline_ms=deadline),
                       Objective("latency", power_cap_mw=cap), Objective("edp", power_cap_mw=cap)):
-        q = p.with_objective(objective)
-        a, b = exact(q), exact(q, prune=False)
+        a, b = exact(p, objective), exact(p, objective, prune=False)
         assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
 
 
@@ -99,38 +118,37 @@ def test_optimal_without_constraints(problem, metric):
 def test_unconstrained_equals_dp(problem, metric):
     # structured problems: a device's max-frequency state is its fastest, so MOSAIC's latency
     # restriction loses nothing
-    problem = problem.with_objective(Objective(metric))
     try:
-        ref = dp(problem)
+        ref = optimal(problem, metric)
     except InfeasibleError:
         with pytest.raises(InfeasibleError):
-            exact(problem)
+            exact(problem, Objective(metric))
         return
-    got = exact(problem)
+    got = exact(problem, Objective(metric))
     assert close(got.latency_ms if metric == "latency" else got.energy_mj,
                  ref.latency_ms if metric == "latency" else ref.energy_mj)
 
 
 def test_streamed_and_enumerated_searches_agree_on_a_board():
     p = synthetic_problem(14, seed=5)
-    fast = exact(p.with_objective(Objective("latency")))
-    lean = exact(p.with_objective(Objective("energy")))
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("energy"))
     deadline = (fast.latency_ms + lean.latency_ms) / 2
     power = lean.energy_mj / lean.latency_ms * 1000
     for objective in (Objective("energy", deadline_ms=deadline), Objective("edp", deadline_ms=deadline),
                       Objective("latency", power_cap_mw=power * 1.05)):
-        a = exact(p.with_objective(objective))
-        b = exact(p.with_objective(objective), stream=False)
+        a = exact(p, objective)
+        b = exact(p, objective, stream=False)
         assert objective.feasible(a.latency_ms, a.energy_mj)
         assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
 
 
 def test_medium_deadline_on_the_board_is_met_and_beats_the_unconstrained_plans():
     p = synthetic_problem(40, seed=2)
-    fast = exact(p.with_objective(Objective("latency")))
-    lean = exact(p.with_objective(Objective("energy")))
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("energy"))
     deadline = (fast.latency_ms + lean.latency_ms) / 2
-    plan = exact(p.with_objective(Objective("energy", deadline_ms=deadline)))
+    plan = run_planner(p, Objective("energy", deadline_ms=deadline), "exact")
     assert plan.latency_ms <= deadline * (1 + 1e-9)
     assert lean.energy_mj - 1e-9 <= plan.energy_mj <= fast.energy_mj + 1e-9
     assert plan.planner == "exact"
@@ -138,7 +156,7 @@ def test_medium_deadline_on_the_board_is_met_and_beats_the_unconstrained_plans()
 
 def test_deadline_message_gives_the_fastest_reachable_latency(chain3):
     with pytest.raises(InfeasibleError) as err:
-        exact(chain3.with_objective(Objective("energy", deadline_ms=5.0)))
+        exact(chain3, Objective("energy", deadline_ms=5.0))
     assert str(err.value) == ("no plan meets the 5.0 ms deadline: the fastest reachable latency is "
                               "7.0 ms; relax --deadline")
 
@@ -147,10 +165,10 @@ def test_cap_message_gives_the_lowest_reachable_average_power(chain3):
     # transfers draw no power here, so the coolest plan runs each layer in its own slice on
     # device 1: 3 mJ over 3 * (2 + 1 + 2) = 15 ms, 200 mW
     with pytest.raises(InfeasibleError) as err:
-        exact(chain3.with_objective(Objective("latency", power_cap_mw=150.0)))
+        exact(chain3, Objective("latency", power_cap_mw=150.0))
     assert str(err.value) == ("no plan meets the 150 mW power cap: the lowest reachable average power "
                               "is 200 mW; relax --power-cap")
-    plan = exact(chain3.with_objective(Objective("latency", power_cap_mw=200.0)))
+    plan = exact(chain3, Objective("latency", power_cap_mw=200.0))
     assert plan.slices == (Slice(0, 0, 1), Slice(1, 1, 1), Slice(2, 2, 1))
     assert lowest_average_power_mw(chain3) == pytest.approx(200.0)
 
@@ -159,21 +177,21 @@ def test_messages_say_which_constraint_blocks():
     # one layer: A is fast and hot, B slow and cool
     p = make_problem([[1.0, 10.0]], power=[[2000.0, 100.0]])
     with pytest.raises(InfeasibleError) as err:
-        exact(p.with_objective(Objective("latency", deadline_ms=5.0, power_cap_mw=500.0)))
+        exact(p, Objective("latency", deadline_ms=5.0, power_cap_mw=500.0))
     assert str(err.value) == ("no plan meets both the 5.0 ms deadline and the 500 mW power cap: within "
                               "the cap the fastest plan takes 10.0 ms; relax --deadline or --power-cap")
     with pytest.raises(InfeasibleError, match="deadline, even ignoring the 500 mW power cap: the fastest"):
-        exact(p.with_objective(Objective("energy", deadline_ms=0.5, power_cap_mw=500.0)))
+        exact(p, Objective("energy", deadline_ms=0.5, power_cap_mw=500.0))
     with pytest.raises(InfeasibleError, match="power cap, even ignoring the 20.0 ms deadline: the lowest"):
-        exact(p.with_objective(Objective("edp", deadline_ms=20.0, power_cap_mw=50.0)))
-    ok = exact(p.with_objective(Objective("energy", deadline_ms=20.0, power_cap_mw=500.0)))
+        exact(p, Objective("edp", deadline_ms=20.0, power_cap_mw=50.0))
+    ok = exact(p, Objective("energy", deadline_ms=20.0, power_cap_mw=500.0))
     assert ok.slices == (Slice(0, 0, 1),)
 
 
 def test_names_the_layer_no_device_can_run():
     p = make_problem([[1.0], [1.0], [1.0]], legal=[[True], [False], [True]], names=("a", "b", "c"))
     with pytest.raises(InfeasibleError, match=r"layer 1 \(b\) is legal on no device"):
-        exact(p.with_objective(Objective("edp", deadline_ms=100.0)))
+        exact(p, Objective("edp", deadline_ms=100.0))
 
 
 def test_pareto_rows_keeps_exactly_the_non_dominated_labels():
@@ -189,3 +207,71 @@ def test_pareto_rows_keeps_exactly_the_non_dominated_labels():
     t = np.array([[1.0, 1.0]])
     x = np.array([[1.0, np.nextafter(1.0, 0.0)]])
     assert pareto_rows(t, x)[1].tolist() == [[np.nextafter(1.0, 0.0)]]
+
+
+# ---- anytime: a budget returns the best plan so far with its proven gap ----
+
+def _board_objectives(p):
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("energy"))
+    deadline = fast.latency_ms + 0.3 * (lean.latency_ms - fast.latency_ms)
+    cap = (lowest_average_power_mw(p) + fast.energy_mj / fast.latency_ms * 1000) / 2
+    return [Objective("energy", deadline_ms=deadline), Objective("edp", deadline_ms=deadline),
+            Objective("latency", power_cap_mw=cap), Objective("energy", deadline_ms=deadline * 1.2, power_cap_mw=cap)]
+
+
+@pytest.mark.parametrize("budget", [Budget(steps=1), Budget(seconds=1e-6)])
+def test_a_tiny_budget_returns_a_legal_plan_with_its_gap(budget):
+    p = synthetic_problem(30, seed=3)
+    for objective in _board_objectives(p):
+        ref = exact(p, objective)
+        try:
+            got = exact(p, objective, ctx=PlanContext(budget=budget))
+        except InfeasibleError as err:        # nothing feasible found yet: said so, not "proved"
+            assert "budget" in str(err)
+            continue
+        p.check_slices(got.slices)
+        assert objective.feasible(got.latency_ms, got.energy_mj)
+        st = got.stats
+        value = objective.value(got.latency_ms, got.energy_mj)
+        assert st["gap"] >= 0 and st["lower_bound"] <= value * (1 + 1e-9)
+        assert st["lower_bound"] <= objective.value(ref.latency_ms, ref.energy_mj) * (1 + 1e-9)
+        assert value >= objective.value(ref.latency_ms, ref.energy_mj) * (1 - 1e-9)
+        if not st["optimal"]:
+            assert st["gap"] > 0
+
+
+def test_an_unlimited_run_reports_it_is_optimal():
+    p = synthetic_problem(30, seed=3)
+    for objective in _board_objectives(p) + [Objective("edp"), Objective("energy")]:
+        got = run_planner(p, objective, "exact")
+        assert got.stats["optimal"] is True and got.stats["gap"] == 0.0
+        assert close(got.stats["lower_bound"], objective.value(got.latency_ms, got.energy_mj), 1e-8)
+
+
+def test_the_budget_running_out_is_not_a_proof_of_infeasibility():
+    p = synthetic_problem(30, seed=3)
+    fast = exact(p, Objective("latency"))
+    # a deadline only the very fastest plans meet: the hull's repaired plans may miss it
+    objective = Objective("edp", deadline_ms=fast.latency_ms * 1.0001, power_cap_mw=1e9)
+    try:
+        plan = exact(p, objective, ctx=PlanContext(budget=Budget(steps=1)))
+    except InfeasibleError as err:
+        assert "budget" in str(err) and "ran out" in str(err)
+    else:
+        assert objective.feasible(plan.latency_ms, plan.energy_mj)
+
+
+def test_at_scale_streamed_and_enumerated_searches_agree_and_prove_optimality():
+    # 250 layers x 25 states (the plain label DP takes minutes here; it is checked against the
+    # bounded search on smaller boards above): streamed open labels and enumerated slices are
+    # two different searches and must agree, each proving its plan optimal
+    p = synthetic_problem(250, seed=0)
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("energy"))
+    objective = Objective("energy", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2)
+    a = exact(p, objective)
+    b = exact(p, objective, stream=False)
+    assert a.stats["optimal"] and b.stats["optimal"]
+    assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
+    assert lean.energy_mj <= a.energy_mj <= fast.energy_mj

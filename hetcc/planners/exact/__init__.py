@@ -201,6 +201,8 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         budget = ctx.budget
         raise InfeasibleError(f"exact: the budget ({_budget_text(budget)}) ran out before a feasible plan was "
                               "found; none is proved infeasible (raise the budget)")
+    if best.optimal:     # proved within the bounds' rounding slack: report it as the optimum
+        best.bound = best.value
     return _plan(m, best.path, optimal=bool(best.optimal), lower_bound=float(best.bound), gap=float(best.gap),
                  passes=len(best.passes), labels=int(sum(p["labels"] for p in best.passes)),
                  hull_vertices=len(h.lam), root_bound=root, steps=best.steps, seconds=ctx.elapsed())
