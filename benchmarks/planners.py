@@ -1,176 +1,166 @@
-"""Planner speed and quality on synthetic CNNs on a HiKey 970-like board (25 device states).
+"""Planner speed on synthetic CNNs on a HiKey 970-like board (25 device states).
 
-For each model size L and seed: MOSAIC's ``dp`` on latency and energy, and ``exact`` on
-  * energy under a medium deadline (half way between the fastest reachable latency and the
-    latency of the unconstrained energy optimum),
-  * edp under a deadline half way between the fastest latency and that of the edp optimum,
-  * latency under a power cap half way between the lowest reachable average power and the
-    average power of the fastest plan.
-Prints wall-clock milliseconds (per seed the median over repeats; then the median and worst over
-seeds, and the single fastest run, the best estimate on a shared machine) and how much
-better exact's plan is than the best feasible baseline (dp plans and single:<device>), and
-writes everything to benchmarks/results/planners.json.
+For each model size L and seed: MOSAIC's ``dp`` on latency and energy, and ``exact`` on every
+objective (latency, energy, edp) x every constraint case:
+  * none;
+  * deadline: half way between the fastest reachable latency and the latency of the metric's
+    unconstrained optimum (for latency: that of the energy optimum);
+  * power cap: half way between the lowest reachable average power and that of the fastest plan;
+  * both: that cap, and a deadline half way between the fastest latency within the cap and the
+    energy optimum's latency.
+Prints wall-clock ms (per seed the median over repeats; then the median and worst over seeds)
+with the target (every L = 250 case under 1 s), and the anytime mode: with a 0.05 s budget at
+the largest L, the gap between the plan returned and its proven lower bound. Writes
+benchmarks/results/planners.json.
 
-    python benchmarks/planners.py            # L = 20, 40, 60; 3 seeds; 5 repeats
-    python benchmarks/planners.py --quick    # one small size, once
+    python benchmarks/planners.py            # L = 20, 40, 60, 250; 2 seeds; 3 repeats
+    python benchmarks/planners.py --quick    # L = 20 and 250, one seed, once
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from hetcc.errors import InfeasibleError
-from hetcc.optimizers import plan
-from hetcc.optimizers.exact import lowest_average_power_mw
-from hetcc.optimizers.problem import Objective, PlanningProblem
-from hetcc.optimizers.synthetic import synthetic_problem
+if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
+    sys.path.insert(0, HERE)
+from _common import RESULTS_DIR, machine_info, utc_now, write_json  # noqa: E402
+from synthetic import synthetic_problem  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "planners.json"
+from hetcc.errors import InfeasibleError  # noqa: E402
+from hetcc.planners import Budget, Objective, PlanContext, PlanningProblem, plan  # noqa: E402
+from hetcc.planners.exact import lowest_average_power_mw  # noqa: E402
 
-
-def timed(problem: PlanningProblem, planner: str, repeats: int):
-    """(median wall ms, fastest wall ms, median CPU ms, last plan); on a shared machine the
-    fastest repeat is the best estimate of the uncontended time."""
-    wall, cpu, result = [], [], None
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        result = plan(problem, planner)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(wall) * 1e3, min(wall) * 1e3, statistics.median(cpu) * 1e3, result
+SCRIPT = Path(__file__).stem
+TARGET_LAYERS = 250
+TARGET_S = 1.0
+ANYTIME_S = 0.05
+CONSTRAINTS = ("none", "deadline", "power cap", "both")
 
 
-def objectives(problem: PlanningProblem) -> dict[str, Objective]:
-    """The three constrained benchmark objectives for one problem (see the module docstring)."""
-    fast = plan(problem.with_objective(Objective("latency")), "exact")
-    lean = plan(problem.with_objective(Objective("energy")), "exact")
-    edp = plan(problem.with_objective(Objective("edp")), "exact")
+def objectives(problem: PlanningProblem) -> dict[tuple[str, str], Objective]:
+    """The 12 benchmark objectives for one problem (see the module docstring)."""
+    opt = {m: plan(problem, Objective(m), "exact") for m in ("latency", "energy", "edp")}
+    fast, lean = opt["latency"], opt["energy"]
     p_fast = fast.energy_mj / fast.latency_ms * 1000.0
-    p_low = lowest_average_power_mw(problem)
-    return {
-        "energy, mid deadline": Objective("energy", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2),
-        "edp, deadline": Objective("edp", deadline_ms=(fast.latency_ms + edp.latency_ms) / 2),
-        "latency, power cap": Objective("latency", power_cap_mw=(p_low + p_fast) / 2),
-    }
+    cap = (lowest_average_power_mw(problem) + p_fast) / 2
+    t_cap = plan(problem, Objective("latency", power_cap_mw=cap), "exact").latency_ms
+    both = (t_cap + max(lean.latency_ms, t_cap)) / 2
+    out = {}
+    for m in ("latency", "energy", "edp"):
+        ref = opt["energy" if m == "latency" else m]
+        out[(m, "none")] = Objective(m)
+        out[(m, "deadline")] = Objective(m, deadline_ms=(fast.latency_ms + ref.latency_ms) / 2)
+        out[(m, "power cap")] = Objective(m, power_cap_mw=cap)
+        out[(m, "both")] = Objective(m, deadline_ms=both, power_cap_mw=cap)
+    return out
 
 
-def best_baseline(problem: PlanningProblem, objective: Objective) -> tuple[str, float] | None:
-    """The best feasible plan among MOSAIC's dp plans and the device-preferred baselines."""
-    best = None
-    candidates = [("dp:latency", "dp", Objective("latency")), ("dp:energy", "dp", Objective("energy"))]
-    candidates += [(f"single:{d}", f"single:{d}", objective) for d in problem.devices]
-    for label, planner, obj in candidates:
-        try:
-            p = plan(problem.with_objective(obj), planner)
-        except InfeasibleError:
-            continue
-        if objective.feasible(p.latency_ms, p.energy_mj):
-            v = objective.value(p.latency_ms, p.energy_mj)
-            if best is None or v < best[1]:
-                best = (label, v)
-    return best
+def timed(problem: PlanningProblem, objective: Objective, planner: str, repeats: int, budget=None):
+    wall, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = plan(problem, objective, planner, ctx=PlanContext(budget=budget))
+        wall.append(time.perf_counter() - t0)
+    return wall, result
 
 
-def run(sizes: list[int], seeds: list[int], repeats: int) -> list[dict]:
-    rows = []
+def run(sizes: list[int], seeds: list[int], repeats: int, log=print) -> tuple[list[dict], list[dict]]:
+    rows, anytime = [], []
     for L in sizes:
         for seed in seeds:
-            base = synthetic_problem(L, seed=seed)
-            jobs = [("latency", "dp", Objective("latency")), ("energy", "dp", Objective("energy"))]
-            jobs += [(name, "exact", obj) for name, obj in objectives(base).items()]
-            for case, planner, obj in jobs:
-                problem = base.with_objective(obj)
-                ms, best_ms, cpu_ms, result = timed(problem, planner, repeats)
-                value = obj.value(result.latency_ms, result.energy_mj)
-                row = {"layers": L, "states": problem.num_states, "seed": seed, "case": case,
-                       "planner": planner, "median_ms": ms, "best_ms": best_ms, "median_cpu_ms": cpu_ms,
-                       "repeats": repeats,
-                       "deadline_ms": obj.deadline_ms, "power_cap_mw": obj.power_cap_mw,
-                       "latency_ms": result.latency_ms, "energy_mj": result.energy_mj, "value": value,
-                       "slices": len(result.slices)}
-                if planner == "exact":
-                    ref = best_baseline(problem, obj)
-                    row["best_baseline"] = ref[0] if ref else None
-                    row["gain_vs_baseline_pct"] = 100.0 * (1 - value / ref[1]) if ref else None
-                rows.append(row)
-    return rows
+            problem = synthetic_problem(L, seed=seed)
+            jobs = [(("latency", "none"), "dp", Objective("latency")), (("energy", "none"), "dp", Objective("energy"))]
+            objs = objectives(problem)
+            jobs += [(key, "exact", obj) for key, obj in objs.items()]
+            for (metric, constraint), planner, obj in jobs:
+                wall, result = timed(problem, obj, planner, repeats)
+                rows.append({"layers": L, "states": problem.num_states, "seed": seed, "metric": metric,
+                             "constraint": constraint, "planner": planner,
+                             "median_ms": statistics.median(wall) * 1e3, "best_ms": min(wall) * 1e3,
+                             "runs_ms": [w * 1e3 for w in wall], "deadline_ms": obj.deadline_ms,
+                             "power_cap_mw": obj.power_cap_mw, "latency_ms": result.latency_ms,
+                             "energy_mj": result.energy_mj, "value": obj.value(result.latency_ms, result.energy_mj),
+                             "slices": len(result.slices),
+                             "stats": {k: v for k, v in dict(result.stats).items() if k != "seconds"}})
+                log(f"L={L} seed={seed} {planner} {metric}/{constraint}: {statistics.median(wall) * 1e3:.1f} ms")
+            if L == max(sizes):
+                for (metric, constraint), obj in objs.items():
+                    if constraint == "none" and metric != "edp":
+                        continue
+                    optimum = next(r["value"] for r in rows if (r["layers"], r["seed"], r["metric"], r["constraint"],
+                                                                r["planner"]) == (L, seed, metric, constraint, "exact"))
+                    try:
+                        wall, result = timed(problem, obj, "exact", 1, Budget(seconds=ANYTIME_S))
+                        st = dict(result.stats)
+                        value = obj.value(result.latency_ms, result.energy_mj)
+                        entry = {"gap": st["gap"], "optimal": st["optimal"], "lower_bound": st["lower_bound"],
+                                 "value": value, "excess_over_optimum": value / optimum - 1}
+                    except InfeasibleError as err:
+                        wall, entry = [float("nan")], {"error": str(err)}
+                    anytime.append({"layers": L, "seed": seed, "metric": metric, "constraint": constraint,
+                                    "budget_s": ANYTIME_S, "wall_ms": wall[0] * 1e3, **entry})
+    return rows, anytime
 
 
 def summarise(rows: list[dict]) -> list[dict]:
     out = []
-    keys = dict.fromkeys((r["layers"], r["case"], r["planner"]) for r in rows)
-    for L, case, planner in keys:
-        sel = [r for r in rows if (r["layers"], r["case"], r["planner"]) == (L, case, planner)]
-        gains = [r["gain_vs_baseline_pct"] for r in sel if r.get("gain_vs_baseline_pct") is not None]
-        out.append({"layers": L, "case": case, "planner": planner, "seeds": len(sel),
-                    "median_ms": statistics.median(r["median_ms"] for r in sel),
-                    "worst_ms": max(r["median_ms"] for r in sel),
-                    "best_ms": min(r["best_ms"] for r in sel),
-                    "median_cpu_ms": statistics.median(r["median_cpu_ms"] for r in sel),
-                    "gain_vs_baseline_pct": statistics.median(gains) if gains else None,
-                    "baselines_infeasible": sum(1 for r in sel if r["planner"] == "exact"
-                                                and r.get("best_baseline") is None)})
+    keys = dict.fromkeys((r["layers"], r["metric"], r["constraint"], r["planner"]) for r in rows)
+    for key in keys:
+        sel = [r for r in rows if (r["layers"], r["metric"], r["constraint"], r["planner"]) == key]
+        L, metric, constraint, planner = key
+        worst = max(r["median_ms"] for r in sel)
+        out.append({"layers": L, "metric": metric, "constraint": constraint, "planner": planner,
+                    "seeds": len(sel), "median_ms": statistics.median(r["median_ms"] for r in sel),
+                    "worst_ms": worst, "best_ms": min(r["best_ms"] for r in sel),
+                    "target_met": (worst <= TARGET_S * 1e3) if L == TARGET_LAYERS and planner == "exact" else None})
     return out
 
 
-def show(summary: list[dict]) -> None:
-    headers = ["L", "objective", "planner", "median ms", "worst ms", "best ms", "vs best baseline"]
-
-    def gain(s: dict) -> str:
-        if s["planner"] != "exact":
-            return ""
-        g = "-" if s["gain_vs_baseline_pct"] is None else f"{s['gain_vs_baseline_pct']:.1f}% better"
-        if s["baselines_infeasible"]:
-            g += f" ({s['baselines_infeasible']} seed(s): no baseline feasible)"
-        return g
-
-    body = [[str(s["layers"]), s["case"], s["planner"], f"{s['median_ms']:.1f}", f"{s['worst_ms']:.1f}",
-             f"{s['best_ms']:.1f}", gain(s)]
+def show(summary: list[dict], anytime: list[dict]) -> None:
+    headers = ["L", "objective", "constraint", "planner", "median ms", "worst ms", "target"]
+    body = [[str(s["layers"]), s["metric"], s["constraint"], s["planner"], f"{s['median_ms']:.1f}",
+             f"{s['worst_ms']:.1f}", {True: "PASS (<1 s)", False: "MISS (>=1 s)", None: ""}[s["target_met"]]]
             for s in summary]
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:   # plain text
-        widths = [max(len(r[i]) for r in [headers, *body]) for i in range(len(headers))]
-        for r in [headers, *body]:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
-        return
-    table = Table(title="planner wall time (25 states, synthetic CNNs)")
-    for h in headers:
-        table.add_column(h, justify="right" if "ms" in h or h == "L" else "left")
-    for r in body:
-        table.add_row(*r)
-    Console().print(table)
+    widths = [max(len(r[i]) for r in [headers, *body]) for i in range(len(headers))]
+    print("planner wall time (25 states, synthetic CNNs)")
+    for r in [headers, *body]:
+        print("  ".join(c.rjust(w) if i in (0, 4, 5) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    if anytime:
+        print(f"\nanytime: exact with a {ANYTIME_S:g} s budget")
+        for a in anytime:
+            if "error" in a:
+                print(f"  L={a['layers']} seed={a['seed']} {a['metric']}/{a['constraint']}: {a['error']}")
+            else:
+                print(f"  L={a['layers']} seed={a['seed']} {a['metric']}/{a['constraint']}: {a['wall_ms']:.0f} ms, "
+                      f"proven gap {100 * a['gap']:.4f}%{' (optimal)' if a['optimal'] else ''}, "
+                      f"{100 * a['excess_over_optimum']:.4f}% above the optimum")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one small size, one seed, one repeat")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 60])
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("-o", "--output", type=Path, default=RESULTS)
+    ap.add_argument("--quick", action="store_true", help="L = 20 and 250, one seed, one repeat")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 60, TARGET_LAYERS])
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models-dir", type=Path, default=None, help="unused (synthetic problems); for the test harness")
+    ap.add_argument("--out", "-o", type=Path, default=None, help="JSON path (default benchmarks/results/planners.json)")
     args = ap.parse_args(argv)
     sizes, seeds, repeats = args.sizes, list(range(args.seeds)), args.repeats
     if args.quick:
-        sizes, seeds, repeats = [20], [0], 1
-    rows = run(sizes, seeds, repeats)
+        sizes, seeds, repeats = [20, TARGET_LAYERS], [0], 1
+    date = utc_now()
+    rows, anytime = run(sizes, seeds, repeats, log=lambda s: print(s, file=sys.stderr, flush=True))
     summary = summarise(rows)
-    show(summary)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    args.output.write_text(json.dumps({
-        "benchmark": "planners", "python": sys.version.split()[0], "machine": platform.machine(),
-        "processor": platform.processor(), "cpu_count": os.cpu_count(), "load_average": load,
-        "sizes": sizes, "seeds": seeds, "repeats": repeats, "summary": summary, "runs": rows,
-    }, indent=2))
-    print(f"wrote {args.output}")
+    show(summary, anytime)
+    out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
+    write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
+                "args": {"quick": args.quick, "sizes": sizes, "seeds": seeds, "repeats": repeats},
+                "target": {"layers": TARGET_LAYERS, "seconds": TARGET_S}, "summary": summary,
+                "anytime": anytime, "runs": rows}, out)
+    print(f"wrote {out}")
     return 0
 
 
