@@ -6,16 +6,38 @@ import pytest
 from hypothesis import given, settings
 
 from hetcc.errors import InfeasibleError, UsageError
-from hetcc.planners.dp import dp
-from hetcc.planners.problem import Objective, Slice
-from hetcc.planners.synthetic import synthetic_problem
+import importlib.util
+import sys
+from pathlib import Path
+
+from hetcc.planners import Objective, Slice, plan
+from hetcc.planners.dp import optimal
 from planner_cases import Brute, close, make_problem, problems, uses_only
 
 SETTINGS = settings(max_examples=120, deadline=None)
 
 
+def _synthetic():
+    """benchmarks/synthetic.py (not a package module): its synthetic_problem."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "synthetic.py"
+    spec = importlib.util.spec_from_file_location("hetcc_bench_synthetic", path)
+    if spec.name not in sys.modules:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[spec.name].synthetic_problem
+
+
+synthetic_problem = _synthetic()
+
+
+def dp(problem, objective=None):
+    """The dp planner through the registry (name, options, feasibility policy)."""
+    return plan(problem, objective or Objective("latency"), "dp")
+
+
 def test_prefers_one_slice_on_the_faster_device_despite_transfers(chain3):
-    plan = dp(chain3.with_objective(Objective("latency")))
+    plan = dp(chain3, Objective("latency"))
     assert plan.slices == (Slice(0, 2, 1),)          # 2 + 3 * 1 + 2 = 7 ms < 3 * 4 ms
     assert plan.latency_ms == pytest.approx(7.0)
     assert plan.planner == "dp"
@@ -42,15 +64,15 @@ def test_latency_uses_only_max_frequency_states_and_energy_all():
     # in energy, and (artificially) faster: MOSAIC's latency DP still considers only state 1
     p = make_problem([[1.0, 2.0]], power=[[100.0, 1000.0]], devices=("gpu", "gpu"),
                      freqs=(300.0, 700.0), fmax=(False, True))
-    assert dp(p.with_objective(Objective("latency"))).slices == (Slice(0, 0, 1),)
-    assert dp(p.with_objective(Objective("energy"))).slices == (Slice(0, 0, 0),)
+    assert dp(p, Objective("latency")).slices == (Slice(0, 0, 1),)
+    assert dp(p, Objective("energy")).slices == (Slice(0, 0, 0),)
 
 
-@pytest.mark.parametrize("objective", [Objective("edp"), Objective("latency", deadline_ms=5.0),
-                                       Objective("energy", power_cap_mw=100.0)])
-def test_refuses_what_it_cannot_optimise(chain3, objective):
-    with pytest.raises(UsageError, match="use --planner exact"):
-        dp(chain3.with_objective(objective))
+def test_refuses_edp_and_leaves_limits_to_the_feasibility_policy(chain3):
+    with pytest.raises(UsageError, match="does not optimise edp"):
+        dp(chain3, Objective("edp"))
+    with pytest.raises(InfeasibleError, match="misses the 5 ms deadline"):
+        dp(chain3, Objective("latency", deadline_ms=5.0))
 
 
 def test_names_the_layer_no_device_can_run():
@@ -66,10 +88,10 @@ def test_synthetic_board_plan_is_legal_and_fast():
     p = synthetic_problem(60, seed=3)
     plan = dp(p)
     p.check_slices(plan.slices)
-    fmax = set(np.flatnonzero(p.state_is_fmax))
+    fmax = set(np.flatnonzero(p.states.is_fmax))
     assert {s.state for s in plan.slices} <= fmax
     for d in p.devices:   # never slower than any single device at max frequency
-        s = max((s for s in range(p.num_states) if p.state_device[s] == d), key=lambda s: p.state_freq_mhz[s])
+        s = max((s for s in range(p.num_states) if p.states.device[s] == d), key=lambda s: p.states.freq_mhz[s])
         if p.slice_legal(0, p.num_layers - 1, s):
             assert plan.latency_ms <= p.slice_cost(0, p.num_layers - 1, s).latency_ms
 
@@ -77,9 +99,8 @@ def test_synthetic_board_plan_is_legal_and_fast():
 @SETTINGS
 @given(problems())
 def test_latency_is_optimal_over_max_frequency_states(problem):
-    problem = problem.with_objective(Objective("latency"))
-    fmax = np.flatnonzero(problem.state_is_fmax)
-    best = Brute.of(problem).best(problem.objective, uses_only(fmax))
+    fmax = np.flatnonzero(problem.states.is_fmax)
+    best = Brute.of(problem).best(Objective("latency"), uses_only(fmax))
     if best is None:
         with pytest.raises(InfeasibleError):
             dp(problem)
@@ -92,10 +113,9 @@ def test_latency_is_optimal_over_max_frequency_states(problem):
 @SETTINGS
 @given(problems())
 def test_energy_is_optimal_over_all_states(problem):
-    problem = problem.with_objective(Objective("energy"))
-    best = Brute.of(problem).best(problem.objective)
+    best = Brute.of(problem).best(Objective("energy"))
     if best is None:
         with pytest.raises(InfeasibleError):
-            dp(problem)
+            dp(problem, Objective("energy"))
         return
-    assert close(dp(problem).energy_mj, best)
+    assert close(dp(problem, Objective("energy")).energy_mj, best)
