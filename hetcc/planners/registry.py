@@ -263,14 +263,13 @@ def split_name(name: str, spec: PlannerSpec, options: Mapping[str, Any]) -> dict
 
 
 def apply_policy(plan: Plan | WorkloadPlan, objective: Objective, allow_infeasible: bool) -> Any:
-    """The feasibility policy: stamp ``feasible``/``violations``; raise unless allowed."""
+    """The feasibility policy: stamp ``feasible``/``violations``; raise unless allowed. A
+    workload is feasible when each of its models' plans is."""
     if isinstance(plan, WorkloadPlan):
         found = [f"{n}: {v}" for n, p in zip(plan.names, plan.plans) for v in p.violations]
     else:
         found = [v.message for v in objective.violations(plan.latency_ms, plan.energy_mj)]
-        plan = plan.replace(feasible=not found, violations=tuple(found))
-    if isinstance(plan, WorkloadPlan):
-        plan = plan.replace(feasible=not found, violations=tuple(found))
+    plan = plan.replace(feasible=not found, violations=tuple(found))
     if found and not allow_infeasible:
         raise InfeasibleError(f"{plan.planner}: {'; '.join(found)} (--allow-infeasible writes it anyway, "
                               "marked infeasible; --planner auto finds a feasible plan if one exists)")
