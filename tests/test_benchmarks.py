@@ -106,3 +106,23 @@ def test_verify_zoo_benchmark(tmp_path, models_dir):
         assert r["runtime_rel_diff"] and r["chain_rel_diff"]
     assert doc["failed"] == []
     assert "all 3 checks ok" in stdout
+
+
+def test_planners_benchmark(tmp_path):
+    """Synthetic problems only (no model): every objective x constraint case at L = 20 and 250,
+    exact's anytime mode, and the written JSON."""
+    out = tmp_path / "planners.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "planners.py"), "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    assert doc["script"] == "planners" and doc["args"]["quick"] is True
+    cases = {(r["layers"], r["metric"], r["constraint"]) for r in doc["summary"] if r["planner"] == "exact"}
+    for metric in ("latency", "energy", "edp"):
+        for constraint in ("none", "deadline", "power cap", "both"):
+            assert (250, metric, constraint) in cases
+    assert all(r["median_ms"] > 0 for r in doc["summary"])
+    for a in doc["anytime"]:
+        assert a["gap"] >= 0 and a["value"] >= a["lower_bound"] * (1 - 1e-9)
+        assert a["excess_over_optimum"] >= -1e-9
+    assert "PASS" in proc.stdout or "MISS" in proc.stdout
