@@ -53,3 +53,14 @@ def test_compile_with_dp_does_not_import_torch(tmp_path, write_text_model):
         sys.modules.pop("onnxruntime", None)   # the compiler may use onnxruntime; torch is the point
     """)
     assert "torch" not in got["loaded"] and "torchvision" not in got["loaded"]
+
+
+def test_reading_a_target_loads_no_planner_and_errors_load_no_runtime():
+    got = probe("""
+        from hetcc.targets import load_target
+        load_target("hikey970")
+        import hetcc.errors
+        planners = sorted(m for m in sys.modules if m.startswith("hetcc.planners."))
+        assert not [m for m in planners if m.split(".")[2] in ("dp", "exact", "baselines", "random")], planners
+    """)
+    assert got == {"loaded": [], "runtime": False}
