@@ -101,10 +101,19 @@ def critical(m: Model, env: Envelope, width: int = 1) -> np.ndarray:
     return np.array(sorted(idx))
 
 
+BIG = 1e300    # stands for an unbounded remaining latency: every real completion is shorter
+
+
 def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
           is_open: bool, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(objective lower bound, no feasible completion) for labels (T, X) at closed boundary b
-    (1-D arrays) or open on the streamed states (arrays [ns, W], or 1-D on ``rows``)."""
+    (1-D arrays) or open on the streamed states (arrays [ns, W], or 1-D on ``rows``).
+
+    Energy: every line k bounds E' on [lo, hi] by its value at the end where it is least (hi for
+    lam_k > 0, lo for lam_k < 0); the largest of these is exactly the least of the envelope on
+    [lo, hi] (the envelope is convex) and each is sound on its own. edp: the product is concave
+    along each line, so per piece of the envelope (clipped to [lo, hi]) its ends bound it.
+    """
     if is_open and rows is not None:
         G, B, tm = env.Go[b][rows], env.Bo[b][rows], env.to[b][rows]
     elif is_open:
@@ -113,7 +122,7 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
         G, B, tm = env.Gc[b], env.Bc[b], env.tc[b]
     lam = env.lam
     k = m.k
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         E = X + k * T
         lo = np.broadcast_to(tm, T.shape).astype(np.float64)
         hi = m.Dtol - T
@@ -121,35 +130,38 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
         if m.has_cap:
             budget = (m.tolX - X)[..., None]
             mu = lam + k
-            need = G - budget                                     # mu * T' >= need
             pos, neg, zero = mu > 0, mu < 0, mu == 0
-            if pos.any():
-                lo = np.maximum(lo, np.max(np.where(pos, need / np.where(pos, mu, 1.0), -INF), axis=-1))
+            if pos.any():                                         # mu * T' >= G - budget
+                Gp = np.where(pos, G, -INF)
+                ip = np.where(pos, 1.0 / np.where(pos, mu, 1.0), 1.0)
+                lo = np.maximum(lo, ((Gp - budget) * ip).max(axis=-1))
             if neg.any():
-                hi = np.minimum(hi, np.min(np.where(neg, need / np.where(neg, mu, -1.0), INF), axis=-1))
+                Gn = np.where(neg, G, -INF)
+                im = np.where(neg, 1.0 / np.where(neg, mu, -1.0), -1.0)
+                hi = np.minimum(hi, ((Gn - budget) * im).min(axis=-1))
             if zero.any():
+                need = G - budget
                 dead |= np.any(zero & (need > SLACK * (1.0 + np.abs(budget) + np.abs(G))), axis=-1)
         lo = lo - SLACK * (1.0 + np.abs(lo))
         hi = hi + SLACK * (1.0 + np.abs(hi))
         dead |= ~(lo <= hi)
         if m.metric == "latency":
             lb = T + lo
+        elif m.metric == "energy":
+            hf = np.minimum(hi, BIG)[..., None]
+            lp, ln = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
+            v = (G - lp * hf) - ln * lo[..., None]
+            lb = E + v.max(axis=-1)
+            lb = lb - SLACK * (1.0 + np.abs(lb))
         else:
-            a = np.maximum(lo[..., None], B[..., :-1])           # piece k of the envelope, clipped
-            z = np.minimum(hi[..., None], B[..., 1:])
-            valid = a <= z
-            flat = lam == 0                                      # no 0 * inf on the flat line
-            ea = E[..., None] + G - np.where(flat, 0.0, lam * a)
-            ez = E[..., None] + G - np.where(flat, 0.0, lam * z)
-            if m.metric == "energy":
-                v = np.minimum(ea, ez)
-            else:
-                Ta, Tz = T[..., None] + a, T[..., None] + z
-                va = Ta * np.maximum(ea, 0.0)
-                vz = Tz * np.maximum(ez, 0.0)
-                v = np.minimum(np.where(np.isnan(va), 0.0, va), np.where(np.isnan(vz), 0.0, vz))
-            v = np.where(valid & ~np.isnan(v), v, INF)
-            lb = v.min(axis=-1)
+            hf = np.minimum(hi, BIG)
+            c = np.minimum(np.maximum(B, lo[..., None]), hf[..., None])     # breakpoints clipped
+            valid = (B[..., 1:] >= lo[..., None]) & (B[..., :-1] <= hf[..., None])
+            a, z = c[..., :-1], c[..., 1:]
+            ea = np.maximum(E[..., None] + (G - lam * a), 0.0)
+            ez = np.maximum(E[..., None] + (G - lam * z), 0.0)
+            v = np.minimum((T[..., None] + a) * ea, (T[..., None] + z) * ez)
+            lb = np.where(valid & (v == v), v, INF).min(axis=-1)
             lb = lb - SLACK * (1.0 + np.abs(lb))
         lb = np.where(dead, INF, lb)
     return lb, dead
