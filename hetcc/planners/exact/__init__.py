@@ -109,6 +109,15 @@ def _plan(m: Model, path: list, **stats) -> Plan:
     return m.problem.evaluate([Slice(int(f), int(l), int(s)) for f, l, s in path], stats=stats)
 
 
+def _refine(lam: list) -> np.ndarray:
+    """The hull's weights and the midpoint of each neighbouring pair: the suffixes' hulls differ
+    from the whole plan's, and more lines make their envelopes tighter (latency, energy: where
+    the bound is cheap per line)."""
+    lam = np.unique(np.asarray(lam, dtype=np.float64))
+    lam = lam[np.isfinite(lam)]
+    return np.concatenate([lam, (lam[:-1] + lam[1:]) / 2])
+
+
 def _cuts(root: float, U: float) -> list[float]:
     """Iterative deepening: the cuts of the exact passes, the incumbent's value last."""
     if not np.isfinite(root):
@@ -158,7 +167,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
 
     h = hull(m, out_of_time=out_of_budget)
     best.offer(*reversed(best_feasible(m, h)))
-    env = envelope(m, h.lam)
+    env = envelope(m, _refine(h.lam) if m.metric != "edp" else h.lam)
     root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
     bound = partial(two_stage, m, subset(env, critical(m, env)), env)
     best.bound = root
@@ -231,3 +240,4 @@ SPECS = (PlannerSpec("exact", "ours: Pareto-label DP with sound bounds; the prov
                      _run, constraints=("deadline", "power_cap"), exact=True),)
 
 __all__ = ["SPECS", "exact", "lowest_average_power_mw", "pareto_rows"]
+
