@@ -154,14 +154,27 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
             lb = E + v.max(axis=-1)
             lb = lb - SLACK * (1.0 + np.abs(lb))
         else:
+            # the least product over the ends of the envelope's pieces clipped to [lo, hi]: at
+            # lo and hi by the line of the piece holding them, at an inner breakpoint by the
+            # lesser of its two lines (each piece bounded by its own line: sound however
+            # rounding orders the breakpoints)
             hf = np.minimum(hi, BIG)
-            c = np.minimum(np.maximum(B, lo[..., None]), hf[..., None])     # breakpoints clipped
-            valid = (B[..., 1:] >= lo[..., None]) & (B[..., :-1] <= hf[..., None])
-            a, z = c[..., :-1], c[..., 1:]
-            ea = np.maximum(E[..., None] + (G - lam * a), 0.0)
-            ez = np.maximum(E[..., None] + (G - lam * z), 0.0)
-            v = np.minimum((T[..., None] + a) * ea, (T[..., None] + z) * ez)
-            lb = np.where(valid & (v == v), v, INF).min(axis=-1)
+            Bi = B[..., 1:-1]
+            Gl, Gr = G[..., :-1], G[..., 1:]
+            Hm = np.minimum(Gl - np.where(lam[:-1] == 0, 0.0, lam[:-1] * Bi),
+                            Gr - np.where(lam[1:] == 0, 0.0, lam[1:] * Bi))
+            Gb = np.broadcast_to(G, T.shape + (lam.size,))
+
+            def at(t):
+                j = (Bi < t[..., None]).sum(axis=-1)
+                g = np.take_along_axis(Gb, j[..., None], axis=-1)[..., 0]
+                lj = lam[j]
+                return (T + t) * np.maximum(E + g - np.where(lj == 0, 0.0, lj * t), 0.0)
+
+            inner = (Bi > lo[..., None]) & (Bi < hf[..., None])
+            v = (T[..., None] + Bi) * np.maximum(E[..., None] + Hm, 0.0)
+            lb = np.minimum(np.minimum(at(lo), at(hf)), np.where(inner & (v == v), v, INF).min(axis=-1))
+            lb = np.where(lb == lb, lb, 0.0)
             lb = lb - SLACK * (1.0 + np.abs(lb))
         lb = np.where(dead, INF, lb)
     return lb, dead
