@@ -111,8 +111,8 @@ def _plan(m: Model, path: list, **stats) -> Plan:
 
 def _refine(lam: list) -> np.ndarray:
     """The hull's weights and the midpoint of each neighbouring pair: the suffixes' hulls differ
-    from the whole plan's, and more lines make their envelopes tighter (latency, energy: where
-    the bound is cheap per line)."""
+    from the whole plan's, and more lines make their envelopes tighter (measured to pay for energy
+    under a deadline only; elsewhere the extra lines cost more than they prune)."""
     lam = np.unique(np.asarray(lam, dtype=np.float64))
     lam = lam[np.isfinite(lam)]
     return np.concatenate([lam, (lam[:-1] + lam[1:]) / 2])
@@ -167,7 +167,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
 
     h = hull(m, out_of_time=out_of_budget)
     best.offer(*reversed(best_feasible(m, h)))
-    env = envelope(m, _refine(h.lam) if m.metric != "edp" else h.lam)
+    env = envelope(m, _refine(h.lam) if m.metric == "energy" and not m.has_cap else h.lam)
     root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
     bound = partial(two_stage, m, subset(env, critical(m, env)), env)
     best.bound = root
