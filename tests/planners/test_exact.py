@@ -91,6 +91,7 @@ def test_optimal_with_a_coarse_hull_and_a_narrow_beam(case, monkeypatch):
     monkeypatch.setattr(exact_module, "BEAM_WIDTH", 1)
     monkeypatch.setattr(exact_module, "BEAM_SKIP_GAP", -1.0)
     monkeypatch.setattr(exact_module, "DEEPENING_MIN_GAP", 0.0)
+    monkeypatch.setattr(exact_module, "LATENCY_DEEPENING_MIN_GAP", 0.0)
     check_against_brute(problem, objective, stream)
 
 
