@@ -276,3 +276,20 @@ def test_at_scale_streamed_and_enumerated_searches_agree_and_prove_optimality():
     assert a.stats["optimal"] and b.stats["optimal"]
     assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
     assert lean.energy_mj <= a.energy_mj <= fast.energy_mj
+
+
+def test_at_scale_latency_under_cap_and_deadline_agrees_with_the_enumerated_search():
+    # iterative deepening for latency under a cap (guessed cuts below the incumbent) must still
+    # return the optimum: the enumerated search (no open labels) is a different search
+    p = synthetic_problem(120, seed=1)
+    fast = exact(p, Objective("latency"))
+    cap = (lowest_average_power_mw(p) + fast.energy_mj / fast.latency_ms * 1000) / 2
+    lean = exact(p, Objective("energy"))
+    t_cap = exact(p, Objective("latency", power_cap_mw=cap)).latency_ms
+    for objective in (Objective("latency", power_cap_mw=cap),
+                      Objective("latency", deadline_ms=(t_cap + max(lean.latency_ms, t_cap)) / 2, power_cap_mw=cap)):
+        a = exact(p, objective)
+        b = exact(p, objective, stream=False)
+        assert a.stats["optimal"] and b.stats["optimal"]
+        assert objective.feasible(a.latency_ms, a.energy_mj)
+        assert close(a.latency_ms, b.latency_ms)
