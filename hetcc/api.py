@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -98,7 +99,7 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | None
         if str(model) in zoo.ZOO:
             return _zoo_model(str(model), seed)
         return path  # the frontend reports the missing file
-    torch = __import__("sys").modules.get("torch")  # a Module can only exist if torch is loaded
+    torch = sys.modules.get("torch")  # a Module can only exist if torch is loaded; never import it here
     if torch is not None and isinstance(model, torch.nn.Module):
         if not input_shapes or len(input_shapes) != 1:
             raise UsageError("compiling a torch.nn.Module needs input_shapes={'input': (1, 3, 224, 224)}")

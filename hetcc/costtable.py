@@ -100,9 +100,6 @@ def problem_from_costs_json(doc: dict[str, Any]) -> PlanningProblem:
         return np.array([[np.inf if v is None else v for v in row] for row in doc[key]], dtype=np.float64)
 
     states = doc["states"]
-    by_dev: dict[str, float] = {}
-    for s in states:
-        by_dev[s["device"]] = max(by_dev.get(s["device"], 0.0), s["frequency_mhz"] or 0.0)
     return PlanningProblem(
         latency_ms=arr("latency_ms"), power_mw=arr("power_mw"),
         transfer_in_ms=arr("transfer_in_ms"), transfer_out_ms=arr("transfer_out_ms"),
@@ -111,10 +108,8 @@ def problem_from_costs_json(doc: dict[str, Any]) -> PlanningProblem:
         param_bytes=np.array([l["param_bytes"] for l in doc["layers"]], dtype=np.int64),
         capacity_bytes=np.array([np.inf if c is None else c for c in doc["capacity_bytes"]], dtype=np.float64),
         base_power_mw=float(doc["base_power_mw"]),
-        states=StateTable(device=tuple(s["device"] for s in states),
-                          kind=tuple(s.get("kind", "cpu") for s in states),
-                          freq_mhz=np.array([float(s["frequency_mhz"] or 0.0) for s in states]),
-                          is_fmax=np.array([(s["frequency_mhz"] or 0.0) == by_dev[s["device"]] for s in states])),
+        states=StateTable.build([s["device"] for s in states], [float(s["frequency_mhz"] or 0.0) for s in states],
+                                kind=[s.get("kind", "cpu") for s in states]),
         layer_names=tuple(f"L{l['id']:02d}" for l in doc["layers"]),
     )
 

@@ -34,11 +34,10 @@ def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: i
 
 
 def attach_hardware(problem: PlanningProblem, program: Program, target: Any) -> PlanningProblem:
-    """Give the problem the target's hardware space (knobs) at its default configuration."""
+    """Give the problem the target's hardware space (knobs) at its default configuration; the
+    problem is unchanged for a target without knobs or a measured one."""
     from hetcc import costmodel
 
-    if target.kind != "modelled" or not getattr(target, "knobs", None):
-        return problem
     space = costmodel.hardware_space(target, problem.layer_features, program.get(LEGALITY).mask)
     if space is None:
         return problem

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hetcc.cli import main
+from test_cli import run
 
 CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
 chain (float[1,64] x) => (float[1,64] y) {
@@ -21,12 +21,6 @@ chain (float[1,64] x) => (float[1,64] y) {
 @pytest.fixture
 def chain(tmp_path, write_text_model):
     return str(write_text_model(CHAIN, tmp_path / "chain.onnx"))
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line(err: str) -> str:

@@ -39,8 +39,8 @@ def plan_random(problem: PlanningProblem, objective: Objective, ctx: PlanContext
             drawn += 1
             slices, i = [], 0
             while i < L:
-                w = np.where(ok[i], logn[1:, None], -np.inf) - logn[i]
-                j, s = divmod(int(ctx.rng.choice(L * S, p=np.exp(w).ravel() / np.exp(w).sum())), S)
+                p = np.exp(np.where(ok[i], logn[1:, None], -np.inf) - logn[i]).ravel()
+                j, s = divmod(int(ctx.rng.choice(L * S, p=p / p.sum())), S)
                 slices.append(Slice(i, j, s))
                 i = j + 1
             cand = problem.evaluate(slices)

@@ -12,17 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Model
+from .model import Model, weighted
 from .pareto import INF
-
-
-def weighted(e: np.ndarray, t: np.ndarray, lam: np.ndarray, a: np.ndarray | None = None) -> np.ndarray:
-    """a*e + lam*t broadcast over a trailing K axis; +inf wherever e or t is not finite."""
-    a = np.ones_like(lam) if a is None else a
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = e[..., None] * a + t[..., None] * lam
-    out[~(np.isfinite(e) & np.isfinite(t))] = INF
-    return out
 
 
 @dataclass(frozen=True)

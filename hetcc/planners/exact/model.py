@@ -18,12 +18,18 @@ from ..metrics import RTOL, Objective
 from ..problem import PlanningProblem
 
 
-def combine(a: np.ndarray, b: np.ndarray, w: float) -> np.ndarray:
-    """a + w*b where both are finite, +inf elsewhere (never nan)."""
+def weighted(e: np.ndarray, t: np.ndarray, lam: np.ndarray, a: np.ndarray | None = None) -> np.ndarray:
+    """a*e + lam*t broadcast over a trailing K axis; +inf wherever e or t is not finite."""
+    a = np.ones_like(lam) if a is None else a
     with np.errstate(invalid="ignore", over="ignore"):
-        out = a + w * b
-    out[~(np.isfinite(a) & np.isfinite(b))] = INF
+        out = e[..., None] * a + t[..., None] * lam
+    out[~(np.isfinite(e) & np.isfinite(t))] = INF
     return out
+
+
+def combine(a: np.ndarray, b: np.ndarray, w: float) -> np.ndarray:
+    """a + w*b where both are finite, +inf elsewhere (never nan): ``weighted`` for one weight."""
+    return weighted(a, b, np.array([w]))[..., 0]
 
 
 @dataclass(frozen=True)
@@ -129,4 +135,4 @@ def build(problem: PlanningProblem, objective: Objective, stream: bool = True) -
                  ss=ss, es=np.setdiff1d(np.arange(S), ss), **arrays)
 
 
-__all__ = ["Cells", "Model", "build", "combine"]
+__all__ = ["Cells", "Model", "build", "combine", "weighted"]
