@@ -59,6 +59,9 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     lay = weighted(m.cE.layer[:, ss], m.cT.layer[:, ss], lam, a)
     ent = weighted(m.cE.enter[:, ss], m.cT.enter[:, ss], lam, a)
     lea = weighted(m.cE.leave[:, ss], m.cT.leave[:, ss], lam, a)
+    # per-state columns picked once, not per layer
+    tEnt, tLay, tLea = (x[:, ss][:, :, None] for x in (m.cT.enter, m.cT.layer, m.cT.leave))
+    eEnt, eLay, eLea = (x[:, ss][:, :, None] for x in (m.cE.enter, m.cE.layer, m.cE.leave))
     W = np.full((L + 1, K), INF)
     W[0] = 0.0
     cT = np.zeros((L + 1, K))
@@ -67,6 +70,8 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     ck = np.full((L + 1, K), -1, dtype=np.int64)
     cont = np.zeros((L, ns, K), dtype=bool)
     E3, T3 = m.E3[:, :, es], m.T3[:, :, es]
+    # the enumerated slices' weighted costs in one go when they fit in a few MB
+    W3 = weighted(E3, T3, lam, a) if ne and E3.size * K <= 1 << 20 else None
     oW = np.full((ns, K), INF)
     oT = np.zeros((ns, K))
     oE = np.zeros((ns, K))
@@ -81,16 +86,17 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
                 keep = oW < start
                 cont[i] = keep
                 oW = np.where(keep, oW, start) + lay[i]
-                oT = np.where(keep, oT, cT[i] + m.cT.enter[i, ss][:, None]) + m.cT.layer[i, ss][:, None]
-                oE = np.where(keep, oE, cE[i] + m.cE.enter[i, ss][:, None]) + m.cE.layer[i, ss][:, None]
+                oT = np.where(keep, oT, cT[i] + tEnt[i]) + tLay[i]
+                oE = np.where(keep, oE, cE[i] + eEnt[i]) + eLay[i]
                 cand = oW + lea[i]
                 j = np.argmin(cand, axis=0)
                 best = cand[j, ar]
-                bT = oT[j, ar] + m.cT.leave[i, ss[j]]
-                bE = oE[j, ar] + m.cE.leave[i, ss[j]]
+                bT = oT[j, ar] + tLea[i, j, 0]
+                bE = oE[j, ar] + eLea[i, j, 0]
                 cs[b] = np.where(np.isfinite(best), ss[j], -1)
             if ne:
-                tot = W[:b, None, :] + weighted(E3[b, :b], T3[b, :b], lam, a)   # [b, ne, K]
+                wb = W3[b, :b] if W3 is not None else weighted(E3[b, :b], T3[b, :b], lam, a)
+                tot = W[:b, None, :] + wb   # [b, ne, K]
                 flat = tot.reshape(b * ne, K)
                 j2 = np.argmin(flat, axis=0)
                 v2 = flat[j2, ar]
