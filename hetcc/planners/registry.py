@@ -78,6 +78,8 @@ BUILTIN: dict[str, str] = {
     "even": "hetcc.planners.fixed",
     "random": "hetcc.planners.random",
     "independent": "hetcc.planners.workload",
+    "dqn": "hetcc.planners.dqn",
+    "autoscale-static": "hetcc.planners.autoscale_static",
 }
 #: ``auto`` picks the first of these whose capabilities cover the objective
 AUTO_ORDER = ("dp", "exact")
