@@ -1,0 +1,427 @@
+"""HERTI's evaluation (Sec. IV-V) on hetcc's ``hikey970`` board model, beside the paper's figures.
+
+HERTI's 13 versions, all through the planner registry: TFL-{BIG,LITTLE,GPU,NPU}-P (``single:<dev>``),
+TFL-*-O (the same with the on-demand governor), MOSAIC-P / MOSAIC-E (``dp`` on latency / energy,
+deadline-oblivious), AutoScale (``autoscale-static``), exhaustive (``exact``: the proven optimum)
+and HERTI (``dqn``; ``--dqn-planner`` puts another planner there). Per workload x deadline
+(Eq. 12: short / medium / long): latency / deadline (Fig. 5), energy / MOSAIC-P's (Figs. 6, 7),
+each version's gap to the optimum (what the paper could not show: its "exhaustive" search was
+cut off after 10 days), the planners' wall seconds; EDP under the medium deadline (Fig. 10);
+the board restricted to device subsets (Fig. 8); and HERTI's wall time against the time
+measuring every state it evaluated on the board would take (Fig. 11). Plots: <out>-fig*.png.
+
+    python benchmarks/herti.py                    # 7 workloads x 3 deadlines
+    python benchmarks/herti.py --quick            # MN-1.0 and MO-1.3, medium deadline, dqn 200 steps
+    python benchmarks/herti.py --dqn-planner random --workloads RN,VGG --deadlines medium,long
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
+    sys.path.insert(0, HERE)
+from _common import (MODELS_DIR, RESULTS_DIR, error_text, machine_info, make_console, model_path,  # noqa: E402
+                     utc_now, write_json)
+
+from hetcc.planners import Objective, PlanContext, PlanningProblem, get_spec, plan  # noqa: E402
+from hetcc.planners.registry import option_fields  # noqa: E402
+
+SCRIPT = Path(__file__).stem
+TARGET = "hikey970"
+DEADLINES = ("short", "medium", "long")
+DEVICES = ("big", "little", "gpu", "npu")
+#: HERTI's workloads (Table III) -> (zoo model, how it differs from the paper's)
+WORKLOADS = {
+    "IN": ("inception_v3", "Inception V3 stands in for V4 (torchvision has no Inception V4)"),
+    "MN-1.0": ("mnasnet1_0", ""), "MN-1.3": ("mnasnet1_3", ""),
+    "MO-1.3": ("mobilenet_v2_1.3", ""), "MO-1.4": ("mobilenet_v2_1.4", ""),
+    "RN": ("resnet50", "ResNet-50 V1 stands in for ResNet V2 (torchvision has no V2)"),
+    "VGG": ("vgg16", "VGG-16"),
+}
+QUICK_WORKLOADS = ("MN-1.0", "MO-1.3")
+#: Fig. 8: the device subsets (CPU = big + little)
+SUBSETS = {"CPU": ("big", "little"), "CPU+GPU": ("big", "little", "gpu"), "CPU+NPU": ("big", "little", "npu"),
+           "all": DEVICES}
+#: what the paper reports (Table III deadlines in ms; fractions; minutes)
+PAPER = {
+    "deadlines_ms": {"IN": (190, 210, 250), "MN-1.0": (85, 100, 130), "MN-1.3": (105, 120, 150),
+                     "MO-1.3": (75, 90, 120), "MO-1.4": (85, 100, 130), "RN": (155, 170, 200),
+                     "VGG": (135, 150, 180)},
+    "fig5_meet_every_deadline": ["TFL-NPU-P", "MOSAIC-P", "AutoScale", "HERTI"],
+    "fig6_saving_vs": {"MOSAIC-P": 0.280, "AutoScale": 0.284},
+    "fig7_gain_growth_short_to_long": 0.141, "fig7_long_equals_mosaic_e": True,
+    "fig8_saving_vs": {"CPU+GPU": {"MOSAIC-P": 0.206, "AutoScale": 0.118},
+                       "CPU+NPU": {"MOSAIC-P": 0.217, "AutoScale": 0.133}},
+    "fig10_herti_edp_vs_mosaic_edp": 1.0,
+    "fig11_minutes": {"estimated": 48, "measured": 15088, "ratio": 314},
+}
+
+
+# ---- versions ----------------------------------------------------------------------------------
+
+def steps_options(planner: str, steps: int | None) -> dict[str, int]:
+    """``{"steps": n}`` for the HERTI slot (``samples`` for ``random``); {} for the planner's default."""
+    if steps is None:
+        return {}
+    names = [f[0] for f in option_fields(get_spec(planner))]
+    key = next((k for k in ("steps", "samples") if k in names), None)
+    return {key: steps} if key else {}
+
+
+def main_versions(herti: tuple[str, dict]) -> list[tuple[str, str, dict, str | None]]:
+    """HERTI's 13 versions: (name, planner, options, metric planned for; None = the real objective)."""
+    v = [(f"TFL-{d.upper()}-{g[0].upper()}", f"single:{d}", {"governor": "ondemand"} if g == "ondemand" else {},
+          None) for g in ("performance", "ondemand") for d in DEVICES]
+    return v + [("MOSAIC-P", "dp", {}, "latency"), ("MOSAIC-E", "dp", {}, "energy"),
+                ("AutoScale", "autoscale-static", {}, None), ("exhaustive", "exact", {}, None),
+                ("HERTI", *herti, None)]
+
+
+def edp_versions(herti: tuple[str, dict]) -> list[tuple[str, str, dict, str | None]]:
+    return [("MOSAIC-P", "dp", {}, "latency"), ("AutoScale", "autoscale-static", {}, None),
+            ("exhaustive", "exact", {}, None), ("MOSAIC-EDP", "exact", {}, "edp"), ("HERTI", *herti, None)]
+
+
+def restrict(problem: PlanningProblem, devices: tuple[str, ...]) -> PlanningProblem:
+    """``problem`` with the other devices' state columns illegal."""
+    mask = np.isin(np.array(problem.states.device), devices)
+    return problem.replace(legal=problem.legal & mask[None, :])
+
+
+def eq12_deadline(problem: PlanningProblem, zeta: float) -> float:
+    from hetcc.planners.dp import optimal
+
+    t_best, t_energy = optimal(problem, "latency").latency_ms, optimal(problem, "energy").latency_ms
+    return t_best + zeta * (t_energy - t_best)
+
+
+def run_versions(problem: PlanningProblem, judge: Objective, versions: list, seeds: list[int],
+                 **key: Any) -> list[dict]:
+    """One row per version (per seed for HERTI), judged by ``judge`` (the deadline, the metric)."""
+    rows = []
+    for name, planner, options, metric in versions:
+        objective = judge if metric is None else Objective(metric)
+        for seed in seeds if name == "HERTI" else [None]:
+            row = {**key, "version": name, "planner": planner, "options": options, "seed": seed,
+                   "deadline_ms": judge.deadline_ms}
+            try:
+                get_spec(planner)  # imports the planner's module outside the timed call
+                t0 = time.perf_counter()
+                p = plan(problem, objective, planner, options, PlanContext(seed or 0), allow_infeasible=True)
+                wall = time.perf_counter() - t0
+            except Exception as exc:  # one version failing must not hide the others' numbers
+                rows.append({**row, "error": error_text(exc)})
+                continue
+            rows.append({**row, "latency_ms": p.latency_ms, "energy_mj": p.energy_mj, "edp": p.edp_mj_ms,
+                         "value": judge.value(p.latency_ms, p.energy_mj),
+                         "latency_norm": p.latency_ms / judge.deadline_ms,
+                         "feasible": judge.feasible(p.latency_ms, p.energy_mj), "wall_s": wall,
+                         "slices": [[s.first, s.last, problem.states.label(s.state)] for s in p.slices],
+                         "stats": {k: v for k, v in dict(p.stats).items() if isinstance(v, (int, float, bool))}})
+    return rows
+
+
+def bench_workload(label: str, args: argparse.Namespace, herti: tuple[str, dict], log) -> tuple[dict, list[dict]]:
+    import hetcc
+
+    zoo_name, note = WORKLOADS[label]
+    analysis = hetcc.analyse(model_path(zoo_name, args.models_dir), TARGET)
+    problem = analysis.problem
+    t_best, t_energy = analysis.reference_latencies()
+    info = {"workload": label, "model": zoo_name, "note": note, "layers": problem.num_layers,
+            "states": problem.num_states, "devices": list(problem.devices), "t_best_ms": t_best,
+            "t_energy_opt_ms": t_energy, "deadlines_ms": {d: analysis.objective("energy", d).deadline_ms
+                                                          for d in DEADLINES}}
+    rows = []
+    for d in args.deadlines:
+        log(f"{label}: {d} deadline")
+        rows += run_versions(problem, analysis.objective("energy", d), main_versions(herti), args.seed_list,
+                             part="main", workload=label, deadline=d)
+    log(f"{label}: EDP, device subsets")
+    rows += run_versions(problem, analysis.objective("edp", "medium"), edp_versions(herti), args.seed_list,
+                         part="edp", workload=label, deadline="medium")
+    names = ("MOSAIC-P", "AutoScale", "exhaustive", "HERTI")
+    for sub, devices in SUBSETS.items():
+        if sub == "all" and "medium" in args.deadlines:  # the medium-deadline runs above, as they are
+            rows += [{**{k: v for k, v in r.items() if k != "deadline"}, "part": "subset", "subset": sub}
+                     for r in rows if r["part"] == "main" and r["deadline"] == "medium" and r["version"] in names]
+            continue
+        q = restrict(problem, devices)
+        judge = Objective("energy", deadline_ms=eq12_deadline(q, 0.5), deadline_spec="medium")
+        rows += run_versions(q, judge, [v for v in main_versions(herti) if v[0] in names], args.seed_list,
+                             part="subset", workload=label, subset=sub)
+    return info, rows
+
+
+# ---- summaries ---------------------------------------------------------------------------------
+
+def pick(rows: list[dict], **key: Any) -> list[dict]:
+    return [r for r in rows if "error" not in r and all(r.get(k) == v for k, v in key.items())]
+
+
+def mean_of(rows: list[dict], field: str) -> float | None:
+    vals = [r[field] for r in rows if r.get(field) is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def add_derived(rows: list[dict]) -> None:
+    """energy / MOSAIC-P's and gap to exact (same part, workload, deadline or subset)."""
+    for r in rows:
+        if "error" in r:
+            continue
+        same = {k: r.get(k) for k in ("part", "workload", "deadline", "subset")}
+        r["energy_norm"] = ratio(r["energy_mj"], mean_of(pick(rows, **same, version="MOSAIC-P"), "energy_mj"))
+        best = ratio(r["value"], mean_of(pick(rows, **same, version="exhaustive"), "value"))
+        r["gap_to_exact"] = None if best is None else best - 1
+
+
+def summarise(rows: list[dict], infos: list[dict], args: argparse.Namespace) -> dict[str, Any]:
+    labels, versions = [i["workload"] for i in infos], [v[0] for v in main_versions(("", {}))]
+
+    def cell(version, workload, field, part="main", **key):
+        """The mean over seeds of ``field`` (None when the version failed)."""
+        return mean_of(pick(rows, part=part, version=version, workload=workload, **key), field)
+
+    def feasible(part, version, workload=None, **key):
+        sel = [r for r in rows if r["part"] == part and r["version"] == version and all(
+            r.get(k) == v for k, v in key.items()) and workload in (None, r["workload"])]
+        return bool(sel) and all(r.get("feasible") for r in sel)
+
+    def saving(version, ref, part="main", **key):
+        """HERTI's mean energy saving over ``ref`` across workloads."""
+        vals = [ratio(cell(version, w, "energy_mj", part, **key), cell(ref, w, "energy_mj", part, **key))
+                for w in labels]
+        vals = [1 - v for v in vals if v is not None]
+        return statistics.fmean(vals) if vals else None
+
+    fields = ("latency_norm", "energy_norm", "gap_to_exact", "wall_s")
+    s: dict[str, Any] = {"deadlines": {d: {v: {w: {**{f: cell(v, w, f, deadline=d) for f in fields},
+                                                   "feasible": feasible("main", v, w, deadline=d)}
+                                               for w in labels} for v in versions} for d in args.deadlines}}
+    s["meet_every_deadline"] = {d: [v for v in versions if feasible("main", v, deadline=d)] for d in args.deadlines}
+    s["saving_vs"] = {d: {ref: saving("HERTI", ref, deadline=d) for ref in ("MOSAIC-P", "AutoScale", "MOSAIC-E")}
+                      for d in args.deadlines}
+    if {"short", "long"} <= set(args.deadlines):
+        s["gain_growth_short_to_long"] = s["saving_vs"]["long"]["MOSAIC-P"] - s["saving_vs"]["short"]["MOSAIC-P"]
+    if "long" in args.deadlines:
+        s["long_equals_mosaic_e"] = {w: math.isclose(cell("HERTI", w, "energy_mj", deadline="long") or 0,
+                                                     cell("MOSAIC-E", w, "energy_mj", deadline="long") or 1,
+                                                     rel_tol=1e-9) for w in labels}
+    s["subsets"] = {}
+    for sub in SUBSETS:
+        rel = {v: [ratio(cell(v, w, "energy_mj", "subset", subset=sub), cell(v, w, "energy_mj", "subset",
+                                                                             subset="all")) for w in labels]
+               for v in ("HERTI", "exhaustive")}
+        s["subsets"][sub] = {"energy_vs_all": {v: mean_of([{"x": x} for x in xs], "x") for v, xs in rel.items()},
+                             "saving_vs": {ref: saving("HERTI", ref, "subset", subset=sub)
+                                           for ref in ("MOSAIC-P", "AutoScale")},
+                             "herti_gap_to_exact": mean_of(pick(rows, part="subset", version="HERTI", subset=sub),
+                                                           "gap_to_exact"),
+                             "herti_feasible": feasible("subset", "HERTI", subset=sub)}
+    edp = {}
+    for v in [e[0] for e in edp_versions(("", {}))]:
+        vals = [ratio(cell(v, w, "edp", "edp"), cell("MOSAIC-EDP", w, "edp", "edp")) for w in labels]
+        edp[v] = math.exp(statistics.fmean(math.log(x) for x in vals)) if vals and all(vals) else None
+    s["edp_geomean_vs_mosaic_edp"] = edp
+    s["edp_feasible"] = {v: feasible("edp", v) for v in edp}
+    s["training"] = {}
+    for w in labels:
+        sel = [r for r in pick(rows, part="main", version="HERTI", workload=w) if "measured_ms" in r["stats"]]
+        if sel:
+            wall, measured = sum(r["wall_s"] for r in sel) / 60, sum(r["stats"]["measured_ms"] for r in sel) / 6e4
+            s["training"][w] = {"runs": len(sel), "wall_min": wall, "measured_min": measured,
+                                "ratio": measured / wall, "explored": sum(r["stats"].get("explored", 0) for r in sel)}
+    return s
+
+
+# ---- printing and plotting ---------------------------------------------------------------------
+
+def fmt(x: Any, spec: str = ".3f", bad: bool = False) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    text = format(x, spec) if isinstance(x, (int, float)) else str(x)
+    return f"[red]{text}[/]" if bad else text
+
+
+def table(console: Any, title: str, headers: list[str], body: list[list[str]]) -> None:
+    from rich.table import Table
+
+    console.print(f"\n[bold]{title}[/]", highlight=False)
+    t = Table()
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for row in body:
+        t.add_row(*row)
+    console.print(t)
+
+
+def show(console: Any, infos: list[dict], s: dict, args: argparse.Namespace) -> None:
+    labels = [i["workload"] for i in infos]
+    table(console, "Table III: workloads and deadlines (Eq. 12), ms: ours vs paper",
+          ["workload", "zoo model", "layers", "short", "medium", "long", "paper s/m/l", "note"],
+          [[i["workload"], i["model"], str(i["layers"]), *(fmt(i["deadlines_ms"][d], ".1f") for d in DEADLINES),
+            "/".join(map(str, PAPER["deadlines_ms"][i["workload"]])), i["note"]] for i in infos])
+    for d in args.deadlines:
+        per = s["deadlines"][d]
+        for field, title in (("latency_norm", "Fig. 5: latency / deadline"), ("energy_norm", "Figs. 6-7: energy / "
+                             "MOSAIC-P's"), ("gap_to_exact", "new: energy above the proven optimum (exact)")):
+            body = [[v, *(fmt(c[field], ".2%" if field == "gap_to_exact" else ".3f", not c["feasible"])
+                          for c in (per[v][w] for w in labels)),
+                     fmt(mean_of([per[v][w] for w in labels], field), ".2%" if field == "gap_to_exact" else ".3f"),
+                     fmt(mean_of([per[v][w] for w in labels], "wall_s"), ".3g")] for v in per]
+            table(console, f"{title}, {d} deadline (red: misses it)", ["version", *labels, "mean", "wall s"], body)
+    claims = [["Fig. 5 versions meeting every medium deadline", ", ".join(PAPER["fig5_meet_every_deadline"]),
+               ", ".join(s["meet_every_deadline"].get("medium", []))]]
+    for d in args.deadlines:
+        for ref in ("MOSAIC-P", "AutoScale"):
+            paper = fmt(PAPER["fig6_saving_vs"][ref], ".1%") if d == "medium" else ""
+            claims.append([f"Fig. 6/7 HERTI energy below {ref}, {d}", paper, fmt(s["saving_vs"][d][ref], ".1%")])
+    if "gain_growth_short_to_long" in s:
+        claims.append(["Fig. 7 gain growth short -> long", fmt(PAPER["fig7_gain_growth_short_to_long"], ".1%"),
+                       fmt(s["gain_growth_short_to_long"], ".1%")])
+    if "long_equals_mosaic_e" in s:
+        claims.append(["Fig. 7 HERTI = MOSAIC-E at long", "all", ", ".join(w for w, ok in s["long_equals_mosaic_e"]
+                                                                          .items() if ok) or "none"])
+    for sub in ("CPU+GPU", "CPU+NPU"):
+        for ref in ("MOSAIC-P", "AutoScale"):
+            claims.append([f"Fig. 8 HERTI energy below {ref}, {sub}", fmt(PAPER["fig8_saving_vs"][sub][ref], ".1%"),
+                           fmt(s["subsets"][sub]["saving_vs"][ref], ".1%")])
+    claims.append(["Fig. 10 HERTI EDP / MOSAIC-EDP (geomean)", "1.000",
+                   fmt(s["edp_geomean_vs_mosaic_edp"]["HERTI"], ".3f", not s["edp_feasible"]["HERTI"])])
+    tr = s["training"]
+    if tr:
+        w, m = (statistics.fmean(t[k] for t in tr.values()) for k in ("wall_min", "measured_min"))
+        p = PAPER["fig11_minutes"]
+        claims.append(["Fig. 11 training min: estimated / measured (ratio)",
+                       f"{p['estimated']} / {p['measured']:,} ({p['ratio']}x)", f"{w:.3g} / {m:.3g} ({m / w:.0f}x)"])
+    table(console, "paper vs hetcc (hikey970 board model)", ["claim", "paper", "ours"], claims)
+    table(console, "Fig. 8: energy / all devices' (own medium deadline per subset); HERTI's gap to exact",
+          ["subset", "HERTI", "exact", "HERTI above exact"],
+          [[sub, fmt(v["energy_vs_all"]["HERTI"], ".3f", not v["herti_feasible"]),
+            fmt(v["energy_vs_all"]["exhaustive"]), fmt(v["herti_gap_to_exact"], ".2%")]
+           for sub, v in s["subsets"].items()])
+    table(console, "Fig. 10: EDP / MOSAIC-EDP's (geometric mean), medium deadline (red: misses one)",
+          ["version", "EDP"], [[v, fmt(x, ".3f", not s["edp_feasible"][v])]
+                               for v, x in s["edp_geomean_vs_mosaic_edp"].items()])
+    table(console, "Fig. 11: HERTI planning minutes vs measuring each evaluated state on the board",
+          ["workload", "runs", "states", "wall min", "measured min", "ratio"],
+          [[w, str(t["runs"]), str(t["explored"]), fmt(t["wall_min"], ".3g"), fmt(t["measured_min"], ".3g"),
+            fmt(t["ratio"], ".0f")] for w, t in tr.items()])
+
+
+def bars(path: Path, title: str, groups: list[str], series: dict[str, list], ylabel: str,
+         hline: float | None = None, log: bool = False) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, len(groups) * len(series) * 0.22 + 2), 3.6))
+    width = 0.8 / max(1, len(series))
+    for k, (name, vals) in enumerate(series.items()):
+        ax.bar(np.arange(len(groups)) + (k - (len(series) - 1) / 2) * width, [np.nan if v is None else v for v in vals],
+               width, label=name, color=plt.get_cmap("tab20")(k % 20))
+    if hline is not None:
+        ax.axhline(hline, color="k", lw=0.8, ls="--")
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(fontsize=6, ncol=min(len(series), 7), loc="upper center", bbox_to_anchor=(0.5, -0.12))
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot(out: Path, infos: list[dict], s: dict, args: argparse.Namespace) -> list[str]:
+    labels, d = [i["workload"] for i in infos], "medium" if "medium" in args.deadlines else args.deadlines[0]
+    per, paths = s["deadlines"][d], []
+
+    def save(name: str, *a: Any, **kw: Any) -> None:
+        paths.append(str(out.with_name(f"{out.stem}-{name}.png")))
+        bars(Path(paths[-1]), *a, **kw)
+
+    save("fig5", f"latency / deadline ({d})", labels, {v: [c["latency_norm"] for c in per[v].values()]
+                                                       for v in per}, "latency / deadline", hline=1)
+    save("fig6", f"energy / MOSAIC-P ({d})", labels, {v: [c["energy_norm"] for c in per[v].values()] for v in per},
+         "normalised energy", hline=1)
+    save("fig7", "HERTI energy / MOSAIC-P by deadline", labels,
+         {**{f"HERTI {x[0].upper()}": [c["energy_norm"] for c in s["deadlines"][x]["HERTI"].values()]
+             for x in args.deadlines}, "MOSAIC-E": [c["energy_norm"] for c in per["MOSAIC-E"].values()]},
+         "normalised energy")
+    save("gap", "energy above the proven optimum, mean over workloads", [x[0].upper() for x in args.deadlines],
+         {v: [100 * (mean_of(list(s["deadlines"][x][v].values()), "gap_to_exact") or math.nan)
+              for x in args.deadlines] for v in per}, "% above exact")
+    save("fig8", "energy / full board's", list(SUBSETS), {v: [s["subsets"][sub]["energy_vs_all"][v] for sub in SUBSETS]
+                                                          for v in ("HERTI", "exhaustive")}, "normalised energy")
+    edp = s["edp_geomean_vs_mosaic_edp"]
+    save("fig10", "EDP / MOSAIC-EDP (geomean)", ["EDP"], {v: [x] for v, x in edp.items()}, "normalised EDP", hline=1)
+    tr = s["training"]
+    save("fig11", "HERTI training: estimated vs measured", list(tr),
+         {k: [t[f"{k}_min"] for t in tr.values()] for k in ("wall", "measured")}, "minutes", log=True)
+    return paths
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="MN-1.0 and MO-1.3, medium deadline, dqn 200 steps")
+    ap.add_argument("--workloads", default=None, help=f"comma list of {', '.join(WORKLOADS)} (default all)")
+    ap.add_argument("--deadlines", default=None, help="comma list of short, medium, long (default all)")
+    ap.add_argument("--seeds", type=int, default=1, help="HERTI runs per case (seeds 0..N-1; mean reported)")
+    ap.add_argument("--dqn-steps", type=int, default=None, help="HERTI's training steps (default: the planner's)")
+    ap.add_argument("--dqn-planner", default="dqn", help="the planner in HERTI's slot (e.g. random)")
+    ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
+    ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/herti[-quick].json)")
+    args = ap.parse_args(argv)
+    args.workloads = [w.strip() for w in args.workloads.split(",")] if args.workloads else list(
+        QUICK_WORKLOADS if args.quick else WORKLOADS)
+    args.deadlines = [d.strip() for d in args.deadlines.split(",")] if args.deadlines else (
+        ["medium"] if args.quick else list(DEADLINES))
+    if args.quick and args.dqn_steps is None:
+        args.dqn_steps = 200
+    bad = [w for w in args.workloads if w not in WORKLOADS] + [d for d in args.deadlines if d not in DEADLINES]
+    if bad:
+        raise SystemExit(f"unknown workload(s)/deadline(s) {', '.join(bad)}")
+    args.seed_list = list(range(args.seeds))
+    herti = (args.dqn_planner, steps_options(args.dqn_planner, args.dqn_steps))
+    console, date, t0 = make_console(), utc_now(), time.perf_counter()
+    infos, rows = [], []
+    for w in args.workloads:
+        info, r = bench_workload(w, args, herti, lambda m: print(m, file=sys.stderr, flush=True))
+        infos.append(info)
+        rows += r
+    add_derived(rows)
+    s = summarise(rows, infos, args)
+    show(console, infos, s, args)
+    for r in rows:
+        if "error" in r:
+            console.print(f"[red]{r['workload']} {r['part']} {r['version']}: {r['error']}[/]", highlight=False)
+    out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if args.quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plots = plot(out, infos, s, args)
+    write_json({"script": SCRIPT, "date": date, "machine": machine_info(), "target": TARGET,
+                "args": {"quick": args.quick, "workloads": args.workloads, "deadlines": args.deadlines,
+                         "seeds": args.seed_list, "dqn_steps": args.dqn_steps, "dqn_planner": args.dqn_planner,
+                         "herti_options": herti[1]},
+                "total_s": time.perf_counter() - t0, "paper": PAPER, "workloads": infos, "summary": s,
+                "plots": plots, "runs": rows}, out)
+    print(f"wrote {out} and {len(plots)} plots ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
