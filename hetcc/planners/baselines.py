@@ -6,13 +6,18 @@ take; a layer that would overflow the slice's memory starts the next slice on th
 device; a layer the preferred device cannot run at all (unsupported, or too large on its own)
 runs alone in a separate slice on the NPU if it can, else the GPU, else the big cluster, else
 (our addition, for boards without those names) the first state at maximum frequency that can.
+With ``governor=ondemand`` it is HERTI's TFL-*-O instead: the same plan under the on-demand
+governor model of ``governor.py`` (the device starts at its lowest frequency and jumps to the
+maximum at the governor's first sample). ``device_preferred`` builds the plan for any one state
+of the preferred device (``autoscale-static`` tries them all).
 
 ``brute`` enumerates every plan; the tests use it as the ground truth on small problems.
 """
 from __future__ import annotations
 
 import logging
-from typing import Iterator
+import math
+from typing import Iterator, Literal
 
 import numpy as np
 
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InfeasibleError, UsageError
 from .context import PlanContext
+from .governor import GOVERNORS, ondemand
 from .metrics import Objective
 from .problem import Plan, PlanningProblem, Slice
 from .registry import PlannerSpec
@@ -33,15 +39,24 @@ FALLBACK_DEVICES = ("npu", "gpu", "big")
 @dataclass(frozen=True)
 class SingleOptions:
     device: str = field(default="", metadata={"doc": "the preferred device (single:<device>)"})
+    governor: Literal["performance", "ondemand"] = field(default="performance", metadata={
+        "doc": "performance: the device at f_max (HERTI's TFL-*-P); ondemand: it starts at its lowest "
+               "frequency and jumps to f_max at the first sample (TFL-*-O; model in hetcc.planners.governor)"})
+    sampling_ms: float = field(default=0.0, metadata={
+        "doc": "ondemand's sampling period in ms; 0 = 20 for a CPU (cpufreq ondemand), 50 for a GPU or "
+               "other device (devfreq simple_ondemand polling)"})
+
+    def validate(self) -> str | None:
+        if not (math.isfinite(self.sampling_ms) and self.sampling_ms >= 0):
+            return f"sampling_ms must be a finite number >= 0 (0 = the device's default), not {self.sampling_ms}"
+        if self.sampling_ms and self.governor != "ondemand":
+            return "sampling_ms applies to governor=ondemand only"
+        return None
 
 
-def single_device(problem: PlanningProblem, device: str) -> Plan:
-    """MOSAIC's ``device``-preferred plan; see the module docstring."""
+def device_preferred(problem: PlanningProblem, preferred: int) -> Plan:
+    """MOSAIC's plan preferring device state ``preferred``; see the module docstring."""
     fmax_state = problem.states.fmax_state
-    preferred = fmax_state(device)
-    if preferred is None:
-        raise UsageError(f"unknown device {device!r} for planner single:{device}; "
-                         f"the target has {', '.join(problem.devices)}")
     fallbacks = [s for s in (fmax_state(d) for d in FALLBACK_DEVICES) if s is not None]
     fallbacks += [s for s in range(problem.num_states)
                   if bool(problem.states.is_fmax[s]) and s not in fallbacks]
@@ -68,6 +83,19 @@ def single_device(problem: PlanningProblem, device: str) -> Plan:
     if first is not None:
         slices.append(Slice(first, problem.num_layers - 1, preferred))
     return problem.evaluate(slices)
+
+
+def single_device(problem: PlanningProblem, device: str, governor: str = "performance",
+                  sampling_ms: float = 0.0) -> Plan:
+    """MOSAIC's ``device``-preferred plan at f_max, or under the ondemand governor model."""
+    preferred = problem.states.fmax_state(device)
+    if preferred is None:
+        raise UsageError(f"unknown device {device!r} for planner single:{device}; "
+                         f"the target has {', '.join(problem.devices)}")
+    if governor not in GOVERNORS:
+        raise UsageError(f"unknown governor {governor!r}; choose one of {', '.join(GOVERNORS)}")
+    plan = device_preferred(problem, preferred)
+    return ondemand(problem, plan, device, sampling_ms) if governor == "ondemand" else plan
 
 
 def count_plans(num_layers: int, num_states: int) -> int:
@@ -130,7 +158,9 @@ def brute(problem: PlanningProblem, objective: Objective, max_plans: int = 200_0
 
 SPECS = (
     PlannerSpec("single", "MOSAIC's device-preferred baseline (TF-*-P): longest legal slices on the device at "
-                "f_max, else NPU, GPU, big", lambda p, o, ctx: single_device(p, ctx.options.device),
+                "f_max, else NPU, GPU, big; governor=ondemand: HERTI's TFL-*-O",
+                lambda p, o, ctx: single_device(p, ctx.options.device, ctx.options.governor,
+                                                ctx.options.sampling_ms),
                 SingleOptions, positional="device"),
     PlannerSpec("brute", "every plan enumerated (the ground truth of the tests; small problems only)",
                 lambda p, o, ctx: brute(p, o, ctx.options.max_plans), BruteOptions,

@@ -50,7 +50,7 @@ def test_plan_records_name_options_and_seconds(chain3):
 def test_single_device_planner_by_name(chain3):
     result = plan(chain3, Objective("latency"), "single:big")
     assert result.planner == "single:big" and result.slices == (Slice(0, 2, 0),)
-    assert result.options == {"device": "big"}
+    assert result.options == {"device": "big", "governor": "performance", "sampling_ms": 0.0}
     with pytest.raises(UsageError, match="unknown device 'npu'.*big, gpu"):
         plan(chain3, Objective("latency"), "single:npu")
     with pytest.raises(UsageError, match="names no device"):
