@@ -378,7 +378,9 @@ def plot(out: Path, infos: list[dict], s: dict, args: argparse.Namespace) -> lis
     save("fig10", "EDP / MOSAIC-EDP (geomean)", ["EDP"], {v: [x] for v, x in edp.items()}, "normalised EDP", hline=1)
     tr = s["training"]
     save("fig11", "HERTI training: estimated vs measured", list(tr),
-         {k: [t[f"{k}_min"] for t in tr.values()] for k in ("wall", "measured")}, "minutes", log=True)
+         {name: [t[f"{k}_min"] for t in tr.values()] for k, name in (("wall", "estimated (planner wall)"),
+                                                                      ("measured", "measured (sum of latencies)"))},
+         "minutes", log=True)
     return paths
 
 
