@@ -1,0 +1,104 @@
+"""HERTI's Alg. 1 on TorchRL: epsilon-greedy over valid actions, replay memory, minibatches,
+a target network (Double-DQN targets by default), returning the best state seen.
+
+TorchRL does the learning parts: ``MLP`` (the Q-network of Fig. 3: ``depth`` hidden layers of
+``width`` ReLU units), ``QValueActor`` with the action mask (the greedy action is a masked argmax,
+and so is the next-state action of the double-DQN target), ``DQNLoss`` with its TD(0) value
+estimator (gamma), ``HardUpdate`` of the target network, and a ``ReplayBuffer`` over
+``LazyTensorStorage``. Random actions are drawn uniformly among the valid ones with the
+planner's seeded generator; torch is seeded from the same seed, so a seed gives one plan.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from ..context import PlanContext
+from ..metrics import Objective
+from ..problem import Plan, PlanningProblem
+from .env import SlicingEnv
+
+
+def _epsilon(opts, t: int) -> float:
+    """Linear decay from eps_start to eps_end over the first eps_decay share of the steps."""
+    span = max(1.0, opts.eps_decay * opts.steps)
+    return opts.eps_end + (opts.eps_start - opts.eps_end) * max(0.0, 1.0 - t / span)
+
+
+def train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
+    import torch
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule
+    from torchrl.data import LazyTensorStorage, ReplayBuffer
+    from torchrl.modules import MLP, QValueActor
+    from torchrl.objectives import DQNLoss, HardUpdate
+
+    logging.getLogger("torchrl").setLevel(logging.WARNING)   # its buffer announces itself at INFO
+    opts = ctx.options
+    ctx.seed_torch()
+    env = SlicingEnv(problem, objective, penalty=opts.penalty)
+    obs, info = env.reset(seed=ctx.seed)
+    n_obs, n_act = env.observation_space.shape[0], int(env.action_space.n)
+    net = MLP(in_features=n_obs, out_features=n_act, depth=opts.depth, num_cells=opts.width,
+              activation_class=torch.nn.ReLU)
+    actor = QValueActor(TensorDictModule(net, in_keys=["observation"], out_keys=["action_value"]),
+                        in_keys=["observation"], action_space="categorical", action_mask_key="action_mask")
+    loss = DQNLoss(actor, delay_value=True, double_dqn=opts.double_dqn, action_space="categorical")
+    loss.make_value_estimator(gamma=opts.gamma)
+    target = HardUpdate(loss, value_network_update_interval=opts.target_update)
+    optim = torch.optim.Adam(loss.parameters(), lr=opts.lr, eps=opts.adam_eps)
+    memory = ReplayBuffer(storage=LazyTensorStorage(opts.memory), batch_size=opts.batch_size)
+
+    r0, T0, E0, ok0 = env.reward()
+    best = {"reward": r0 if ok0 else -np.inf, "value": objective.value(T0, E0) if ok0 else None,
+            "slices": env.slices(), "step": 0}
+    seen = {env.key()}
+    measured_ms = 0.0
+    stale = t = 0
+    wall0 = time.perf_counter()
+    with ctx.progress.task("dqn", total=opts.steps) as bar:
+        while t < opts.steps and not ctx.out_of_budget(t) and not (opts.patience and stale >= opts.patience):
+            mask = info["action_mask"]
+            eps = _epsilon(opts, t)
+            if ctx.rng.random() < eps:
+                action = int(ctx.rng.choice(np.flatnonzero(mask)))
+            else:
+                with torch.no_grad():
+                    q = net(torch.as_tensor(obs)).numpy()
+                action = int(np.argmax(np.where(mask, q, -np.inf)))
+            nobs, reward, _, _, ninfo = env.step(action)
+            t += 1
+            measured_ms += ninfo["latency_ms"]
+            seen.add(env.key())
+            stale += 1
+            if ninfo["feasible"] and reward > best["reward"]:
+                best = {"reward": reward, "value": objective.value(ninfo["latency_ms"], ninfo["energy_mj"]),
+                        "slices": env.slices(), "step": t}
+                stale = 0
+            memory.add(TensorDict({
+                "observation": torch.as_tensor(obs), "action": torch.tensor(action),
+                "action_mask": torch.as_tensor(mask),
+                "next": {"observation": torch.as_tensor(nobs), "action_mask": torch.as_tensor(ninfo["action_mask"]),
+                         "reward": torch.tensor([reward], dtype=torch.float32),
+                         "done": torch.tensor([False]), "terminated": torch.tensor([False])}}, batch_size=[]))
+            obs, info = nobs, ninfo
+            if opts.episode and t % opts.episode == 0:    # restart the walk from the best state so far
+                obs, info = env.reset(options={"plan": problem.evaluate(best["slices"])})
+            if len(memory) >= max(opts.batch_size, opts.warmup) and t % opts.train_every == 0:
+                batch = memory.sample()
+                value = loss(batch)["loss"]
+                optim.zero_grad()
+                value.backward()
+                optim.step()
+                target.step()
+            bar.update(1, step=t, eps=round(eps, 3), best=best["value"], deadline_met=best["value"] is not None)
+    stats = {"steps": t, "explored": len(seen), "measured_ms": measured_ms, "best_step": best["step"],
+             "wall_s": time.perf_counter() - wall0, "epsilon": _epsilon(opts, t),
+             "stopped": "patience" if opts.patience and stale >= opts.patience else
+             ("budget" if t < opts.steps else "steps")}
+    return problem.evaluate(best["slices"], stats=stats)
+
+
+__all__ = ["train"]

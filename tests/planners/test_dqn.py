@@ -1,0 +1,207 @@
+"""dqn (HERTI): the environment's transitions, masks and reward; a short seeded training run."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("gymnasium")
+pytest.importorskip("torchrl")
+
+from hetcc.errors import InfeasibleError, UsageError  # noqa: E402
+from hetcc.planners import Objective, PlanContext, Slice, plan  # noqa: E402
+from hetcc.planners.dqn.env import CHANGES, NK, SlicingEnv  # noqa: E402
+from planner_cases import make_problem, problems  # noqa: E402
+
+SPLIT, MERGE, DEV_NEXT, DEV_PREV, FREQ_UP, FREQ_DOWN = range(NK)
+
+
+def board(params=(0, 0, 0, 0), capacity=None, legal=None):
+    """4 layers; big at 500/1000 MHz, gpu at 200/400/600 MHz, an npu without DVFS."""
+    devices = ("big", "big", "gpu", "gpu", "gpu", "npu")
+    freqs = (500.0, 1000.0, 200.0, 400.0, 600.0, 0.0)
+    base = np.array([4.0, 2.0, 3.0, 1.5, 1.0, 0.5])
+    lat = np.tile(base, (4, 1)) * np.array([[1.0], [2.0], [1.0], [0.5]])
+    power = np.tile([300.0, 1000.0, 200.0, 500.0, 900.0, 400.0], (4, 1))
+    return make_problem(lat, power, devices=devices, freqs=freqs, params=params, capacity=capacity,
+                        legal=legal, fmax=[False, True, False, False, True, True], t_in=np.full((4, 6), 0.1),
+                        t_out=np.full((4, 6), 0.1), names=tuple(f"L{i}" for i in range(4)))
+
+
+def env_at(problem, slices, objective=Objective("energy")):
+    env = SlicingEnv(problem, objective)
+    env.reset(options={"plan": problem.evaluate(slices)})
+    return env
+
+
+def brute_mask(env):
+    """Validity of every action by applying it to a copy: legal and a different state."""
+    out = np.zeros(env.action_space.n, dtype=bool)
+    before = env.slices()
+    for a in range(env.action_space.n):
+        l, k = divmod(a, NK)
+        j = int(np.searchsorted(env.first, l, side="right") - 1)
+        if (k == SPLIT and env.first[j] == l) or (k == MERGE and j == 0):
+            continue            # structurally impossible (not a change of state)
+        trial = copy.deepcopy(env)
+        if k >= DEV_NEXT and trial.targets()[j, k - 2] < 0:
+            continue
+        trial.apply(a)
+        after = trial.slices()
+        if after == before:
+            continue
+        try:
+            env.problem.check_slices(after)
+        except ValueError:
+            continue
+        out[a] = True
+    return out
+
+
+def test_split_and_merge_at_the_ends():
+    env = env_at(board(), [Slice(0, 3, 1)])
+    mask = env.action_mask().reshape(4, NK)
+    assert not mask[0, SPLIT] and mask[1:, SPLIT].all()      # layer 0 always starts a slice
+    assert not mask[:, MERGE].any()                           # no previous slice to merge into
+    env.step(2 * NK + SPLIT)
+    assert env.slices() == (Slice(0, 1, 1), Slice(2, 3, 1))
+    mask = env.action_mask().reshape(4, NK)
+    assert not mask[2, SPLIT] and mask[3, SPLIT]
+    assert mask[2:, MERGE].all() and not mask[:2, MERGE].any()
+    env.step(3 * NK + MERGE)                                  # via any layer of the slice
+    assert env.slices() == (Slice(0, 3, 1),)
+
+
+def test_frequency_bounds_and_the_npu_without_dvfs():
+    env = env_at(board(), [Slice(0, 0, 0), Slice(1, 1, 4), Slice(2, 3, 5)])
+    mask = env.action_mask().reshape(4, NK)
+    assert mask[0, FREQ_UP] and not mask[0, FREQ_DOWN]        # big at its lowest level
+    assert not mask[1, FREQ_UP] and mask[1, FREQ_DOWN]        # gpu at its top level
+    assert not mask[2:, FREQ_UP].any() and not mask[2:, FREQ_DOWN].any()   # npu: one state
+    env.step(1 * NK + FREQ_DOWN)
+    assert env.slices()[1] == Slice(1, 1, 3)
+    before = env.slices()
+    _, _, _, _, info = env.step(2 * NK + FREQ_UP)                  # invalid: no change, flagged
+    assert info["invalid_action"] and env.slices() == before
+
+
+def test_device_moves_are_cyclic_and_keep_the_relative_level():
+    env = env_at(board(), [Slice(0, 3, 1)])                   # big at its top level
+    env.step(DEV_NEXT)
+    assert env.slices() == (Slice(0, 3, 4),)                  # gpu at its top level
+    env.step(DEV_NEXT)
+    assert env.slices() == (Slice(0, 3, 5),)                  # npu
+    env.step(DEV_NEXT)
+    assert env.slices() == (Slice(0, 3, 1),)                  # back to big: the list is cyclic
+    env.step(DEV_PREV)
+    assert env.slices() == (Slice(0, 3, 5),)
+    env = env_at(board(), [Slice(0, 3, 0)])                   # big at its lowest level
+    env.step(DEV_NEXT)
+    assert env.slices() == (Slice(0, 3, 2),)                  # gpu at its lowest level
+
+
+def test_capacity_and_illegal_layers_close_actions():
+    legal = np.ones((4, 6), dtype=bool)
+    legal[3, 5] = False                                       # the npu cannot run layer 3
+    p = board(params=(40, 40, 40, 40), capacity=[np.inf] * 2 + [np.inf] * 3 + [100.0], legal=legal)
+    env = env_at(p, [Slice(0, 1, 5), Slice(2, 2, 5), Slice(3, 3, 1)])
+    mask = env.action_mask().reshape(4, NK)
+    assert not mask[2, MERGE]                                 # 120 bytes > the npu's 100
+    assert not mask[3, DEV_PREV]                              # big -> npu: layer 3 illegal there
+    assert mask[3, DEV_NEXT]                                  # big -> gpu is fine
+    assert (env.action_mask() == brute_mask(env)).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(problems(max_layers=5, max_states=4, structured=True, allow_infeasible=False), st.integers(0, 10_000))
+def test_random_walks_stay_legal_and_the_mask_is_exact(problem, seed):
+    try:
+        env = SlicingEnv(problem, Objective("energy"))
+    except InfeasibleError:
+        return
+    env.reset()
+    rng = np.random.default_rng(seed)
+    for _ in range(30):
+        mask = env.action_mask()
+        assert (mask == brute_mask(env)).all()
+        if not mask.any():
+            break
+        env.step(int(rng.choice(np.flatnonzero(mask))))
+        problem.check_slices(env.slices())                    # never an illegal state
+        T, E = env.totals()
+        p = problem.evaluate(env.slices())
+        assert T == pytest.approx(p.latency_ms) and E == pytest.approx(p.energy_mj)
+
+
+def test_reward_is_minus_sqrt_of_the_normalised_cost_or_the_penalty():
+    p = board()
+    fast = plan(p, Objective("latency"), "dp")
+    ref = fast.energy_mj
+    env = env_at(p, [Slice(0, 3, 0)], Objective("energy", deadline_ms=100.0))
+    r, T, E, ok = env.reward()
+    assert ok and r == pytest.approx(-np.sqrt(E / ref))
+    env = SlicingEnv(p, Objective("energy", deadline_ms=1.0))        # nothing meets 1 ms
+    env.reset()
+    assert env.reward()[0] == -100.0
+    edp = SlicingEnv(p, Objective("edp", deadline_ms=100.0))
+    edp.reset()
+    assert edp.reward()[0] == pytest.approx(-1.0)                      # the initial state is the reference
+
+
+def test_observation_and_gymnasium_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    env = env_at(board(), [Slice(0, 1, 0), Slice(2, 3, 5)])
+    obs = env.observation().reshape(4, 3)
+    assert obs[:, 0].tolist() == [1, 0, 1, 0]
+    assert obs[:, 1].tolist() == pytest.approx([0, 0, 1, 1])         # big = 0, npu = last
+    assert obs[:, 2].tolist() == pytest.approx([0, 0, 0, 0])
+    assert CHANGES == ("split", "merge", "dev_next", "dev_prev", "freq_up", "freq_down")
+    check_env(SlicingEnv(board(), Objective("energy")), skip_render_check=True)
+
+
+def small_problem():
+    rng = np.random.default_rng(3)
+    L = 6
+    devices = ("big", "big", "gpu", "gpu", "npu")
+    freqs = (800.0, 1600.0, 300.0, 600.0, 0.0)
+    work = rng.uniform(1, 5, size=(L, 3))
+    lat = np.stack([work[:, 0] * 2, work[:, 0], work[:, 1] * 2, work[:, 1], work[:, 2]], axis=1)
+    power = np.stack([np.full(L, 400.0), np.full(L, 1500.0), np.full(L, 300.0), np.full(L, 1000.0),
+                      np.full(L, 600.0)], axis=1)
+    t = rng.uniform(0, 0.5, size=(L, 5))
+    return make_problem(lat, power, devices=devices, freqs=freqs, t_in=t, t_out=t, base_power_mw=200.0,
+                        fmax=[False, True, False, True, True])
+
+
+def test_short_seeded_training_reaches_the_optimum_and_is_reproducible():
+    p = small_problem()
+    fast = plan(p, Objective("latency"), "exact").latency_ms
+    lean = plan(p, Objective("energy"), "exact").latency_ms
+    objective = Objective("energy", deadline_ms=(fast + lean) / 2)
+    best = plan(p, objective, "exact")
+    opts = {"steps": 1500, "depth": 2, "width": 64, "warmup": 64}
+    a = plan(p, objective, "dqn", opts, PlanContext(seed=0))
+    assert a.latency_ms <= objective.deadline_ms * (1 + 1e-9)
+    assert a.energy_mj == pytest.approx(best.energy_mj, rel=1e-9)
+    assert a.stats["explored"] > 1 and a.stats["measured_ms"] > 0 and a.stats["steps"] == 1500
+    b = plan(p, objective, "dqn", opts, PlanContext(seed=0))
+    assert b.slices == a.slices
+
+
+def test_budget_patience_and_bad_options():
+    p = small_problem()
+    from hetcc.planners import Budget
+
+    r = plan(p, Objective("energy"), "dqn", {"steps": 1000, "width": 16, "depth": 1},
+             PlanContext(seed=1, budget=Budget(steps=40)))
+    assert r.stats["steps"] == 40 and r.stats["stopped"] == "budget"
+    r = plan(p, Objective("energy"), "dqn", {"steps": 1000, "width": 16, "depth": 1, "patience": 30}, PlanContext(1))
+    assert r.stats["stopped"] == "patience" and r.stats["steps"] < 1000
+    with pytest.raises(UsageError, match="eps_end"):
+        plan(p, Objective("energy"), "dqn", {"eps_end": 0.5, "eps_start": 0.1})
+    with pytest.raises(UsageError, match="no option 'epsilon'"):
+        plan(p, Objective("energy"), "dqn", {"epsilon": 0.5})
