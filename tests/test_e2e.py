@@ -201,3 +201,30 @@ def test_jetson_plan_carries_its_hardware_configuration(zoo_models, tmp_path):
     variant = default_variant(json.loads((out / "manifest.json").read_text()))
     assert variant["hardware"] == dict(result.plan.hardware)
     assert verify(out).ok
+
+
+def test_dqn_compiles_meets_the_deadline_verifies_and_repeats_its_plan(zoo_models, tmp_path):
+    """HERTI's planner from the CLI and the API: same seed, same plan; an artifact like any other."""
+    pytest.importorskip("torchrl")
+    from hetcc.cli import main
+
+    model = str(zoo_models["squeezenet1_1"])
+    out = tmp_path / "dqn"
+    argv = ["compile", model, "--target", "hikey970", "--objective", "energy", "--deadline", "medium",
+            "--planner", "dqn", "--seed", "0", "--planner-option", "steps=400", "--planner-option", "width=64",
+            "-o", str(out), "-q"]
+    assert main(argv) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    variant = default_variant(manifest)
+    planner = variant["planner"]
+    assert planner["name"] == "dqn" and planner["stats"]["steps"] == 400 and planner["options"]["width"] == 64
+    assert planner["stats"]["explored"] > 1 and planner["stats"]["measured_ms"] > 0
+    assert variant["feasible"] is True
+    assert (out / "costs.json").exists() and verify(out).ok
+    analysis = hetcc.analyse(model, "hikey970")
+    objective = analysis.objective("energy", deadline="medium")
+    api = analysis.plan(objective, planner="dqn", options={"steps": 400, "width": 64}, seed=0)
+    assert api.latency_ms <= objective.deadline_ms * (1 + 1e-9)
+    assert [(s["first_layer"], s["last_layer"]) for s in variant["slices"]] == [(s.first, s.last) for s in api.slices]
+    again = analysis.plan(objective, planner="dqn", options={"steps": 400, "width": 64}, seed=0)
+    assert again.slices == api.slices
