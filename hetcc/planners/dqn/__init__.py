@@ -17,7 +17,7 @@ from ..registry import PlannerSpec
 
 @dataclass(frozen=True)
 class DQNOptions:
-    steps: int = field(default=20_000, metadata={"doc": "environment steps (Alg. 1's t_max); a step budget stops earlier"})
+    steps: int = field(default=10_000, metadata={"doc": "environment steps (Alg. 1's t_max); a step budget stops earlier"})
     episode: int = field(default=50, metadata={"doc": "restart the walk from the best state every this many steps "
                                               "(0: one walk, as Alg. 1)"})
     patience: int = field(default=0, metadata={"doc": "stop after this many steps without a better state (0: never)"})
