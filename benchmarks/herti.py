@@ -153,11 +153,12 @@ def bench_workload(label: str, args: argparse.Namespace, herti: tuple[str, dict]
         log(f"{label}: {d} deadline")
         rows += run_versions(problem, analysis.objective("energy", d), main_versions(herti), args.seed_list,
                              part="main", workload=label, deadline=d)
-    log(f"{label}: EDP, device subsets")
-    rows += run_versions(problem, analysis.objective("edp", "medium"), edp_versions(herti), args.seed_list,
-                         part="edp", workload=label, deadline="medium")
+    if "edp" in args.parts:
+        log(f"{label}: EDP")
+        rows += run_versions(problem, analysis.objective("edp", "medium"), edp_versions(herti), args.seed_list,
+                             part="edp", workload=label, deadline="medium")
     names = ("MOSAIC-P", "AutoScale", "exhaustive", "HERTI")
-    for sub, devices in SUBSETS.items():
+    for sub, devices in (SUBSETS.items() if "subsets" in args.parts else ()):
         if sub == "all" and "medium" in args.deadlines:  # the medium-deadline runs above, as they are
             rows += [{**{k: v for k, v in r.items() if k != "deadline"}, "part": "subset", "subset": sub}
                      for r in rows if r["part"] == "main" and r["deadline"] == "medium" and r["version"] in names]
@@ -391,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="MN-1.0 and MO-1.3, medium deadline, dqn 200 steps")
     ap.add_argument("--workloads", default=None, help=f"comma list of {', '.join(WORKLOADS)} (default all)")
     ap.add_argument("--deadlines", default=None, help="comma list of short, medium, long (default all)")
+    ap.add_argument("--parts", default="main,edp,subsets",
+                    help="comma list of main (Figs. 5-7, 11), edp (Fig. 10), subsets (Fig. 8)")
     ap.add_argument("--seeds", type=int, default=1, help="HERTI runs per case (seeds 0..N-1; mean reported)")
     ap.add_argument("--dqn-steps", type=int, default=None, help="HERTI's training steps (default: the planner's)")
     ap.add_argument("--dqn-planner", default="dqn", help="the planner in HERTI's slot (e.g. random)")
@@ -403,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         ["medium"] if args.quick else list(DEADLINES))
     if args.quick and args.dqn_steps is None:
         args.dqn_steps = 200
+    args.parts = [x.strip() for x in args.parts.split(",")]
     bad = [w for w in args.workloads if w not in WORKLOADS] + [d for d in args.deadlines if d not in DEADLINES]
+    bad += [x for x in args.parts if x not in ("main", "edp", "subsets")]
     if bad:
         raise SystemExit(f"unknown workload(s)/deadline(s) {', '.join(bad)}")
     args.seed_list = list(range(args.seeds))
