@@ -149,7 +149,7 @@ def bench_workload(label: str, args: argparse.Namespace, herti: tuple[str, dict]
             "t_energy_opt_ms": t_energy, "deadlines_ms": {d: analysis.objective("energy", d).deadline_ms
                                                           for d in DEADLINES}}
     rows = []
-    for d in args.deadlines:
+    for d in (args.deadlines if "main" in args.parts else ()):
         log(f"{label}: {d} deadline")
         rows += run_versions(problem, analysis.objective("energy", d), main_versions(herti), args.seed_list,
                              part="main", workload=label, deadline=d)
@@ -159,7 +159,7 @@ def bench_workload(label: str, args: argparse.Namespace, herti: tuple[str, dict]
                              part="edp", workload=label, deadline="medium")
     names = ("MOSAIC-P", "AutoScale", "exhaustive", "HERTI")
     for sub, devices in (SUBSETS.items() if "subsets" in args.parts else ()):
-        if sub == "all" and "medium" in args.deadlines:  # the medium-deadline runs above, as they are
+        if sub == "all" and "medium" in args.deadlines and "main" in args.parts:  # the medium-deadline runs above, as they are
             rows += [{**{k: v for k, v in r.items() if k != "deadline"}, "part": "subset", "subset": sub}
                      for r in rows if r["part"] == "main" and r["deadline"] == "medium" and r["version"] in names]
             continue
