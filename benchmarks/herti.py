@@ -32,6 +32,7 @@ if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py
 from _common import (MODELS_DIR, RESULTS_DIR, error_text, machine_info, make_console, model_path,  # noqa: E402
                      utc_now, write_json)
 
+from hetcc.api import preset_deadline_ms, reference_latencies  # noqa: E402
 from hetcc.planners import Budget, Objective, PlanContext, PlanningProblem, get_spec, plan  # noqa: E402
 from hetcc.planners.registry import option_fields  # noqa: E402
 
@@ -98,13 +99,6 @@ def restrict(problem: PlanningProblem, devices: tuple[str, ...]) -> PlanningProb
     return problem.replace(legal=problem.legal & mask[None, :])
 
 
-def eq12_deadline(problem: PlanningProblem, zeta: float) -> float:
-    from hetcc.planners.dp import optimal
-
-    t_best, t_energy = optimal(problem, "latency").latency_ms, optimal(problem, "energy").latency_ms
-    return t_best + zeta * (t_energy - t_best)
-
-
 WARM: set[str] = set()
 
 
@@ -164,7 +158,8 @@ def bench_workload(label: str, args: argparse.Namespace, herti: tuple[str, dict]
                      for r in rows if r["part"] == "main" and r["deadline"] == "medium" and r["version"] in names]
             continue
         q = restrict(problem, devices)
-        judge = Objective("energy", deadline_ms=eq12_deadline(q, 0.5), deadline_spec="medium")
+        judge = Objective("energy", deadline_ms=preset_deadline_ms("medium", *reference_latencies(q)),
+                          deadline_spec="medium")
         rows += run_versions(q, judge, [v for v in main_versions(herti) if v[0] in names], args.seed_list,
                              part="subset", workload=label, subset=sub)
     return info, rows

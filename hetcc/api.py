@@ -56,6 +56,26 @@ def parse_deadline(text: str | float | None) -> tuple[float | None, str | None]:
     return value, None
 
 
+def reference_latencies(problem: PlanningProblem, energy: bool = True) -> tuple[float, float | None]:
+    """(T_best, T_energy_opt) of ``problem``: the fastest plan's latency and the energy optimum's
+    (``dp``; None without ``energy``, for a target without a power model)."""
+    from .planners.dp import optimal
+
+    t_best = optimal(problem, "latency").latency_ms
+    return t_best, optimal(problem, "energy").latency_ms if energy else None
+
+
+def preset_deadline_ms(spec: str, t_best: float, t_energy: float | None) -> float:
+    """The milliseconds of a relative deadline: HERTI's Eq. 12 preset or ``<k>x`` the fastest plan
+    (``spec`` as ``parse_deadline`` returns it)."""
+    if spec in DEADLINE_PRESETS:
+        if t_energy is None:
+            raise UsageError(f"--deadline {spec} needs the energy optimum, which a target without a power model "
+                             "lacks: give milliseconds or a factor such as 1.3x")
+        return t_best + DEADLINE_PRESETS[spec] * (t_energy - t_best)
+    return t_best * float(spec[:-1])
+
+
 def parse_power(text: str | float | None) -> float | None:
     """``5W``, ``5000mW`` or a bare number of W -> mW (a Python number is taken as mW)."""
     if text is None:
@@ -142,11 +162,7 @@ class Analysis:
         """(T_best, T_energy_opt): the fastest plan's latency and the energy optimum's (``dp``);
         T_energy_opt is None on a target without a power model."""
         if self._reference is None:
-            from .planners.dp import optimal
-
-            t_best = optimal(self.problem, "latency").latency_ms
-            t_energy = optimal(self.problem, "energy").latency_ms if self.target.has_power_model else None
-            self._reference = (t_best, t_energy)
+            self._reference = reference_latencies(self.problem, self.target.has_power_model)
         return self._reference
 
     def objective(self, metric: str = "latency", deadline: str | float | None = None,
@@ -161,14 +177,10 @@ class Analysis:
                              "such as hikey970")
         ms, spec = parse_deadline(deadline)
         if spec is not None:
-            t_best, t_energy = self.reference_latencies()
-            if spec in DEADLINE_PRESETS:
-                if t_energy is None:
-                    raise UsageError(f"--deadline {spec} needs the energy optimum; target {self.target.name!r} "
-                                     "has no power model: give milliseconds or a factor such as 1.3x")
-                ms = t_best + DEADLINE_PRESETS[spec] * (t_energy - t_best)
-            else:
-                ms = t_best * float(spec[:-1])
+            if spec in DEADLINE_PRESETS and not self.target.has_power_model:
+                raise UsageError(f"--deadline {spec} needs the energy optimum; target {self.target.name!r} "
+                                 "has no power model: give milliseconds or a factor such as 1.3x")
+            ms = preset_deadline_ms(spec, *self.reference_latencies())
         return Objective(metric=metric, deadline_ms=ms, power_cap_mw=cap, deadline_spec=spec)
 
     def problem_at(self, hardware: Mapping[str, Any] | None) -> PlanningProblem:

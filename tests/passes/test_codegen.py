@@ -12,21 +12,13 @@ from hetcc import fsutil
 from hetcc.errors import UsageError
 from hetcc.passes import codegen
 from hetcc.runtime.manifest import SCHEMA_ID, load_manifest
+from text_models import IDENTITY_CHAIN
 
 
 def slices_of(manifest: dict) -> list:
     return manifest["variants"][manifest["default_variant"]]["slices"]
 
-CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
-chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0, 0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
-    wi = Identity(w)
-    a = MatMul(x, wi)
-    b = Relu(a)
-    c = Sigmoid(b)
-    d = MatMul(c, wi)
-    y = Relu(d)
-}
-"""
+CHAIN = IDENTITY_CHAIN
 
 
 @pytest.fixture

@@ -14,17 +14,9 @@ from hetcc.passes.legality import CheckLegality
 from hetcc.passes.shapes import AnnotateTensors
 from hetcc.passmanager import PassManager
 from hetcc.planners import Slice
+from text_models import IDENTITY_CHAIN
 
-CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
-chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0, 0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
-    wi = Identity(w)
-    a = MatMul(x, wi)
-    b = Relu(a)
-    c = Sigmoid(b)
-    d = MatMul(c, wi)
-    y = Relu(d)
-}
-"""
+CHAIN = IDENTITY_CHAIN
 
 SMALL = """<ir_version: 8, opset_import: ["" : 17]>
 small (float[2,4] x) => (float[2,4] y) {

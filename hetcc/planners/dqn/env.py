@@ -79,33 +79,6 @@ class Layout:
         return self.state[d][f] if 0 <= f < len(self.state[d]) else None
 
 
-class Costs:
-    """Prefix sums that cost and check a slice in O(1): the one cost model, vectorised."""
-
-    def __init__(self, p: PlanningProblem) -> None:
-        lat = np.where(p.legal, p.latency_ms, 0.0)
-        zero = np.zeros((1, p.num_states))
-        self.cT = np.concatenate([zero, np.cumsum(lat, axis=0)])
-        self.cE = np.concatenate([zero, np.cumsum(lat * np.where(p.legal, p.power_mw, 0.0) / 1000.0, axis=0)])
-        self.bad = np.concatenate([zero, np.cumsum(~p.legal, axis=0)])
-        self.par = np.concatenate([[0.0], np.cumsum(p.param_bytes.astype(np.float64))])
-        self.cap = p.capacity_bytes
-        self.p = p
-
-    def legal(self, a, b, s) -> np.ndarray:
-        """Slices a..b (inclusive) on states s legal (arrays broadcast)."""
-        a, b, s = np.asarray(a), np.asarray(b), np.asarray(s)
-        ok = self.bad[b + 1, s] - self.bad[a, s] == 0
-        return ok & (self.par[b + 1] - self.par[a] <= self.cap[s])
-
-    def totals(self, a: np.ndarray, b: np.ndarray, s: np.ndarray) -> tuple[float, float]:
-        p = self.p
-        T = p.transfer_in_ms[a, s] + self.cT[b + 1, s] - self.cT[a, s] + p.transfer_out_ms[b, s]
-        E = (p.transfer_in_mj[a, s] + self.cE[b + 1, s] - self.cE[a, s] + p.transfer_out_mj[b, s]
-             + p.base_power_mw * T / 1000.0)
-        return float(T.sum()), float(E.sum())
-
-
 class SlicingEnv(gym.Env):
     """HERTI's environment; see the module docstring."""
 
@@ -113,11 +86,12 @@ class SlicingEnv(gym.Env):
 
     def __init__(self, problem: PlanningProblem, objective: Objective, *, init: Plan | None = None,
                  penalty: float = PENALTY, max_steps: int | None = None) -> None:
-        from ..dp import optimal
+        from ..dp import SliceTables, cell_costs, optimal
 
         self.problem, self.objective = problem, objective
         self.layout = Layout.of(problem)
-        self.costs = Costs(problem)
+        tables = SliceTables(problem, cell_costs(problem))     # every slice's cost, [end, start, state]
+        self._T3, self._E3, self._ok = tables.latency(), tables.energy(), tables.ok
         self.penalty = float(penalty)
         self.max_steps = max_steps
         L = problem.num_layers
@@ -172,7 +146,8 @@ class SlicingEnv(gym.Env):
         return obs.ravel()
 
     def totals(self) -> tuple[float, float]:
-        return self.costs.totals(self.first, self.last, self.state)
+        ends = self.last + 1
+        return float(self._T3[ends, self.first, self.state].sum()), float(self._E3[ends, self.first, self.state].sum())
 
     def reward(self) -> tuple[float, float, float, bool]:
         T, E = self.totals()
@@ -196,11 +171,11 @@ class SlicingEnv(gym.Env):
         first, last, state = self.first, self.last, self.state
         per_slice = np.zeros((n, NK), dtype=bool)
         if n > 1:   # merge: slice j (j >= 1) joins slice j-1 on j-1's state
-            per_slice[1:, 1] = self.costs.legal(first[:-1], last[1:], state[:-1])
+            per_slice[1:, 1] = self._ok[last[1:] + 1, first[:-1], state[:-1]]
         tg = self.targets()
         valid = (tg >= 0) & (tg != state[:, None])
         safe = np.where(valid, tg, 0)
-        per_slice[:, 2:] = valid & self.costs.legal(first[:, None], last[:, None], safe)
+        per_slice[:, 2:] = valid & self._ok[last[:, None] + 1, first[:, None], safe]
         lengths = last - first + 1
         mask = np.repeat(per_slice, lengths, axis=0)
         mask[:, 0] = True                 # split: any layer that does not start a slice
@@ -242,4 +217,4 @@ class SlicingEnv(gym.Env):
         return self.observation(), r, False, truncated, {**self._info(T, E, ok), "invalid_action": invalid}
 
 
-__all__ = ["CHANGES", "Costs", "Layout", "PENALTY", "SlicingEnv"]
+__all__ = ["CHANGES", "Layout", "PENALTY", "SlicingEnv"]

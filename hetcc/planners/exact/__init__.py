@@ -207,7 +207,6 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
             break
         best.offer(res.path, res.value)
         if res.path is not None and res.value <= cut * (1 + 1e-9):
-            best.bound = max(best.bound, min(res.value, cut))
             best.bound = res.value       # the pass kept every plan within its cut: res is optimal
             break
         best.bound = max(best.bound, cut)  # nothing feasible within cut: the optimum exceeds it
