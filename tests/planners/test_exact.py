@@ -293,3 +293,28 @@ def test_at_scale_latency_under_cap_and_deadline_agrees_with_the_enumerated_sear
         assert a.stats["optimal"] and b.stats["optimal"]
         assert objective.feasible(a.latency_ms, a.energy_mj)
         assert close(a.latency_ms, b.latency_ms)
+
+
+def test_edp_dominance_keeps_the_optimum_and_drops_labels(monkeypatch):
+    # edp under a deadline: a slower label that a faster one beats on every completion goes; the
+    # search must find the same optimum with fewer labels than without the rule
+    p = synthetic_problem(80, seed=1)
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("edp"))
+    objective = Objective("edp", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2)
+    with_rule = exact(p, objective)
+    monkeypatch.setattr(exact_module.dominance, "applies", lambda m: False)
+    without = exact(p, objective)
+    assert with_rule.stats["optimal"] and without.stats["optimal"]
+    assert close(objective.value(with_rule.latency_ms, with_rule.energy_mj),
+                 objective.value(without.latency_ms, without.energy_mj))
+    assert with_rule.stats["labels"] < 0.8 * without.stats["labels"], (with_rule.stats, without.stats)
+
+
+def test_edp_dominance_applies_only_to_edp_under_a_deadline_without_a_cap():
+    p = synthetic_problem(8, seed=0)
+    build = exact_module.build
+    assert exact_module.dominance.applies(build(p, Objective("edp", deadline_ms=100.0)))
+    for objective in (Objective("edp"), Objective("edp", deadline_ms=100.0, power_cap_mw=3000.0),
+                      Objective("energy", deadline_ms=100.0), Objective("latency", power_cap_mw=3000.0)):
+        assert not exact_module.dominance.applies(build(p, objective))

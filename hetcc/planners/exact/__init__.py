@@ -14,6 +14,7 @@ Everything else only prunes, and only soundly:
 * ``bounds``: per search point, the suffix's hull as lines E' >= G - lam*T'; per label, the least
   objective of a completion on that relaxation (its LP bound) and whether any is feasible. At
   the root it is the proven lower bound; when U meets it, U is optimal without a search;
+* ``dominance`` (edp under a deadline): a label that a faster one beats on every completion goes;
 * a narrow beam pass of the label search improves U, then exact passes prune everything whose
   bound exceeds a cut: first a guess between the root bound and U (iterative deepening: a pass
   that finds a feasible plan within its guess is optimal, one that does not raises the bound),
@@ -36,6 +37,7 @@ from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
+from . import dominance
 from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import best_feasible, hull
 from .incumbent import lowest_average_power_mw as _lowest_power
@@ -178,7 +180,10 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     best.offer(*reversed(best_feasible(m, h)))
     env = envelope(m, _refine(h.lam) if m.metric == "energy" and not m.has_cap else h.lam)
     root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
-    bound = partial(two_stage, m, subset(env, critical(m, env)), env)
+    small = subset(env, critical(m, env))
+    bound = partial(two_stage, m, small, env)
+    if dominance.applies(m):
+        bound = partial(dominance.with_dominance, m, small, bound)
     best.bound = root
     if not np.isfinite(root):
         _fail(m, objective, True, True, t_min)     # the relaxation has no feasible plan

@@ -31,8 +31,9 @@ SLACK = 1e-10   # relative loosening of every comparison against rounding
 
 @dataclass(frozen=True)
 class Envelope:
-    """Suffix lines per search point: weights ``lam`` (descending, last <= 0), G, breakpoints,
-    least remaining latency; closed points [L+1, ...], open points [L+1, ns, ...]."""
+    """Suffix lines per search point: weights ``lam`` (descending, last <= 0), G, breakpoints B,
+    the envelope's value H at the inner breakpoints (by the lesser of the two lines meeting
+    there), least remaining latency; closed points [L+1, ...], open points [L+1, ns, ...]."""
 
     lam: np.ndarray
     Gc: np.ndarray
@@ -41,6 +42,13 @@ class Envelope:
     Bo: np.ndarray
     tc: np.ndarray
     to: np.ndarray
+    Hc: np.ndarray
+    Ho: np.ndarray
+
+    @classmethod
+    def of(cls, lam: np.ndarray, Gc: np.ndarray, Go: np.ndarray, tc: np.ndarray, to: np.ndarray) -> "Envelope":
+        Bc, Bo = _breaks(Gc, lam), _breaks(Go, lam)
+        return cls(lam, Gc, Go, Bc, Bo, tc, to, _at_breaks(Gc, Bc, lam), _at_breaks(Go, Bo, lam))
 
 
 def _breaks(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -53,6 +61,14 @@ def _breaks(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return np.concatenate([-pad, B, pad], axis=-1)
 
 
+def _at_breaks(G: np.ndarray, B: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """[..., K-1]: the lesser of the two lines meeting at each inner breakpoint, there."""
+    Bi = B[..., 1:-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.minimum(G[..., :-1] - np.where(lam[:-1] == 0, 0.0, lam[:-1] * Bi),
+                          G[..., 1:] - np.where(lam[1:] == 0, 0.0, lam[1:] * Bi))
+
+
 def envelope(m: Model, lam) -> Envelope:
     """The suffix envelopes for the weights ``lam`` (0 is added; sorted; duplicates dropped)."""
     lam = np.unique(np.append(np.asarray(lam, dtype=np.float64), 0.0))[::-1].copy()
@@ -61,7 +77,7 @@ def envelope(m: Model, lam) -> Envelope:
     a = np.append(np.ones(K), 0.0)
     suf = backward(m, np.append(lam, 1.0), a)        # the last weight pair is T alone
     Gc, Go = suf.closed[:, :K], suf.open[:, :, :K]
-    return Envelope(lam, Gc, Go, _breaks(Gc, lam), _breaks(Go, lam), suf.closed[:, K], suf.open[:, :, K])
+    return Envelope.of(lam, Gc, Go, suf.closed[:, K], suf.open[:, :, K])
 
 
 def subset(env: Envelope, idx: np.ndarray) -> Envelope:
@@ -69,7 +85,7 @@ def subset(env: Envelope, idx: np.ndarray) -> Envelope:
     idx = np.unique(idx)
     lam = env.lam[idx]
     Gc, Go = env.Gc[:, idx], env.Go[:, :, idx]
-    return Envelope(lam, Gc, Go, _breaks(Gc, lam), _breaks(Go, lam), env.tc, env.to)
+    return Envelope.of(lam, Gc, Go, env.tc, env.to)
 
 
 def critical(m: Model, env: Envelope, width: int = 1) -> np.ndarray:
@@ -115,11 +131,11 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     along each line, so per piece of the envelope (clipped to [lo, hi]) its ends bound it.
     """
     if is_open and rows is not None:
-        G, B, tm = env.Go[b][rows], env.Bo[b][rows], env.to[b][rows]
+        G, B, H, tm = env.Go[b][rows], env.Bo[b][rows], env.Ho[b][rows], env.to[b][rows]
     elif is_open:
-        G, B, tm = env.Go[b][:, None, :], env.Bo[b][:, None, :], env.to[b][:, None]
+        G, B, H, tm = env.Go[b][:, None, :], env.Bo[b][:, None, :], env.Ho[b][:, None, :], env.to[b][:, None]
     else:
-        G, B, tm = env.Gc[b], env.Bc[b], env.tc[b]
+        G, B, H, tm = env.Gc[b], env.Bc[b], env.Hc[b], env.tc[b]
     lam = env.lam
     k = m.k
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -154,25 +170,18 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
             lb = E + v.max(axis=-1)
             lb = lb - SLACK * (1.0 + np.abs(lb))
         else:
-            # the least product over the ends of the envelope's pieces clipped to [lo, hi]: at
-            # lo and hi by the line of the piece holding them, at an inner breakpoint by the
-            # lesser of its two lines (each piece bounded by its own line: sound however
-            # rounding orders the breakpoints)
+            # the least product over the ends of the envelope's pieces clipped to [lo, hi]: at lo
+            # and hi with the envelope there (the greatest of the lines, each a sound bound), at
+            # an inner breakpoint by the lesser of its two lines (each piece bounded by its own
+            # line: sound however rounding orders the breakpoints)
             hf = np.minimum(hi, BIG)
             Bi = B[..., 1:-1]
-            Gl, Gr = G[..., :-1], G[..., 1:]
-            Hm = np.minimum(Gl - np.where(lam[:-1] == 0, 0.0, lam[:-1] * Bi),
-                            Gr - np.where(lam[1:] == 0, 0.0, lam[1:] * Bi))
-            Gb = np.broadcast_to(G, T.shape + (lam.size,))
 
             def at(t):
-                j = (Bi < t[..., None]).sum(axis=-1)
-                g = np.take_along_axis(Gb, j[..., None], axis=-1)[..., 0]
-                lj = lam[j]
-                return (T + t) * np.maximum(E + g - np.where(lj == 0, 0.0, lj * t), 0.0)
+                return (T + t) * np.maximum(E + (G - lam * t[..., None]).max(axis=-1), 0.0)
 
             inner = (Bi > lo[..., None]) & (Bi < hf[..., None])
-            v = (T[..., None] + Bi) * np.maximum(E[..., None] + Hm, 0.0)
+            v = (T[..., None] + Bi) * np.maximum(E[..., None] + H, 0.0)
             lb = np.minimum(np.minimum(at(lo), at(hf)), np.where(inner & (v == v), v, INF).min(axis=-1))
             lb = np.where(lb == lb, lb, 0.0)
             lb = lb - SLACK * (1.0 + np.abs(lb))
@@ -180,19 +189,36 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     return lb, dead
 
 
+def crude(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int, is_open: bool) -> np.ndarray:
+    """A cheap, weaker bound: the least remaining latency and the least remaining energy taken
+    separately (each is a completion's lower bound, whichever completion it is)."""
+    zero = int(np.flatnonzero(env.lam == 0)[0])
+    tm, g = (env.to[b][:, None], env.Go[b][:, None, zero]) if is_open else (env.tc[b], env.Gc[b][zero])
+    with np.errstate(invalid="ignore", over="ignore"):
+        T2 = T + tm
+        lb = T2 if m.metric == "latency" else X + m.k * T + g
+        if m.metric == "edp":
+            lb = T2 * np.maximum(lb, 0.0)
+        lb = lb - SLACK * (1.0 + np.abs(lb))
+        return np.where((T2 <= m.Dtol * (1 + SLACK)) & (lb == lb), lb, INF)
+
+
 def two_stage(m: Model, small: Envelope, full: Envelope, T: np.ndarray, X: np.ndarray, b: int, is_open: bool,
               limit: float) -> tuple[np.ndarray, np.ndarray]:
-    """``lower`` with the small envelope, then with the full one on the labels that survive it;
-    returns (bound, pruned) where pruned includes a bound above ``limit``."""
-    lb, dead = lower(m, small, T, X, b, is_open)
-    dead |= lb > limit
-    live = np.nonzero(~dead)
-    if live[0].size:
+    """``crude``, then ``lower`` with the small envelope on the labels that survive it, then with
+    the full one on those that survive that; returns (bound, pruned) where pruned includes a
+    bound above ``limit``."""
+    lb = crude(m, full, T, X, b, is_open)
+    dead = lb > limit
+    for env in (small, full):
+        live = np.nonzero(~dead)
+        if not live[0].size:
+            break
         rows = live[0] if is_open else None
-        lb2, dead2 = lower(m, full, T[live], X[live], b, is_open, rows)
+        lb2, dead2 = lower(m, env, T[live], X[live], b, is_open, rows)
         lb[live] = np.maximum(lb[live], lb2)
         dead[live] = dead2 | (lb[live] > limit)
     return lb, dead
 
 
-__all__ = ["Envelope", "critical", "envelope", "lower", "subset", "two_stage"]
+__all__ = ["Envelope", "critical", "crude", "envelope", "lower", "subset", "two_stage"]
