@@ -79,6 +79,7 @@ BUILTIN: dict[str, str] = {
     "random": "hetcc.planners.random",
     "independent": "hetcc.planners.workload",
     "dqn": "hetcc.planners.dqn",
+    "evosh": "hetcc.planners.evosh",
     "autoscale-static": "hetcc.planners.autoscale_static",
 }
 #: ``auto`` picks the first of these whose capabilities cover the objective

@@ -1,0 +1,151 @@
+"""EvoSh Alg. 1 (evolution with shaving), the same evolution without shaving, and random search.
+
+Every configuration evaluated is one step (on the board, one benchmark run); shaved
+configurations are never evaluated and cost nothing. Shaving (Fig. 2) uses the monotone order of
+every dimension: a configuration over the power cap shaves every configuration that dominates it
+(>= on every dimension: at least as hungry), one within the cap every configuration it
+dominates (at least as slow). The shaved set is kept as its two lists of pivots, so membership is
+one vectorised comparison.
+
+Choices where the paper is silent (documented in the README): the initial population's
+evaluations count as steps and are shaved like the others; with fewer than two feasible
+configurations in the sub-population the parents are the least over the cap; the mutation rate
+rises by 0.05 per re-draw of one child and starts again at ``mutation`` for the next; a
+configuration already evaluated is never re-drawn by evosh (shaving covers it) but may be by the
+plain evolution (the paper's check is "in the population", so re-runs cost steps there).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .space import ConfigSpace
+
+MAX_REDRAWS = 2000     # then a uniformly random unshaved configuration (by rejection)
+
+
+@dataclass
+class Shaved:
+    """The shaved part of a space: configurations >= some over-cap pivot or <= some within-cap one."""
+
+    over: list = field(default_factory=list)
+    under: list = field(default_factory=list)
+
+    def add(self, config: tuple[int, ...], over_cap: bool) -> None:
+        (self.over if over_cap else self.under).append(np.asarray(config, dtype=np.int64))
+
+    def __contains__(self, config) -> bool:
+        c = np.asarray(config, dtype=np.int64)
+        if self.over and bool((c >= np.stack(self.over)).all(axis=1).any()):
+            return True
+        return bool(self.under) and bool((c <= np.stack(self.under)).all(axis=1).any())
+
+    def mask(self, configs: np.ndarray) -> np.ndarray:
+        """[n] bool: which of ``configs`` [n, d] are shaved."""
+        out = np.zeros(len(configs), dtype=bool)
+        for p in self.over:
+            out |= (configs >= p).all(axis=1)
+        for p in self.under:
+            out |= (configs <= p).all(axis=1)
+        return out
+
+
+@dataclass
+class Result:
+    best: tuple[int, ...] | None        # the fastest configuration within the cap (None: none found)
+    best_latency: float
+    curve: list                          # best latency within the cap after each step (inf before any)
+    evaluated: dict                      # config -> (latency ms, power mW)
+    steps: int
+    redraws: int = 0
+    exhausted: bool = False              # every configuration was evaluated or shaved
+    shaved: Shaved | None = None
+
+
+def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generator, algorithm: str = "evosh",
+           population: int = 20, subpopulation: int = 10, crossover: float = 0.5, mutation: float = 0.1,
+           on_step: Callable[[int, float], None] = lambda step, best: None,
+           stop: Callable[[int], bool] = lambda step: False) -> Result:
+    """Run ``algorithm`` (evosh | evolution | random) for ``steps`` evaluations."""
+    shave = algorithm == "evosh"
+    shaved = Shaved()
+    evaluated: dict[tuple[int, ...], tuple[float, float]] = {}
+    curve: list[float] = []
+    best: list = [None, np.inf]
+    sizes = space.sizes
+    res = Result(None, np.inf, curve, evaluated, 0)
+
+    def run(c: tuple[int, ...]) -> None:
+        t, p, _ = space.evaluate(c)
+        evaluated[c] = (t, p)
+        over = p > cap_mw * (1 + 1e-9)
+        if not over and t < best[1]:
+            best[0], best[1] = c, t
+        if shave:
+            shaved.add(c, over)
+        curve.append(best[1])
+        on_step(len(curve), best[1])
+
+    def fresh(c: tuple[int, ...], pop: list) -> bool:
+        if shave:
+            return c not in shaved and c not in evaluated
+        return c not in pop
+
+    def uniform_fresh(pop: list) -> tuple[int, ...] | None:
+        for _ in range(MAX_REDRAWS):
+            c = space.random(rng)
+            if fresh(c, pop):
+                return c
+        return None
+
+    def rank(c: tuple[int, ...]) -> tuple[float, float]:
+        t, p = evaluated[c]
+        over = max(0.0, p - cap_mw)
+        return (over, t) if over > 0 else (0.0, t)
+
+    pop: list[tuple[int, ...]] = []
+    if algorithm == "random":
+        while len(curve) < steps and not stop(len(curve)):
+            c = uniform_fresh(list(evaluated))
+            if c is None:
+                res.exhausted = True
+                break
+            run(c)
+    else:
+        while len(pop) < population and len(curve) < steps and not stop(len(curve)):
+            c = uniform_fresh(pop)
+            if c is None:
+                res.exhausted = True
+                break
+            pop.append(c)
+            run(c)
+        while len(curve) < steps and not res.exhausted and not stop(len(curve)):
+            k = min(subpopulation, len(pop))
+            sub = [pop[i] for i in rng.choice(len(pop), size=k, replace=False)]
+            w1, w2 = (sorted(sub, key=rank) + sub[:1])[:2]
+            mu = mutation
+            for tries in range(MAX_REDRAWS + 1):
+                take = rng.random(len(sizes)) < crossover
+                child = np.where(take, w1, w2)
+                mutate = rng.random(len(sizes)) < mu
+                child = tuple(int(v) for v in np.where(mutate, rng.integers(0, sizes), child))
+                if fresh(child, pop):
+                    break
+                mu = min(1.0, mu + 0.05)
+                res.redraws += 1
+            else:
+                child = uniform_fresh(pop)
+                if child is None:
+                    res.exhausted = True
+                    break
+            pop.append(child)
+            run(child)
+            pop.pop(0)                     # the oldest goes
+    res.best, res.best_latency, res.steps = best[0], best[1], len(curve)
+    res.shaved = shaved
+    return res
+
+
+__all__ = ["MAX_REDRAWS", "Result", "Shaved", "search"]
