@@ -52,6 +52,9 @@ __all__ = [
     "SliceSpec",
     "ModelInfo",
     "TargetInfo",
+    "DeviceControl",
+    "KnobControl",
+    "HardwareControls",
     "RuntimeInfo",
     "ObjectiveInfo",
     "PlannerInfo",
@@ -183,11 +186,48 @@ class ModelInfo(_Record):
     outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
 
 
+_SYSFS_PATH = _meta(pattern="^/")
+
+
+@dataclass(frozen=True)
+class DeviceControl(_Record):
+    """How the OS sets a device's DVFS frequency (the target's ``devices.<name>.control``): one of
+    ``cpufreq`` (a policy directory; scaling_min_freq / scaling_max_freq in kHz) or ``devfreq``
+    (a devfreq device directory; min_freq / max_freq in Hz)."""
+
+    cpufreq: str | None = field(default=None, metadata=_SYSFS_PATH)
+    devfreq: str | None = field(default=None, metadata=_SYSFS_PATH)
+
+
+@dataclass(frozen=True)
+class KnobControl(_Record):
+    """How the OS sets a hardware knob (the target's ``knobs.<name>.control``): ``hotplug`` (CPU
+    ids; a value n puts the first n online through /sys/devices/system/cpu/cpuN/online, the rest
+    offline) or ``clock`` (a rate file the value, in MHz, is written to in ``unit``; ``lock``: a
+    file written 1 first so the rate holds, as BPMP's mrq_rate_locked)."""
+
+    hotplug: tuple[int, ...] | None = field(default=None, metadata=_meta(minItems=1, item={"minimum": 0}))
+    clock: str | None = field(default=None, metadata=_SYSFS_PATH)
+    unit: Literal["Hz", "kHz", "MHz"] | None = None
+    lock: str | None = field(default=None, metadata=_SYSFS_PATH)
+
+
+@dataclass(frozen=True)
+class HardwareControls(_Record):
+    """What the runtime writes to apply a plan's hardware (``hetcc run --apply-hardware``)."""
+
+    devices: dict[str, DeviceControl] = field(metadata=_meta("device name -> how its frequency is set"))
+    knobs: dict[str, KnobControl] = field(metadata=_meta("knob name -> how it is set"))
+
+
 @dataclass(frozen=True)
 class TargetInfo(_Record):
     name: str = field(metadata=_NONEMPTY)
     sha256: str
     kind: Literal["modelled", "measured"]
+    controls: HardwareControls | None = field(
+        default=None, metadata=_meta("how the OS sets the devices' frequencies and the knobs (null or absent: "
+                                     "the target has no control tables, nothing is applied)"))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from typing import Any, Mapping
 
 from hetcc.errors import TargetError
 from hetcc.opclasses import OP_CLASSES
+# how the OS sets a device or a knob: one definition, the manifest's (codegen copies them over)
+from hetcc.runtime.manifest import DeviceControl, KnobControl
 
 SCHEMA = "hetcc.target/1"
 DEVICE_KINDS = ("cpu", "gpu", "npu", "dsp", "remote")
@@ -108,6 +110,7 @@ class Device:
     description: str = ""
     power_model: bool = True
     endpoint: str | None = None      # remote devices: where the runtime would send the slice
+    control: DeviceControl | None = None  # how the OS sets its frequency (runtime --apply-hardware)
 
     @property
     def f_max_mhz(self) -> float | None:
@@ -144,6 +147,7 @@ class Knob:
     effect: str
     params: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     description: str = ""
+    control: KnobControl | None = None   # how the OS sets it (runtime --apply-hardware)
 
     @property
     def default(self) -> Any:
@@ -195,5 +199,5 @@ class Target:
         return tuple(i for i, d in enumerate(self.devices) for _ in d.dvfs)
 
 
-__all__ = ["DEVICE_KINDS", "DvfsLevel", "Device", "INDEX_DTYPES", "KNOB_EFFECTS", "KNOWN_DTYPES", "Knob", "Link",
-           "OP_CLASSES", "SCHEMA", "State", "TARGET_KINDS", "Target"]
+__all__ = ["DEVICE_KINDS", "DeviceControl", "DvfsLevel", "Device", "INDEX_DTYPES", "KNOB_EFFECTS", "KNOWN_DTYPES",
+           "Knob", "KnobControl", "Link", "OP_CLASSES", "SCHEMA", "State", "TARGET_KINDS", "Target"]

@@ -24,6 +24,7 @@ from hetcc.errors import TargetError
 
 from .model import (DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, OP_CLASSES, SCHEMA, TARGET_KINDS, Device,
                     DvfsLevel, Knob, Link, Target)
+from .controls import CLOCK_UNITS, device_control, knob_control, rule_controls
 from .predicates import PREDICATES
 
 Fail = Callable[[str, str], TargetError]
@@ -55,6 +56,11 @@ CONDITIONS: dict[str, Cond] = {
                          why_not='only for effect = "active_cores"'),
     "memory_frequency": Cond(lambda c: c["knob"].get("effect") == "memory_frequency",
                              why_not='only for effect = "memory_frequency"'),
+    "cpufreq": Cond(lambda c: c["device"].get("kind") == "cpu", why_not="cpufreq sets cpu devices (use devfreq)"),
+    "on_board": Cond(lambda c: c["device"].get("kind") != "remote",
+                     why_not="a remote device is not set from this board"),
+    "clock": Cond(lambda c: "clock" in (c["knob"].get("control") or {}),
+                  why_required="a clock needs the unit its file takes", why_not="only with clock"),
 }
 
 
@@ -130,6 +136,18 @@ KEYS: tuple[Key, ...] = (
          "", lo=0.0, hi=1.0, required="active_cores", only_if="active_cores"),
     _num("knobs.*.power_mw_at_max", "memory controller + DRAM power at the top value, part of base_power_mw",
          "mW", only_if="memory_frequency"),
+    Key("knobs.*.control", "table", "how the OS sets the knob when the runtime applies a plan's hardware "
+        "(hetcc run --apply-hardware; hetcc.targets.controls); absent = not applied", nonempty=True,
+        empty_msg="give hotplug (active_cores) or clock (memory_frequency)", hint="hotplug, or clock and unit"),
+    Key("knobs.*.control.hotplug", "array", "CPU ids: a value n puts the first n online "
+        "(/sys/devices/system/cpu/cpuN/online), the rest offline", only_if="active_cores", nonempty=True),
+    Key("knobs.*.control.hotplug[]", "int", "a CPU id (cpuN)", lo=0),
+    Key("knobs.*.control.clock", "str", "the clock's rate file (absolute path) the value is written to",
+        only_if="memory_frequency"),
+    Key("knobs.*.control.unit", "str", "the unit the clock file takes (the knob's values are MHz)",
+        required="clock", only_if="clock", choices=CLOCK_UNITS),
+    Key("knobs.*.control.lock", "str", "a file written 1 before the rate so it holds (BPMP's mrq_rate_locked); "
+        "restored after", only_if="clock"),
     # -- links -----------------------------------------------------------------------------------
     Key("links", "table", "wireless links to remote devices (AutoScale Eq. 4)"),
     Key("links.*", "table", "one link"),
@@ -161,6 +179,12 @@ KEYS: tuple[Key, ...] = (
     Key("devices.*.link", "str", "remote devices: the [links.<name>] they are reached by", required="remote"),
     Key("devices.*.endpoint", "str", 'remote devices: where the runtime would send the slice, '
         '"scheme://host:port" (e.g. "tcp://edge.local:7070")', only_if="remote"),
+    Key("devices.*.control", "table", "how the OS sets its frequency when the runtime applies a plan's "
+        "hardware (hetcc.targets.controls); absent = not set", only_if="on_board", nonempty=True,
+        empty_msg="give cpufreq or devfreq", hint="cpufreq or devfreq"),
+    Key("devices.*.control.cpufreq", "str", "a cpufreq policy directory: scaling_min_freq = scaling_max_freq "
+        "(kHz)", only_if="cpufreq"),
+    Key("devices.*.control.devfreq", "str", "a devfreq device directory: min_freq = max_freq (Hz)"),
     Key("devices.*.power_model", "bool", "false = no power figures (e.g. the measured host); default true"),
     Key("devices.*.dvfs", "array", "DVFS levels, ascending frequency; volt on every level or none (then "
         "MOSAIC Eq. 5 scales with f / f_max alone). Or, for a fixed clock, freq_mhz / volt / "
@@ -432,7 +456,7 @@ def _rule_knobs(doc: Mapping[str, Any], fail: Fail) -> None:
 
 #: cross-key rules, checked in order after every key passed ``KEYS``
 RULES: tuple[Callable[[Mapping[str, Any], Fail], None], ...] = (
-    _rule_modelled_power, _rule_dvfs, _rule_affinity, _rule_links, _rule_knobs)
+    _rule_modelled_power, _rule_dvfs, _rule_affinity, _rule_links, _rule_knobs, rule_controls)
 
 
 def validate(doc: Mapping[str, Any], label: str) -> None:
@@ -470,7 +494,7 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         supported_ops=frozenset(d["supported_ops"]) if "supported_ops" in d else None,
         unsupported_ops=frozenset(d.get("unsupported_ops", ())), dtypes=frozenset(d["dtypes"]),
         predicates=tuple(d.get("predicates", ())), link=d.get("link"), description=d.get("description", ""),
-        power_model=power_model, endpoint=d.get("endpoint"))
+        power_model=power_model, endpoint=d.get("endpoint"), control=device_control(d))
 
 
 def _link(name: str, ln: Mapping[str, Any]) -> Link:
@@ -486,7 +510,7 @@ _KNOB_PARAMS = ("parallel_fraction", "power_mw_at_max")
 def _knob(name: str, kn: Mapping[str, Any]) -> Knob:
     return Knob(name=name, values=tuple(kn["values"]), devices=tuple(kn["devices"]), effect=kn["effect"],
                 params=MappingProxyType({p: float(kn[p]) for p in _KNOB_PARAMS if p in kn}),
-                description=kn.get("description", ""))
+                description=kn.get("description", ""), control=knob_control(kn))
 
 
 def build(doc: Mapping[str, Any], path: Path, sha256: str) -> Target:

@@ -442,7 +442,8 @@ parallel_fraction = 0.9
 @pytest.mark.parametrize("knob, key, what", [
     ("[knobs]\ncores = [1, 2]\n", "knobs.cores", "must be a table (values, devices, effect"),
     (KNOB.replace('parallel_fraction = 0.9', 'parallel_fraction = 0.9\nstep = 1'), "knobs.cores.step",
-     "unknown key; allowed keys: description, devices, effect, parallel_fraction, power_mw_at_max, values"),
+     "unknown key; allowed keys: control, description, devices, effect, parallel_fraction, power_mw_at_max, "
+     "values"),
     (KNOB.replace('devices = ["cpu"]', 'devices = ["gpu"]'), "knobs.cores.devices[0]", "unknown device 'gpu'"),
     (KNOB.replace('"active_cores"', '"turbo"'), "knobs.cores.effect", "unknown effect 'turbo'"),
     (KNOB.replace('[0, 1, 2]', '[0, 2, 1]'), "knobs.cores.values[2]", "strictly ascending"),
