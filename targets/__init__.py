@@ -27,6 +27,8 @@ Schema ``hetcc.target/1`` (units are in the key names; MB = 10**6 bytes):
         effect = "memory_frequency"    # EMC clock (MHz): memory bandwidth x f/f_max of each
             power_mw_at_max: mW        #   device listed; base power less this x (1 - f/f_max)
         description: str (optional)
+        control = {hotplug = [cpu ids]} | {clock = "/sys/...", unit = "Hz"|"kHz"|"MHz", lock (optional)}
+                                       # optional: how the OS sets it (hetcc.targets.controls)
                                        # DVFS frequencies are not knobs: they stay planner states
     [links.<name>]                     # optional wireless links to remote devices
         kind: str; signal_dbm: [ascending floats]; bandwidth_mbps, tx_power_mw, rx_power_mw:
@@ -38,6 +40,8 @@ Schema ``hetcc.target/1`` (units are in the key names; MB = 10**6 bytes):
         endpoint: str (optional, remote devices: where the runtime would send the slice,
                   "scheme://host:port", e.g. "tcp://edge.local:7070")
         power_model: bool (default true; false = no power figures, e.g. the measured host)
+        control = {cpufreq = "/sys/..."} | {devfreq = "/sys/..."}   # optional: how the OS sets
+                                       # its frequency (the runtime's --apply-hardware)
         dvfs = [{freq_mhz, volt, static_power_mw}, ...]   # ascending frequency; volt on every
                                        # level or none (then Eq. 5 scales with f / f_max alone)
           or, for a fixed frequency: freq_mhz (optional), volt (optional), static_power_mw
