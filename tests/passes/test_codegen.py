@@ -147,3 +147,22 @@ def test_emit_artifact_api_and_pass_agree(chain, tmp_path, analyse, write_text_m
     with pytest.raises(UsageError, match="default variant 'x'"):
         codegen.emit_artifact(tmp_path / "c", program, target, {"fixed": plan}, default_variant="x")
     assert not (tmp_path / "c").exists()
+
+
+def test_target_controls_reach_the_manifest(chain, tmp_path):
+    """jetson-tx2's control tables are copied into target.controls; a target without any writes null."""
+    out = tmp_path / "tx2"
+    hetcc.compile(chain, target="jetson-tx2", hardware={"a57_cores": 2}, output_dir=out)
+    m = load_manifest(out)
+    ctl = m.target.controls
+    assert set(ctl.devices) == {"a57", "denver", "gpu"} and set(ctl.knobs) == {"a57_cores", "denver_cores",
+                                                                                "emc_freq_mhz"}
+    assert ctl.devices["gpu"].devfreq == "/sys/devices/17000000.gp10b/devfreq/17000000.gp10b"
+    assert ctl.knobs["a57_cores"].hotplug == (0, 3, 4, 5) and ctl.knobs["emc_freq_mhz"].unit == "Hz"
+    assert m.variant().hardware["a57_cores"] == 2
+    hetcc.compile(chain, target="hikey970", output_dir=tmp_path / "hk")
+    doc = json.loads((tmp_path / "hk" / "manifest.json").read_text())
+    assert doc["target"]["controls"] is None
+    del doc["target"]["controls"]       # a manifest written before controls existed still reads
+    from hetcc.runtime.manifest import parse_manifest
+    assert parse_manifest(doc).target.controls is None
