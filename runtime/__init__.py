@@ -6,6 +6,10 @@ Imports only numpy, onnxruntime and the standard library, so it installs on a bo
     ex = Executor("build/")          # verifies sha256s, opens one session per slice
     outputs = ex.run({"input": x})   # dict name -> numpy array; ex.last_timings per slice
 
+    with Executor("build/", apply_hardware=True) as ex:   # sets the plan's knobs and frequencies
+        print("\n".join(ex.hardware_report.lines()))      # what was applied or skipped, and why
+        ex.run({"input": x})                              # (leaving the block puts them back)
+
 Submodules load on first use (PEP 562): ``import hetcc.runtime.manifest`` or
 ``hetcc.runtime.errors`` (what the compiler needs) does not import onnxruntime.
 """
@@ -32,6 +36,9 @@ _EXPORTS = {
     "VerifyReport": "verification",
     "OutputDiff": "verification",
     "random_inputs": "verification",
+    "apply_hardware": "hardware",
+    "Hardware": "hardware",
+    "HardwareReport": "hardware",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -39,6 +46,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from .errors import InputError, ManifestError, RemoteSliceError
     from .executor import Executor, Pipeline
+    from .hardware import Hardware, HardwareReport, apply_hardware
     from .manifest import (SCHEMA_ID, Manifest, TensorSpec, load_manifest, load_schema, manifest_schema,
                            parse_manifest, validate_manifest)
     from .verification import OutputDiff, VerifyReport, random_inputs, verify

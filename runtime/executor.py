@@ -6,8 +6,9 @@ Everything that can be decided before the first inference is decided when a pipe
 (sha256 checks, providers, session options, which tensors each slice reads and when each
 intermediate dies), so ``Pipeline.run`` is a short loop over prepared steps.
 
-Why ~500 lines: the run loop is short; the rest is set-up a board needs in one file that ships
-alone (providers and their fallbacks, remote slices, session options and affinity, feed checks).
+Why ~550 lines: the run loop is short; the rest is set-up a board needs in one file that ships
+alone (providers and their fallbacks, remote slices, session options and affinity, feed checks,
+and the wiring of ``hardware``, which applies a plan's hardware configuration).
 """
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 import onnxruntime as ort
 
 from .errors import InputError, ManifestError, RemoteSliceError
+from .hardware import Hardware, HardwareReport, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
                        read_manifest, sha256_file, slice_path, to_json)
 
@@ -124,7 +126,8 @@ class Pipeline:
     """
 
     def __init__(self, root: Path, model: ModelInfo, variant: Variant, runtime: RuntimeInfo, *,
-                 name: str = "default", options: _Options | None = None) -> None:
+                 name: str = "default", options: _Options | None = None,
+                 offline_cpus: frozenset[int] = frozenset()) -> None:
         self.root = Path(root)
         self.model = model
         self.variant = variant
@@ -138,6 +141,8 @@ class Pipeline:
         self.providers: list[str] = []
         self.last_timings: list[float] = []
         self.last_total_ms: float = 0.0
+        self._offline = offline_cpus   # cores the plan's hardware takes offline: not in any affinity
+        self._activate: Callable[[], Any] | None = None   # applies the variant's hardware (Executor)
 
         # every session owns a CPU intra-op pool (non-CPU providers fall back to it), so
         # chained sessions share the cores whatever their provider
@@ -180,6 +185,8 @@ class Pipeline:
     def _choose_provider(self, sl: SliceSpec, shown: str) -> tuple[str, dict, Sequence[int] | None]:
         opts = self._opts
         requested, options, affinity = sl.execution_provider, dict(sl.provider_options), sl.affinity
+        if affinity and self._offline:   # pinned to the cores the plan keeps (a57_cores = 2: two of four)
+            affinity = tuple(c for c in affinity if c not in self._offline) or affinity
         if sl.remote:
             where = f"remote device {sl.device!r} (link {sl.link}" + (
                 f", endpoint {sl.endpoint})" if sl.endpoint else ", no endpoint recorded)")
@@ -286,6 +293,8 @@ class Pipeline:
         Records per-slice wall times in ``last_timings`` (ms) and the whole call in
         ``last_total_ms``. Intermediates are dropped right after their last consumer runs.
         """
+        if self._activate is not None:
+            self._activate()
         t_start = time.perf_counter()
         store = self._check_feeds(feeds)
         timings = []
@@ -323,6 +332,15 @@ class Executor:
     slice, or a mapping from slice id (int) or device name (str) to a provider name.
     ``local_fallback``: run slices planned for a remote device here, on the CPU provider, with
     one warning per slice (without it such a slice is a RemoteSliceError).
+
+    ``apply_hardware``: set the plan's hardware configuration on this board (knobs and each
+    device's frequency, from the manifest's ``target.controls``; ``hetcc.runtime.hardware``)
+    before the variant first runs, and again when another variant or workload model runs.
+    What the OS refuses is reported (``hardware_report``, one logging warning) and the run goes
+    on; sessions of a cluster whose cores the plan takes offline are pinned to the cores it
+    keeps. ``sysfs_root`` prefixes every path written (a fake tree in tests).
+    ``restore_hardware``: put back what was changed on ``close()`` / leaving a ``with`` block /
+    interpreter exit (default); False leaves the board as set.
     """
 
     def __init__(
@@ -333,8 +351,18 @@ class Executor:
         providers_override: ProvidersOverride = None,
         local_fallback: bool = False,
         variant: str | None = None,
+        apply_hardware: bool = False,
+        sysfs_root: str | os.PathLike = "/",
+        restore_hardware: bool = True,
+        _hardware: Hardware | None = None,
     ) -> None:
         manifest, root, shown = read_manifest(artifact_dir)
+        owner = _hardware is None and apply_hardware   # a workload's models apply theirs when they run
+        if owner:
+            _hardware = Hardware(sysfs_root)
+            _hardware.restore_at_exit(restore_hardware)
+        self._hardware = _hardware   # shared with a workload's models: one board, one undo log
+        self.restore_hardware = restore_hardware
         self.manifest: Manifest = manifest
         self.artifact_dir = root
         self.strict_providers = strict_providers
@@ -357,7 +385,8 @@ class Executor:
                 if sha256_file(mfile) != wm.manifest_sha256:
                     raise ManifestError(f"{mfile}: sha256 mismatch; the artifact was modified — recompile")
                 child = Executor(sub, strict_providers=strict_providers, providers_override=providers_override,
-                                 local_fallback=local_fallback)
+                                 local_fallback=local_fallback, restore_hardware=restore_hardware,
+                                 _hardware=self._hardware)
                 if child.manifest.kind != "model":
                     raise ManifestError(f"{mfile}: a workload's model must be a model artifact, not a workload")
                 self._models[wm.name] = child
@@ -372,6 +401,8 @@ class Executor:
             if sha256_file(path) != manifest.policy.sha256:
                 raise ManifestError(f"{path}: sha256 mismatch; the artifact was modified — recompile")
             self.policy_path = path
+        if owner:   # before the sessions open: cores brought online are then usable
+            self._hardware.ensure(manifest, self.variant)
         self.pipeline()  # open the selected variant now: errors surface here, not at run()
 
     # -----------------------------------------------------------------------------------------
@@ -416,8 +447,12 @@ class Executor:
         pipe = self._pipelines.get(name)
         if pipe is None:
             spec = self.manifest.variant(name)
-            pipe = Pipeline(self.artifact_dir, self.manifest.model, spec, self.manifest.runtime,
-                            name=name, options=self._opts)
+            hw = self._hardware
+            pipe = Pipeline(self.artifact_dir, self.manifest.model, spec, self.manifest.runtime, name=name,
+                            options=self._opts, offline_cpus=offline_cpus(self.manifest, name) if hw else frozenset())
+            if hw is not None:
+                manifest = self.manifest
+                pipe._activate = lambda: hw.ensure(manifest, name)
             self._pipelines[name] = pipe
         return pipe
 
@@ -476,6 +511,31 @@ class Executor:
     @property
     def _steps(self) -> list[_Step]:
         return self._default._steps
+
+    # ---- the board's hardware (apply_hardware=True)
+    @property
+    def hardware_report(self) -> HardwareReport | None:
+        """What the latest hardware apply did (None unless apply_hardware)."""
+        return self._hardware.reports[-1] if self._hardware is not None and self._hardware.reports else None
+
+    @property
+    def hardware_reports(self) -> list[HardwareReport]:
+        """Every hardware apply so far, oldest first (one per variant or workload model switched to)."""
+        return list(self._hardware.reports) if self._hardware is not None else []
+
+    def close(self) -> HardwareReport | None:
+        """Put the board's hardware back (when applied and ``restore_hardware``); the report of
+        the restore, or None. Sessions stay usable; a later run applies the hardware again."""
+        hw = self._hardware
+        if hw is None or not self.restore_hardware:
+            return None
+        return hw.restore()   # the atexit hook stays: a run after close() applies again
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         if self.kind == "workload":
