@@ -52,6 +52,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         help="fail if a slice's execution provider is missing")
     parser.add_argument("--local-fallback", action="store_true",
                         help="run slices planned for a remote device here, on the CPU (one warning per slice)")
+    parser.add_argument("--apply-hardware", action="store_true",
+                        help="set the plan's hardware configuration on this board first (knobs, each device's "
+                        "frequency; needs root and a target with control tables) and put it back on exit; what "
+                        "cannot be set is reported and the run goes on")
+    parser.add_argument("--keep-hardware", action="store_true",
+                        help="with --apply-hardware: leave the board as set instead of restoring it on exit")
+    parser.add_argument("--sysfs-root", default="/", metavar="DIR",
+                        help="with --apply-hardware: prefix of every path written (a fake sysfs tree for tests)")
     parser.add_argument("--json", action="store_true", help="print the timings (and verify results) as JSON")
     return parser
 
@@ -138,6 +146,21 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
         console.print("verify: outputs match the unsliced model" if report.ok else "verify: FAILED")
 
 
+def _print_hardware(console: Any, reports: list, restored: Any, keep: bool) -> None:
+    for r in reports:
+        title = f" (variant {r.variant})" if r.variant else ""
+        console.print(f"hardware{title}" + (f", under {r.root}" if r.root not in ("", "/") else "") + ":")
+        for line in r.lines():
+            console.print(f"  {line}", markup=False)
+    if keep:
+        console.print("hardware: left as set (--keep-hardware)")
+    elif restored is not None and restored.settings:
+        bad = restored.skipped
+        console.print(f"hardware: restored {len(restored.settings) - len(bad)} setting(s)"
+                      + (f"; could not restore {len(bad)}: " + "; ".join(f"{s.what}: {s.reason}" for s in bad)
+                         if bad else ""), markup=False)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``hetcc run DIR``: run (and with --verify check) a model artifact's variant or a workload's models."""
     from .runtime import Executor
@@ -145,8 +168,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     variant = getattr(args, "variant", None)
     model = getattr(args, "model", None)
     inputs = _load_inputs(args.input)
+    apply_hw = getattr(args, "apply_hardware", False)
+    keep = apply_hw and getattr(args, "keep_hardware", False)
     ex = Executor(args.dir, strict_providers=args.strict_providers,
-                  local_fallback=getattr(args, "local_fallback", False), variant=variant)
+                  local_fallback=getattr(args, "local_fallback", False), variant=variant,
+                  apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep)
+    try:
+        results = _run_all(ex, args, inputs, model)
+    finally:
+        restored = ex.close()
+    failed = any(r["report"] is not None and not r["report"].ok for _, r in results)
+    if args.json:
+        if ex.kind == "workload":
+            doc: dict[str, Any] = {"models": {n: _run_json(r, args.repeat) for n, r in results}}
+        else:
+            doc = _run_json(results[0][1], args.repeat)
+        if apply_hw:
+            doc["hardware"] = {"applied": [r.to_json() for r in ex.hardware_reports], "kept": keep,
+                               "restored": None if restored is None else restored.to_json()}
+        print(json.dumps(doc, indent=2, default=float))
+    else:
+        console = _console()
+        if apply_hw:
+            _print_hardware(console, ex.hardware_reports, restored, keep)
+        for n, r in results:
+            title = f"model {n} ({r['pipe'].name})" if n is not None else (
+                f"variant {r['pipe'].name}" if len(ex.variants) > 1 else None)
+            _print_run(console, r, args.rtol, title)
+        if ex.kind == "workload" and args.verify:
+            bad = [n for n, r in results if not r["report"].ok]
+            console.print(f"verify: all {len(results)} model(s) match" if not bad
+                          else f"verify: FAILED for {', '.join(bad)}")
+    return VERIFY_FAILED if failed else 0
+
+
+def _run_all(ex: Any, args: argparse.Namespace, inputs: dict[str, Any], model: str | None) -> list:
     if ex.kind == "workload":
         names = [model] if model is not None else list(ex.models)
         for n in names:
@@ -161,25 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         unknown = sorted(set(inputs) - known)
         if unknown:
             raise UsageError(f"--input {unknown[0]}: no such input (inputs: {', '.join(sorted(known))})")
-    results = [(n, _run_one(p, _feeds(p, inputs, args.seed), args)) for n, p in pipes]
-    failed = any(r["report"] is not None and not r["report"].ok for _, r in results)
-    if args.json:
-        if ex.kind == "workload":
-            doc: dict[str, Any] = {"models": {n: _run_json(r, args.repeat) for n, r in results}}
-        else:
-            doc = _run_json(results[0][1], args.repeat)
-        print(json.dumps(doc, indent=2, default=float))
-    else:
-        console = _console()
-        for n, r in results:
-            title = f"model {n} ({r['pipe'].name})" if n is not None else (
-                f"variant {r['pipe'].name}" if len(ex.variants) > 1 else None)
-            _print_run(console, r, args.rtol, title)
-        if ex.kind == "workload" and args.verify:
-            bad = [n for n, r in results if not r["report"].ok]
-            console.print(f"verify: all {len(results)} model(s) match" if not bad
-                          else f"verify: FAILED for {', '.join(bad)}")
-    return VERIFY_FAILED if failed else 0
+    return [(n, _run_one(p, _feeds(p, inputs, args.seed), args)) for n, p in pipes]
 
 
 # ---------------------------------------------------------------- inspect

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import hetcc
-from hetcc.cli import main  # compiles the fixture artifact
+from hetcc.cli import main
 from hetcc.runtime import Executor
 from hetcc.runtime import hardware as H
 from hetcc.runtime.hardware import Hardware, apply_hardware, offline_cpus
@@ -315,6 +315,21 @@ def test_variants_switch_the_hardware_and_restore_the_first_values(tmp_path):
         ex.run(feeds)
         assert [r.variant for r in ex.hardware_reports] == ["single:a57", "single:gpu", "single:a57"]
     assert snapshot(sysfs) == before
+
+
+def test_cli_run_apply_hardware_prints_one_line_per_setting_and_restores(tx2, sysfs, capsys):
+    before = snapshot(sysfs)
+    assert main(["run", str(tx2), "--apply-hardware", "--sysfs-root", str(sysfs)]) == 0
+    out = capsys.readouterr().out
+    lines = [l.split() for l in out.splitlines()]
+    assert ["applied", "a57_cores:", "cpu4", "offline", "/sys/devices/system/cpu/cpu4/online"] in lines
+    assert ["applied", "a57", "frequency", "2035200", "kHz", "/sys/devices/system/cpu/cpu0/cpufreq"] in lines
+    assert "hardware: restored 5 setting(s)" in out and snapshot(sysfs) == before
+    assert main(["run", str(tx2), "--apply-hardware", "--keep-hardware", "--sysfs-root", str(sysfs), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hardware"]["kept"] is True and doc["hardware"]["restored"] is None
+    assert {s["status"] for s in doc["hardware"]["applied"][0]["settings"]} == {"applied", "unchanged"}
+    assert (sysfs / f"{CPU}/cpu4/online").read_text() == "0\n"
 
 
 def test_the_hardware_modules_need_only_the_standard_library():
