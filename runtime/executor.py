@@ -516,11 +516,11 @@ class Executor:
     @property
     def hardware_report(self) -> HardwareReport | None:
         """What the latest hardware apply did (None unless apply_hardware)."""
-        return self._hardware.reports[-1] if self._hardware is not None and self._hardware.reports else None
+        return self._hardware.last if self._hardware is not None else None
 
     @property
     def hardware_reports(self) -> list[HardwareReport]:
-        """Every hardware apply so far, oldest first (one per variant or workload model switched to)."""
+        """The latest hardware apply of each distinct configuration (variant or workload model), oldest first."""
         return list(self._hardware.reports) if self._hardware is not None else []
 
     def close(self) -> HardwareReport | None:

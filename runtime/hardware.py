@@ -50,8 +50,9 @@ class Hardware:
 
     def __init__(self, root: str | os.PathLike = "/") -> None:
         self.root = os.fspath(root)
-        self.reports: list[HardwareReport] = []
-        self.current: tuple[int, str | None] | None = None
+        self._reports: dict[Any, HardwareReport] = {}
+        self.last: HardwareReport | None = None
+        self.current: Any = None     # the configuration applied now (None: none, or restored)
         self._undo: list[tuple[str, tuple]] = []     # (what, (kind, ...)), oldest first
         self._saved: set[str] = set()
         self._warned: set[Any] = set()
@@ -206,25 +207,8 @@ class Hardware:
               warn: bool = True) -> HardwareReport:
         """Apply a variant's hardware: ``source`` is a Manifest (``variant`` names one, default the
         default variant), an artifact directory, or a Variant with its ``controls``."""
-        if isinstance(source, (str, os.PathLike)):
-            source = read_manifest(source)[0]
-        if isinstance(source, Manifest):
-            name = variant if variant is not None else source.default_variant
-            spec = source.variant(name)
-            controls = source.target.controls if controls is None else controls
-        elif isinstance(source, Variant):
-            name, spec = variant, source
-        else:
-            raise TypeError(f"apply_hardware: expected a Manifest, a Variant or an artifact directory, "
-                            f"got {type(source).__name__}")
-        if controls is not None and not isinstance(controls, HardwareControls):
-            raise TypeError(f"controls: expected HardwareControls, got {type(controls).__name__}")
+        name, controls, knobs, freqs, key = _wanted(source, variant, controls)
         report = HardwareReport(variant=name, root=self.root, _restore=self.restore)
-        knobs = dict(spec.hardware or {})
-        freqs: dict[str, list[float]] = {}
-        for sl in spec.slices:
-            if sl.frequency_mhz is not None and not sl.remote:
-                freqs.setdefault(sl.device, []).append(float(sl.frequency_mhz))
         if controls is None:
             report.nothing = "the artifact records no hardware controls (its target file has no control tables)"
             if knobs:
@@ -243,17 +227,24 @@ class Hardware:
                 self._clock(report, kname, value, ctl)
         for dev, fs in freqs.items() if controls is not None else ():
             self._device(report, dev, fs, controls)
-        self.reports.append(report)
+        self._reports.pop(key, None)
+        self._reports[key] = self.last = report
+        self.current = key
         if warn:
-            self._log(report, (name, tuple(sorted(knobs.items(), key=str)), tuple(sorted(freqs))))
+            self._log(report, key)
         return report
 
+    @property
+    def reports(self) -> list[HardwareReport]:
+        """The latest report of each distinct configuration applied, oldest first (bounded: a
+        workload alternating between two configurations keeps two)."""
+        return list(self._reports.values())
+
     def ensure(self, manifest: Manifest, variant: str | None) -> HardwareReport | None:
-        """Apply ``variant`` of ``manifest`` unless it is the one applied last (cheap per run)."""
-        key = (id(manifest), variant)
-        if key == self.current:
+        """Apply ``variant`` of ``manifest`` unless the same settings are applied already (so a
+        run, or a workload model sharing the configuration, costs one comparison)."""
+        if _wanted(manifest, variant, None)[4] == self.current:
             return None
-        self.current = key
         return self.apply(manifest, variant)
 
     def _log(self, report: HardwareReport, key: Any) -> None:
@@ -307,6 +298,30 @@ class Hardware:
         elif not enabled and self._atexit:
             atexit.unregister(self.restore)
         self._atexit = enabled
+
+
+def _wanted(source: Any, variant: str | None, controls: HardwareControls | None) -> tuple:
+    """(variant name, controls, knobs, device -> planned MHz, a key of the configuration)."""
+    if isinstance(source, (str, os.PathLike)):
+        source = read_manifest(source)[0]
+    if isinstance(source, Manifest):
+        name = variant if variant is not None else source.default_variant
+        spec = source.variant(name)
+        controls = source.target.controls if controls is None else controls
+    elif isinstance(source, Variant):
+        name, spec = variant, source
+    else:
+        raise TypeError(f"apply_hardware: expected a Manifest, a Variant or an artifact directory, "
+                        f"got {type(source).__name__}")
+    if controls is not None and not isinstance(controls, HardwareControls):
+        raise TypeError(f"controls: expected HardwareControls, got {type(controls).__name__}")
+    knobs = dict(spec.hardware or {})
+    freqs: dict[str, list[float]] = {}
+    for sl in spec.slices:
+        if sl.frequency_mhz is not None and not sl.remote:
+            freqs.setdefault(sl.device, []).append(float(sl.frequency_mhz))
+    key = (repr(controls), repr(sorted(knobs.items(), key=str)), repr(sorted((d, sorted(f)) for d, f in freqs.items())))
+    return name, controls, knobs, freqs, key
 
 
 def apply_hardware(source: Any, variant: str | None = None, *, controls: HardwareControls | None = None,

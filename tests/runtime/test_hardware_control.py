@@ -311,9 +311,33 @@ def test_variants_switch_the_hardware_and_restore_the_first_values(tmp_path):
         feeds = {"x": __import__("numpy").ones((1, 8), "float32")}
         ex.run(feeds, variant="single:gpu")
         assert (sysfs / f"{GPU}/min_freq").read_text() == "1300500000\n"
+        gpu = ex.hardware_report
         ex.run(feeds, variant="single:gpu")
+        assert ex.hardware_report is gpu            # the same settings: not applied again
         ex.run(feeds)
-        assert [r.variant for r in ex.hardware_reports] == ["single:a57", "single:gpu", "single:a57"]
+        assert (sysfs / f"{CPU}/cpu0/cpufreq/scaling_min_freq").read_text() == "2035200\n"
+        assert [r.variant for r in ex.hardware_reports] == ["single:gpu", "single:a57"]   # one per configuration
+        assert ex.hardware_report.variant == "single:a57"
+    assert snapshot(sysfs) == before
+
+
+def test_a_workload_applies_when_a_model_runs_once_per_configuration(tmp_path):
+    sysfs = make_sysfs(tmp_path / "fake")
+    before = snapshot(sysfs)
+    import onnx
+    import onnx.parser
+    for name in ("a", "b"):
+        text = IDENTITY_CHAIN.replace("chain (", f"{name} (")
+        onnx.save(onnx.parser.parse_model(text), str(tmp_path / f"{name}.onnx"))
+    out = tmp_path / "w"
+    hetcc.compile_workload([tmp_path / "a.onnx", tmp_path / "b.onnx"], target="jetson-tx2", output_dir=out)
+    with Executor(out, apply_hardware=True, sysfs_root=sysfs) as ex:
+        assert ex.hardware_reports == [] and snapshot(sysfs) == before     # nothing until a model runs
+        x = {"x": __import__("numpy").ones((1, 8), "float32")}
+        for _ in range(3):
+            ex.run({n: x for n in ex.models})
+        assert len(ex.hardware_reports) == 1 and ex.hardware_report.ok  # both models: the same settings
+        assert (sysfs / f"{EMC}/mrq_rate_locked").read_text() == "1\n"
     assert snapshot(sysfs) == before
 
 
