@@ -112,6 +112,9 @@ _ENTRIES = (
     _entry("vit_b_16", "ViT-B/16: patch embedding and 12 self-attention blocks, 86M params"),
     _entry("convnext_tiny", "ConvNeXt-Tiny: 7x7 depthwise conv, LayerNorm, GELU"),
     _entry("mobilenet_v3_small", "MobileNetV3-Small: hard-swish, squeeze-excitation"),
+    # EvoSh's models beside B0 (its Fig. 4: B2 at 260x260, B4 at 380x380, as torchvision trains them)
+    _entry("efficientnet_b2", "EfficientNet-B2 at 260x260 (EvoSh's medium model)", input_shape=(1, 3, 260, 260)),
+    _entry("efficientnet_b4", "EfficientNet-B4 at 380x380 (EvoSh's large model)", input_shape=(1, 3, 380, 380)),
 )
 
 ZOO: dict[str, ZooEntry] = {e.name: e for e in _ENTRIES}
