@@ -105,43 +105,35 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
         over = max(0.0, p - cap_mw)
         return (over, t) if over > 0 else (0.0, t)
 
+    def breed(pop: list) -> tuple[int, ...] | None:
+        """A child of the sub-population's two best, re-drawn with a rising mutation rate while it
+        is not fresh; after MAX_REDRAWS a uniformly random fresh configuration (None: none left)."""
+        sub = [pop[i] for i in rng.choice(len(pop), size=min(subpopulation, len(pop)), replace=False)]
+        w1, w2 = (sorted(sub, key=rank) + sub[:1])[:2]
+        mu = mutation
+        for _ in range(MAX_REDRAWS):
+            child = np.where(rng.random(len(sizes)) < crossover, w1, w2)
+            mutate = rng.random(len(sizes)) < mu
+            child = tuple(int(v) for v in np.where(mutate, rng.integers(0, sizes), child))
+            if fresh(child, pop):
+                return child
+            mu = min(1.0, mu + 0.05)
+            res.redraws += 1
+        return uniform_fresh(pop)
+
     pop: list[tuple[int, ...]] = []
-    if algorithm == "random":
-        while len(curve) < steps and not stop(len(curve)):
+    while len(curve) < steps and not stop(len(curve)):
+        if algorithm == "random":
             c = uniform_fresh(list(evaluated))
-            if c is None:
-                res.exhausted = True
-                break
-            run(c)
-    else:
-        while len(pop) < population and len(curve) < steps and not stop(len(curve)):
-            c = uniform_fresh(pop)
-            if c is None:
-                res.exhausted = True
-                break
+        else:
+            c = uniform_fresh(pop) if len(pop) < population else breed(pop)
+        if c is None:
+            res.exhausted = True
+            break
+        if algorithm != "random":
             pop.append(c)
-            run(c)
-        while len(curve) < steps and not res.exhausted and not stop(len(curve)):
-            k = min(subpopulation, len(pop))
-            sub = [pop[i] for i in rng.choice(len(pop), size=k, replace=False)]
-            w1, w2 = (sorted(sub, key=rank) + sub[:1])[:2]
-            mu = mutation
-            for tries in range(MAX_REDRAWS + 1):
-                take = rng.random(len(sizes)) < crossover
-                child = np.where(take, w1, w2)
-                mutate = rng.random(len(sizes)) < mu
-                child = tuple(int(v) for v in np.where(mutate, rng.integers(0, sizes), child))
-                if fresh(child, pop):
-                    break
-                mu = min(1.0, mu + 0.05)
-                res.redraws += 1
-            else:
-                child = uniform_fresh(pop)
-                if child is None:
-                    res.exhausted = True
-                    break
-            pop.append(child)
-            run(child)
+        run(c)
+        if len(pop) > population:
             pop.pop(0)                     # the oldest goes
     res.best, res.best_latency, res.steps = best[0], best[1], len(curve)
     res.shaved = shaved
