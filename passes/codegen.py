@@ -26,10 +26,10 @@ from hetcc.errors import UsageError
 from hetcc.fsutil import atomic_directory
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
-from hetcc.runtime.manifest import (MANIFEST_NAME, SCHEMA_ID, FileRef, HardwareControls, Manifest, ModelInfo,
-                                    ObjectiveInfo, PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted,
-                                    SliceSpec, TargetInfo, TensorSpec, Variant, Workload, WorkloadModel,
-                                    parse_manifest, sha256_file)
+from hetcc.runtime.manifest import (MANIFEST_NAME, SCHEMA_ID, DeviceControl, FileRef, HardwareControls, KnobControl,
+                                    Manifest, ModelInfo, ObjectiveInfo, PlannerInfo, Predicted, RuntimeInfo,
+                                    SliceInput, SlicePredicted, SliceSpec, TargetInfo, TensorSpec, Variant, Workload,
+                                    WorkloadModel, parse_manifest, sha256_file)
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +140,11 @@ def _planner_info(src: Any) -> PlannerInfo:
 def _controls(target: Any) -> HardwareControls | None:
     """The target's control tables (how the OS sets each device's frequency and each knob), for
     the runtime's --apply-hardware; None when it has none."""
-    devices = {d.name: d.control for d in getattr(target, "devices", ()) if getattr(d, "control", None)}
-    knobs = {n: k.control for n, k in (getattr(target, "knobs", None) or {}).items() if getattr(k, "control", None)}
+    devices = {d.name: DeviceControl(cpufreq=d.control.cpufreq, devfreq=d.control.devfreq)
+               for d in getattr(target, "devices", ()) if getattr(d, "control", None)}
+    knobs = {n: KnobControl(hotplug=k.control.hotplug, clock=k.control.clock, unit=k.control.unit,
+                            lock=k.control.lock)
+             for n, k in (getattr(target, "knobs", None) or {}).items() if getattr(k, "control", None)}
     return HardwareControls(devices=devices, knobs=knobs) if devices or knobs else None
 
 

@@ -18,8 +18,9 @@ exactly as before, and its artifacts say "nothing to apply".
         # (optional) written 1 first so the rate holds
 
 The keys' types and conditions are in ``schema.KEYS``; ``rule_controls`` checks what one key
-cannot say alone, and ``device_control`` / ``knob_control`` build the dataclasses (the
-manifest's own, so codegen copies them unchanged).
+cannot say alone, and ``device_control`` / ``knob_control`` build the model's dataclasses
+(codegen copies them into the manifest's types of the same names; the targets do not import the
+runtime).
 """
 from __future__ import annotations
 

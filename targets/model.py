@@ -8,8 +8,6 @@ from typing import Any, Mapping
 
 from hetcc.errors import TargetError
 from hetcc.opclasses import OP_CLASSES
-# how the OS sets a device or a knob: one definition, the manifest's (codegen copies them over)
-from hetcc.runtime.manifest import DeviceControl, KnobControl
 
 SCHEMA = "hetcc.target/1"
 DEVICE_KINDS = ("cpu", "gpu", "npu", "dsp", "remote")
@@ -81,6 +79,27 @@ class Link:
 
     def rx_power_mw_at(self, signal_dbm: float | None = None) -> float:
         return self._at(self.rx_power_mw, signal_dbm)
+
+
+@dataclass(frozen=True)
+class DeviceControl:
+    """How the OS sets a device's frequency (``devices.<name>.control``; hetcc.targets.controls):
+    a cpufreq policy directory or a devfreq device directory. Codegen copies it into the
+    manifest's type of the same name (the targets do not import the runtime)."""
+
+    cpufreq: str | None = None
+    devfreq: str | None = None
+
+
+@dataclass(frozen=True)
+class KnobControl:
+    """How the OS sets a knob (``knobs.<name>.control``): CPU ids to hotplug, or a clock's rate
+    file, the unit it takes and an optional lock file."""
+
+    hotplug: tuple[int, ...] | None = None
+    clock: str | None = None
+    unit: str | None = None
+    lock: str | None = None
 
 
 @dataclass(frozen=True)
