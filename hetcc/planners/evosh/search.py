@@ -26,21 +26,30 @@ from .space import ConfigSpace
 MAX_REDRAWS = 2000     # then a uniformly random unshaved configuration (by rejection)
 
 
-@dataclass
 class Shaved:
-    """The shaved part of a space: configurations >= some over-cap pivot or <= some within-cap one."""
+    """The shaved part of a space: configurations >= some over-cap pivot or <= some within-cap one.
+    The pivots are kept stacked ([n, d] arrays grown on add), so a membership test is two
+    vectorised comparisons however many pivots there are."""
 
-    over: list = field(default_factory=list)
-    under: list = field(default_factory=list)
+    def __init__(self) -> None:
+        self.over: list = []
+        self.under: list = []
+        self._o: np.ndarray | None = None
+        self._u: np.ndarray | None = None
 
     def add(self, config: tuple[int, ...], over_cap: bool) -> None:
-        (self.over if over_cap else self.under).append(np.asarray(config, dtype=np.int64))
+        c = np.asarray(config, dtype=np.int64)
+        (self.over if over_cap else self.under).append(c)
+        if over_cap:
+            self._o = c[None] if self._o is None else np.vstack([self._o, c])
+        else:
+            self._u = c[None] if self._u is None else np.vstack([self._u, c])
 
     def __contains__(self, config) -> bool:
         c = np.asarray(config, dtype=np.int64)
-        if self.over and bool((c >= np.stack(self.over)).all(axis=1).any()):
+        if self._o is not None and bool((c >= self._o).all(axis=1).any()):
             return True
-        return bool(self.under) and bool((c <= np.stack(self.under)).all(axis=1).any())
+        return self._u is not None and bool((c <= self._u).all(axis=1).any())
 
     def mask(self, configs: np.ndarray) -> np.ndarray:
         """[n] bool: which of ``configs`` [n, d] are shaved."""
