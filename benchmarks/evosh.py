@@ -24,7 +24,11 @@ best latency at the last step is no worse than evolution's and random's on every
 (ties counted apart); (4) evosh's own time per run (wall minus the time inside ``space.evaluate``)
 under 1 s, median over the runs of each case. Plots: <out>-fig4/5/6/7.png.
 
-    python benchmarks/evosh.py                   # everything (~6 min on 2 cores)
+A run that stops before its steps ("stopped early") is one whose search gave up drawing a fresh
+configuration (``search.MAX_REDRAWS`` random draws all shaved or evaluated): its best is final and
+its curve is padded with it.
+
+    python benchmarks/evosh.py                   # everything (~9 min on 2 cores)
     python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 5 hardware runs
     python benchmarks/evosh.py --parts fig5 --fig5-runs 50 --markdown /tmp/evosh.md
 
@@ -227,7 +231,8 @@ def compact_runs(runs: dict[str, list[dict]], steps: int, opt_ms: float) -> dict
                     "steps_run": [r["steps_run"] for r in rows], "redraws": [r["redraws"] for r in rows],
                     "reached_optimum_step": [r["reached_optimum_step"] for r in rows],
                     "first_best_step": [r["first_best_step"] for r in rows],
-                    "eval_s": [num(r["eval_s"], 4) for r in rows], "overhead_s": [num(r["overhead_s"], 4) for r in rows],
+                    "eval_s": [num(r["eval_s"], 4) for r in rows],
+                    "overhead_s": [num(r["overhead_s"], 4) for r in rows],
                     "curve_gap": [[gap(r["curve"][s - 1]) for s in keep] for r in rows]}
     return out
 
@@ -379,9 +384,11 @@ def targets(cases: list[dict], args: argparse.Namespace) -> list[dict]:
     if hw:
         gaps = [(c["summary"]["evosh"]["gap_mean"], c) for c in hw]
         worst = max(gaps, key=lambda g: math.inf if g[0] is None else g[0])
-        per = ", ".join(f"{m}: worst {max((g for g, c in gaps if c['model'] == m), key=lambda x: math.inf if x is None else x) * 100:.2f}%"
-                        if all(g is not None for g, c in gaps if c["model"] == m) else f"{m}: a run found nothing"
-                        for m in dict.fromkeys(c["model"] for c in hw))
+        per = []
+        for m in dict.fromkeys(c["model"] for c in hw):
+            mine = [g for g, c in gaps if c["model"] == m]
+            per.append(f"{m}: worst {max(mine) * 100:.2f}%" if None not in mine else f"{m}: a run found nothing")
+        per = ", ".join(per)
         ok = all(g is not None and g <= GAP_TARGET for g, _ in gaps)
         out.append({"id": 2, "name": f"hardware space: evosh's mean ({args.hw_runs} runs, {s} steps) within "
                     f"{GAP_TARGET:.0%} of the optimum at every cap", "pass": ok,
@@ -403,7 +410,8 @@ def targets(cases: list[dict], args: argparse.Namespace) -> list[dict]:
                     sig = ("95% intervals overlap: not significant" if e is None or o is None or e["lo"] <= o["hi"]
                            else "significant: the 95% intervals do not overlap")
                     losses.append(f"{label} ({ev:.3f} vs {ov:.3f} ms; {sig})")
-        meas = f"{len(wins)} wins, {len(ties)} ties (equal means), {len(losses)} losses of {len(wins) + len(ties) + len(losses)}"
+        total = len(wins) + len(ties) + len(losses)
+        meas = f"{len(wins)} wins, {len(ties)} ties (equal means), {len(losses)} losses of {total}"
         if losses:
             meas += "; losses: " + "; ".join(losses)
         out.append({"id": 3, "name": f"evosh's mean best latency at {s} steps no worse than evolution's and random's "
@@ -530,7 +538,7 @@ def show(rep: Report, cases: list[dict], args: argparse.Namespace, tg: list[dict
         rep.table(f"Fig. 5: {FIG5_BLOCKS} blocks ({fig5[0]['space_size']} mappings), {max(n['fig5'])} runs: reaching "
                   f"the optimum within {args.steps} steps ({ci})",
                   ["model", "cap mW", "search", "at optimum", "median step", "latest step", f"best ms @{args.steps}",
-                   f"FPS @{args.steps}", "mean above optimum", "space exhausted"], body)
+                   f"FPS @{args.steps}", "mean above optimum", "stopped early"], body)
         checkpoint_table(rep, f"Fig. 5: best latency and FPS vs steps ({ci})", fig5, args.steps)
     hw = [c for c in cases if c["part"] == "hardware"]
     if hw:
@@ -545,11 +553,14 @@ def show(rep: Report, cases: list[dict], args: argparse.Namespace, tg: list[dict
                 s = c["summary"][alg]
                 row.append("– (found in " + f"{s['found']}/{s['runs']})" if s["final_ms"] is None else
                            f"{cell(s['final_ms'])} ({pct(s['gap_mean'])})")
-            row.append(f"{c['summary']['evosh']['reached_optimum']}/{c['summary']['evosh']['runs']}")
+            e = c["summary"]["evosh"]
+            row += [f"{e['reached_optimum']}/{e['runs']}", f"{e['overhead_s_median']:.3f}",
+                    f"{e['exhausted']}/{e['runs']}"]
             body.append(row)
         rep.table(f"Fig. 7: hardware-space cap sweep, mean best latency (ms) at {args.steps} steps over "
                   f"{max(n['hardware'])} runs ({ci}; % above the optimum)",
-                  ["model", "cap mW", "feasible configs", "optimum", "layer exact", *ALGORITHMS, "evosh at optimum"],
+                  ["model", "cap mW", "feasible configs", "optimum", "layer exact", *ALGORITHMS, "evosh at optimum",
+                   "evosh own s (median)", "evosh stopped early"],
                   body)
     body = []
     for part in ("fig4", "fig5", "hardware"):
@@ -683,10 +694,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=None, help="steps per run (default 200; quick 50)")
     ap.add_argument("--fig4-seeds", type=int, default=None, help="runs per algorithm and case in Fig. 4 (default 5)")
     ap.add_argument("--fig5-runs", type=int, default=None, help="runs per algorithm and cap in Fig. 5 (default 20)")
-    ap.add_argument("--hw-runs", type=int, default=None, help="runs per algorithm and cap, hardware space (default 100)")
+    ap.add_argument("--hw-runs", type=int, default=None,
+                    help="runs per algorithm and cap, hardware space (default 100)")
     ap.add_argument("--hw-caps", type=int, default=6, help="caps of the hardware sweep (Fig. 7)")
     ap.add_argument("--layer-exact-seconds", type=float, default=None,
-                    help="time box of each layer-granularity exact plan (default 30; quick 3; 0: skip them)")
+                    help="time box of each layer-granularity exact plan (default 10; quick 3; 0: skip them)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/evosh[-quick].json)")
     ap.add_argument("--markdown", type=Path, default=None, help="also write the tables and targets as markdown here")
@@ -697,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
     args.fig5_runs = args.fig5_runs or (3 if q else 20)
     args.hw_runs = args.hw_runs or (5 if q else 100)
     if args.layer_exact_seconds is None:
-        args.layer_exact_seconds = 3.0 if q else 30.0
+        args.layer_exact_seconds = 3.0 if q else 10.0
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     if bad := [p for p in args.parts if p not in ("fig4", "fig5", "hardware")]:
         raise SystemExit(f"unknown part(s) {', '.join(bad)}; choose fig4, fig5, hardware")
@@ -706,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     args.fig6_cap = (args.hw_caps - 1) // 2
     fig4_models = {"B0": FIG5_BLOCKS} if q else FIG4_BLOCKS
     hw_models = ("B0",) if q else HW_MODELS
-    console, date, t0 = make_console(), utc_now(), time.perf_counter()
+    console, date, t0, machine = make_console(), utc_now(), time.perf_counter(), machine_info()
     log = lambda m: print(f"[{time.perf_counter() - t0:6.1f} s] {m}", file=sys.stderr, flush=True)  # noqa: E731
     bench, cases, part_s = Bench(args, log), [], {}
     for part in ("fig4", "fig5", "hardware"):
@@ -729,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     plots = plot(out, cases, args)
     total = time.perf_counter() - t0
-    write_json({"script": SCRIPT, "date": date, "machine": machine_info(), "target": TARGET,
+    write_json({"script": SCRIPT, "date": date, "machine": machine, "target": TARGET,
                 "args": {"quick": q, "parts": args.parts, "steps": args.steps, "fig4_seeds": args.fig4_seeds,
                          "fig5_runs": args.fig5_runs, "hw_runs": args.hw_runs, "hw_caps": args.hw_caps,
                          "fig6_cap": args.fig6_cap, "layer_exact_seconds": args.layer_exact_seconds,
@@ -740,8 +752,10 @@ def main(argv: list[str] | None = None) -> int:
                 "plots": plots, "cases": cases}, out)
     compact_json(out)
     if args.markdown:
+        load = machine.get("loadavg_at_start")
         head = [f"Measured {date[:10]} (`python benchmarks/{SCRIPT}.py{' --quick' if q else ''}`, "
-                f"{total / 60:.1f} min on {machine_info()['usable_cpus']} CPUs).", ""]
+                f"{total / 60:.1f} min on {machine['usable_cpus']} CPUs"
+                + (f", load average {load[0]:.1f} at the start" if load else "") + ").", ""]
         args.markdown.write_text("\n".join(head + rep.md) + "\n")
     print(f"wrote {out} and {len(plots)} plots ({total:.0f} s)")
     return 0
