@@ -55,7 +55,7 @@ from _common import (MODELS_DIR, RESULTS_DIR, error_text, machine_info, make_con
                      utc_now, write_json)
 
 from hetcc.planners import Budget, Objective, PlanContext, plan  # noqa: E402
-from hetcc.planners.evosh import _optimum  # noqa: E402
+from hetcc.planners.evosh import optimum as space_optimum  # noqa: E402
 from hetcc.planners.evosh.search import search  # noqa: E402
 from hetcc.planners.evosh.space import ConfigSpace  # noqa: E402
 
@@ -255,7 +255,7 @@ def layer_exact(problem, cap: float, seconds: float) -> dict[str, Any]:
 
 def optimum(space: ConfigSpace, cap: float) -> dict[str, Any]:
     t0 = time.perf_counter()
-    p = _optimum(space, cap, {})
+    p = space_optimum(space, cap)
     return {"latency_ms": p.latency_ms, "fps": fps(p.latency_ms), "power_mw": p.average_power_mw,
             "method": p.stats["method"], "config": p.stats["config"], "seconds": time.perf_counter() - t0}
 

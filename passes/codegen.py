@@ -141,10 +141,10 @@ def _controls(target: Any) -> HardwareControls | None:
     """The target's control tables (how the OS sets each device's frequency and each knob), for
     the runtime's --apply-hardware; None when it has none."""
     devices = {d.name: DeviceControl(cpufreq=d.control.cpufreq, devfreq=d.control.devfreq)
-               for d in getattr(target, "devices", ()) if getattr(d, "control", None)}
+               for d in target.devices if d.control is not None}
     knobs = {n: KnobControl(hotplug=k.control.hotplug, clock=k.control.clock, unit=k.control.unit,
                             lock=k.control.lock)
-             for n, k in (getattr(target, "knobs", None) or {}).items() if getattr(k, "control", None)}
+             for n, k in target.knobs.items() if k.control is not None}
     return HardwareControls(devices=devices, knobs=knobs) if devices or knobs else None
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import onnxruntime as ort
 
 from .errors import InputError, ManifestError, RemoteSliceError
-from .hardware import Hardware, HardwareReport, offline_cpus
+from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
                        read_manifest, sha256_file, slice_path, to_json)
 
@@ -450,9 +450,9 @@ class Executor:
             hw = self._hardware
             pipe = Pipeline(self.artifact_dir, self.manifest.model, spec, self.manifest.runtime, name=name,
                             options=self._opts, offline_cpus=offline_cpus(self.manifest, name) if hw else frozenset())
-            if hw is not None:
-                manifest = self.manifest
-                pipe._activate = lambda: hw.ensure(manifest, name)
+            if hw is not None:   # the run loop then costs one comparison of a key computed here
+                manifest, key = self.manifest, configuration_key(self.manifest, name)
+                pipe._activate = lambda: hw.ensure(manifest, name, key)
             self._pipelines[name] = pipe
         return pipe
 

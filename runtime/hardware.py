@@ -240,10 +240,11 @@ class Hardware:
         workload alternating between two configurations keeps two)."""
         return list(self._reports.values())
 
-    def ensure(self, manifest: Manifest, variant: str | None) -> HardwareReport | None:
+    def ensure(self, manifest: Manifest, variant: str | None, key: Any = None) -> HardwareReport | None:
         """Apply ``variant`` of ``manifest`` unless the same settings are applied already (so a
-        run, or a workload model sharing the configuration, costs one comparison)."""
-        if _wanted(manifest, variant, None)[4] == self.current:
+        run, or a workload model sharing the configuration, costs one comparison); ``key``:
+        ``configuration_key(manifest, variant)`` computed once by the caller."""
+        if (configuration_key(manifest, variant) if key is None else key) == self.current:
             return None
         return self.apply(manifest, variant)
 
@@ -322,6 +323,11 @@ def _wanted(source: Any, variant: str | None, controls: HardwareControls | None)
             freqs.setdefault(sl.device, []).append(float(sl.frequency_mhz))
     key = (repr(controls), repr(sorted(knobs.items(), key=str)), repr(sorted((d, sorted(f)) for d, f in freqs.items())))
     return name, controls, knobs, freqs, key
+
+
+def configuration_key(manifest: Manifest, variant: str | None) -> Any:
+    """What identifies the settings a variant wants (equal keys: nothing to re-apply)."""
+    return _wanted(manifest, variant, None)[4]
 
 
 def apply_hardware(source: Any, variant: str | None = None, *, controls: HardwareControls | None = None,

@@ -9,7 +9,7 @@ import pytest
 import hetcc
 from hetcc.errors import UsageError
 from hetcc.planners import Objective, PlanContext, plan
-from hetcc.planners.evosh import _optimum
+from hetcc.planners.evosh import optimum
 from hetcc.planners.evosh.space import ConfigSpace
 from hetcc.runtime import verify
 
@@ -61,7 +61,7 @@ def test_cli_and_api_evosh_plan_carries_its_hardware_and_verifies(squeezenet, pr
     assert api.hardware == variant["hardware"]
     # exact at layer granularity (every DVFS state, the default hardware) is never slower
     best = plan(problem, Objective("latency", power_cap_mw=float(f"{cap:.0f}")), "exact")
-    mapping_opt = _optimum(ConfigSpace.build(problem, "mapping", blocks=6), float(f"{cap:.0f}"), {})
+    mapping_opt = optimum(ConfigSpace.build(problem, "mapping", blocks=6), float(f"{cap:.0f}"), {})
     assert best.latency_ms <= mapping_opt.latency_ms * (1 + 1e-9)
 
 
@@ -72,7 +72,7 @@ def test_mapping_optimum_by_exact_equals_enumeration(problem):
         hi = space.evaluate(tuple([1] * 8))[1]
         cap = lo + frac * (hi - lo)
         config, latency = space.exhaustive(cap)
-        opt = _optimum(space, cap, {})
+        opt = optimum(space, cap, {})
         assert config is not None and opt.latency_ms == pytest.approx(latency, rel=1e-9)
         assert opt.average_power_mw <= cap * (1 + 1e-9)
 

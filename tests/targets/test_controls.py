@@ -8,7 +8,7 @@ import pytest
 from hetcc.errors import TargetError
 from hetcc.targets import builtin_targets, load_target
 
-from test_targets import KNOB, MINIMAL, write  # tests/targets is on sys.path (pytest rootdir import)
+from test_targets import GPU, KNOB, MINIMAL, write  # tests/targets is on sys.path (pytest rootdir import)
 
 EMC = '''[knobs.emc]
 values = [400.0, 800.0]
@@ -45,21 +45,6 @@ def test_a_control_on_a_minimal_board(tmp_path: Path) -> None:
     assert t.knobs["cores"].control.hotplug == (2, 0, 1)
     assert (t.knobs["emc"].control.clock, t.knobs["emc"].control.unit, t.knobs["emc"].control.lock) == \
         ("/sys/emc/rate", "kHz", None)
-
-
-GPU = '''
-[devices.gpu]
-kind = "gpu"
-execution_provider = "CUDAExecutionProvider"
-freq_mhz = 1000.0
-static_power_mw = 10.0
-dynamic_power_mw = 100.0
-peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }
-mem_bandwidth_gbps = 5.0
-layer_overhead_ms = 0.05
-transfer = { beta_ms_per_mb = 0.02, delta_ms = 0.01 }
-dtypes = ["float32"]
-'''
 
 
 def _device(control: str) -> str:

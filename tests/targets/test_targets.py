@@ -471,8 +471,8 @@ def test_malformed_knob_names_file_and_key(tmp_path: Path, knob: str, key: str, 
     assert what in msg, msg
 
 
-def test_active_cores_knob_checks_device_kind_and_affinity(tmp_path: Path) -> None:
-    gpu = '''
+#: a modelled GPU device to add to MINIMAL (shared with test_controls)
+GPU = '''
 [devices.gpu]
 kind = "gpu"
 execution_provider = "CUDAExecutionProvider"
@@ -485,7 +485,10 @@ layer_overhead_ms = 0.05
 transfer = { beta_ms_per_mb = 0.02, delta_ms = 0.01 }
 dtypes = ["float32"]
 '''
-    text = MINIMAL.replace("[devices.cpu]", KNOB.replace('["cpu"]', '["gpu"]') + "[devices.cpu]") + gpu
+
+
+def test_active_cores_knob_checks_device_kind_and_affinity(tmp_path: Path) -> None:
+    text = MINIMAL.replace("[devices.cpu]", KNOB.replace('["cpu"]', '["gpu"]') + "[devices.cpu]") + GPU
     with pytest.raises(TargetError, match=r"knobs\.cores\.devices\[0\]: effect = \"active_cores\" acts on cpu"):
         load_target(write(tmp_path, text))
     text = MINIMAL.replace("[devices.cpu]", KNOB + "[devices.cpu]").replace(

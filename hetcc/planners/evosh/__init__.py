@@ -54,14 +54,14 @@ def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Pl
     cap = objective.power_cap_mw if objective.power_cap_mw is not None else np.inf
     base = {"space": o.space, "blocks": len(space.starts), "space_size": space.size, "devices": list(space.devices)}
     if o.search == "optimum":
-        return _optimum(space, cap, base)
+        return optimum(space, cap, base)
     with ctx.progress.task(f"evosh ({o.search}, {o.space})", total=o.steps) as bar:
         res = search(space, cap, o.steps, ctx.rng, o.search, o.population, min(o.subpopulation, o.population),
                      o.crossover, o.mutation, on_step=lambda step, best: bar.update(1, best_ms=best),
                      stop=lambda step: ctx.out_of_budget(step))
     stats = dict(base, steps=res.steps, redraws=res.redraws, exhausted=res.exhausted,
                  curve_ms=[float(x) for x in res.curve],
-                 shaved_pivots=len(res.shaved.over) + len(res.shaved.under) if res.shaved else 0)
+                 shaved_pivots=len(res.shaved.over) + len(res.shaved.under))
     if res.best is None:
         # nothing within the cap: the least hungry configuration seen (the policy reports the miss)
         valid = [c for c, (t, _) in res.evaluated.items() if np.isfinite(t)]
@@ -75,7 +75,10 @@ def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Pl
     return plan.replace(stats=dict(stats, config=space.describe(pick)))
 
 
-def _optimum(space: ConfigSpace, cap: float, base: dict) -> Plan:
+def optimum(space: ConfigSpace, cap: float, base: dict | None = None) -> Plan:
+    """The space's fastest configuration within ``cap`` mW as a plan (``search=optimum``; the
+    benchmark's reference); ``base`` goes into its stats."""
+    base = dict(base or {})
     if space.kind == "mapping":
         from ..exact import exact          # the power-cap Pareto DP over the blocks
         block = space.block_problem()
@@ -104,4 +107,4 @@ SPECS = (PlannerSpec("evosh", "EvoSh: evolution with shaving over block->CPU/GPU
                      "min latency under a power cap (search=evolution|random|optimum for its baselines)",
                      _run, EvoShOptions, metrics=("latency",), constraints=("power_cap",), hardware=True),)
 
-__all__ = ["EvoShOptions", "SPECS"]
+__all__ = ["EvoShOptions", "SPECS", "optimum"]

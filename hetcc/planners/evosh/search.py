@@ -82,24 +82,26 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
     shaved = Shaved()
     evaluated: dict[tuple[int, ...], tuple[float, float]] = {}
     curve: list[float] = []
-    best: list = [None, np.inf]
     sizes = space.sizes
-    res = Result(None, np.inf, curve, evaluated, 0)
+    res = Result(None, np.inf, curve, evaluated, 0, shaved=shaved)
 
     def run(c: tuple[int, ...]) -> None:
         t, p, _ = space.evaluate(c)
         evaluated[c] = (t, p)
         over = p > cap_mw * (1 + 1e-9)
-        if not over and t < best[1]:
-            best[0], best[1] = c, t
+        if not over and t < res.best_latency:
+            res.best, res.best_latency = c, t
         if shave:
             shaved.add(c, over)
-        curve.append(best[1])
-        on_step(len(curve), best[1])
+        curve.append(res.best_latency)
+        res.steps = len(curve)
+        on_step(res.steps, res.best_latency)
 
     def fresh(c: tuple[int, ...], pop: list) -> bool:
         if shave:
             return c not in shaved and c not in evaluated
+        if algorithm == "random":
+            return c not in evaluated
         return c not in pop
 
     def uniform_fresh(pop: list) -> tuple[int, ...] | None:
@@ -111,8 +113,7 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
 
     def rank(c: tuple[int, ...]) -> tuple[float, float]:
         t, p = evaluated[c]
-        over = max(0.0, p - cap_mw)
-        return (over, t) if over > 0 else (0.0, t)
+        return max(0.0, p - cap_mw), t
 
     def breed(pop: list) -> tuple[int, ...] | None:
         """A child of the sub-population's two best, re-drawn with a rising mutation rate while it
@@ -132,10 +133,7 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
 
     pop: list[tuple[int, ...]] = []
     while len(curve) < steps and not stop(len(curve)):
-        if algorithm == "random":
-            c = uniform_fresh(list(evaluated))
-        else:
-            c = uniform_fresh(pop) if len(pop) < population else breed(pop)
+        c = uniform_fresh(pop) if algorithm == "random" or len(pop) < population else breed(pop)
         if c is None:
             res.exhausted = True
             break
@@ -144,8 +142,6 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
         run(c)
         if len(pop) > population:
             pop.pop(0)                     # the oldest goes
-    res.best, res.best_latency, res.steps = best[0], best[1], len(curve)
-    res.shaved = shaved
     return res
 
 

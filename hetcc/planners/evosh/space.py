@@ -152,29 +152,33 @@ class ConfigSpace:
             self._problems[key] = hw.apply(self.problem, base) if hw is not None and knobs else self.problem
         return self._problems[key]
 
+    def runs(self, bits: Sequence[int]) -> list[tuple[int, int, str]]:
+        """(first layer, last layer, device) of each run of consecutive blocks on one device."""
+        L = self.problem.num_layers
+        out: list[tuple[int, int, str]] = []
+        for b, first in enumerate(self.starts):
+            last = (self.starts[b + 1] if b + 1 < len(self.starts) else L) - 1
+            dev = self.devices[bits[b]]
+            if out and out[-1][2] == dev:
+                out[-1] = (out[-1][0], last, dev)
+            else:
+                out.append((first, last, dev))
+        return out
+
     def slices(self, config: Sequence[int]) -> tuple[PlanningProblem, list[Slice]]:
         bits, knobs, levels = self.parts(config)
         prob = self.problem_at(knobs)
         states = prob.states
-        out: list[Slice] = []
-        L = prob.num_layers
-        for b, first in enumerate(self.starts):
-            last = (self.starts[b + 1] if b + 1 < len(self.starts) else L) - 1
-            dev = self.devices[bits[b]]
-            cols = states.of(dev)
-            s = int(cols[levels[dev]]) if dev in levels else int(states.fmax_state(dev))
-            if out and out[-1].state == s:
-                out[-1] = Slice(out[-1].first, last, s)
-            else:
-                out.append(Slice(first, last, s))
-        return prob, out
+        return prob, [Slice(first, last, int(states.of(dev)[levels[dev]]) if dev in levels
+                            else int(states.fmax_state(dev))) for first, last, dev in self.runs(bits)]
 
     def evaluate(self, config: Sequence[int]) -> tuple[float, float, Plan | None]:
         """(latency ms, average power mW, plan); (inf, 0, None) when the configuration is invalid."""
         prob, slices = self.slices(config)
-        if not all(prob.slice_legal(s.first, s.last, s.state) for s in slices):
+        try:
+            plan = prob.evaluate(slices)            # checks every slice's legality
+        except ValueError:                          # slices always cover the model: an illegal one
             return np.inf, 0.0, None
-        plan = prob.evaluate(slices)
         return plan.latency_ms, plan.average_power_mw, plan
 
     # -- exact optima --------------------------------------------------------------------------
@@ -215,20 +219,11 @@ class ConfigSpace:
     def _grid(self, prob: PlanningProblem, bits: Sequence[int], freq_dims: Sequence[Dim]):
         """Latency and energy of the mapping ``bits`` for every DVFS-level combination
         (an array over ``freq_dims``; devices without a dimension run at their top level)."""
-        L = prob.num_layers
-        runs: list[tuple[int, int, str]] = []
-        for b, first in enumerate(self.starts):
-            last = (self.starts[b + 1] if b + 1 < len(self.starts) else L) - 1
-            dev = self.devices[bits[b]]
-            if runs and runs[-1][2] == dev:
-                runs[-1] = (runs[-1][0], last, dev)
-            else:
-                runs.append((first, last, dev))
         shape = tuple(d.size for d in freq_dims)
         T = np.zeros(shape)
         E = np.zeros(shape)
         axis = {d.device: i for i, d in enumerate(freq_dims)}
-        for first, last, dev in runs:
+        for first, last, dev in self.runs(bits):
             cols = prob.states.of(dev) if dev in axis else np.array([prob.states.fmax_state(dev)])
             t = np.empty(cols.size)
             e = np.empty(cols.size)

@@ -253,4 +253,3 @@ SPECS = (PlannerSpec("exact", "ours: Pareto-label DP with sound bounds; the prov
                      _run, constraints=("deadline", "power_cap"), exact=True),)
 
 __all__ = ["SPECS", "exact", "lowest_average_power_mw", "pareto_rows"]
-

@@ -120,6 +120,15 @@ def critical(m: Model, env: Envelope, width: int = 1) -> np.ndarray:
 BIG = 1e300    # stands for an unbounded remaining latency: every real completion is shorter
 
 
+def least_energy(G: np.ndarray, lam: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The least E' the lines (G, lam) allow for T' in [lo, hi], per label: each line bounds E'
+    by its value at the end where it is least (hi for lam > 0, lo for lam < 0), and the greatest
+    of these is the convex envelope's least value on [lo, hi]."""
+    lp, ln = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return ((G - lp * np.minimum(hi, BIG)[..., None]) - ln * lo[..., None]).max(axis=-1)
+
+
 def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
           is_open: bool, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(objective lower bound, no feasible completion) for labels (T, X) at closed boundary b
@@ -164,10 +173,7 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
         if m.metric == "latency":
             lb = T + lo
         elif m.metric == "energy":
-            hf = np.minimum(hi, BIG)[..., None]
-            lp, ln = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
-            v = (G - lp * hf) - ln * lo[..., None]
-            lb = E + v.max(axis=-1)
+            lb = E + least_energy(G, lam, lo, hi)
             lb = lb - SLACK * (1.0 + np.abs(lb))
         else:
             # the least product over the ends of the envelope's pieces clipped to [lo, hi]: at lo
@@ -221,4 +227,4 @@ def two_stage(m: Model, small: Envelope, full: Envelope, T: np.ndarray, X: np.nd
     return lb, dead
 
 
-__all__ = ["Envelope", "critical", "crude", "envelope", "lower", "subset", "two_stage"]
+__all__ = ["Envelope", "critical", "crude", "envelope", "least_energy", "lower", "subset", "two_stage"]

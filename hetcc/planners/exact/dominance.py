@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds import BIG, Envelope
+from .bounds import Envelope, least_energy
 from .model import Model
 
 WINDOW = 2
@@ -32,14 +32,6 @@ TIE = 1e-9     # relative margin: a near-tie is not dominance (rounding must not
 
 def applies(m: Model) -> bool:
     return m.metric == "edp" and not m.has_cap and np.isfinite(m.Dtol)
-
-
-def least_energy(env: Envelope, b: int, is_open: bool, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The least E' of the suffix envelope at point b over T' in [lo, hi] (per label)."""
-    G = env.Go[b][:, None, :] if is_open else env.Gc[b]
-    lp, ln = np.maximum(env.lam, 0.0), np.minimum(env.lam, 0.0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return (G - lp * np.minimum(hi, BIG)[..., None] - ln * lo[..., None]).max(axis=-1)
 
 
 def dominated(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int, is_open: bool) -> np.ndarray:
@@ -52,7 +44,7 @@ def dominated(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int, is_
     if n < 2:
         return out
     with np.errstate(invalid="ignore", over="ignore"):
-        e = least_energy(env, b, is_open, lo, hi)
+        e = least_energy(env.Go[b][:, None, :] if is_open else env.Gc[b], env.lam, lo, hi)
         ok = np.isfinite(T) & np.isfinite(e) & (hi >= lo)
         worst = (T + hi) * (X + e) * (1.0 - TIE)       # j completed at (hi_j, e_j)
         for w in range(1, min(WINDOW, n - 1) + 1):
@@ -69,4 +61,4 @@ def with_dominance(m: Model, env: Envelope, bound, T: np.ndarray, X: np.ndarray,
     return np.where(dom, np.inf, lb), dead | dom
 
 
-__all__ = ["WINDOW", "applies", "dominated", "least_energy", "with_dominance"]
+__all__ = ["WINDOW", "applies", "dominated", "with_dominance"]
