@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -13,6 +14,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 
 from .errors import ModelError, UsageError
+from .runtime import _ort
 from .runtime.manifest import sha256_file
 from .program import Program
 
@@ -47,12 +49,59 @@ def _read(path: Path) -> ir.Model:
                          "export one with torch.onnx.export or 'hetcc zoo export'") from None
     if len(model.graph) == 0:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes); export one with torch.onnx.export or 'hetcc zoo export'")
+    _check_external_data(model, path)
     for name, value in model.graph.initializers.items():
         t = value.const_value
         if isinstance(t, ir.ExternalTensor) and not Path(t.path).exists():
             raise ModelError(f"{path}: initializer {name!r} refers to missing external data file {t.location!r}; "
                              "keep the data file next to the model")
     return model
+
+
+def _external_tensors(model: ir.Model):
+    """(what, tensor) for every external-data tensor of the model: initializers of the main graph
+    and of every subgraph, tensor attributes (Constant, ...) of every node, functions included."""
+    for graph in model.graphs():
+        for name, value in graph.initializers.items():
+            if isinstance(value.const_value, ir.ExternalTensor):
+                yield f"initializer {name!r}", value.const_value
+    bodies = [model.graph, *model.functions.values()]
+    for body in bodies:
+        for node in ir.traversal.RecursiveGraphIterator(body):
+            for attr in node.attributes.values():
+                if attr.type == ir.AttributeType.TENSOR:
+                    tensors = [attr.value]
+                elif attr.type == ir.AttributeType.TENSORS:
+                    tensors = list(attr.value or ())
+                else:
+                    continue
+                for t in tensors:
+                    if isinstance(t, ir.ExternalTensor):
+                        what = f"tensor {t.name!r}" if t.name else f"attribute {attr.name!r} of node {node.name or node.op_type!r}"
+                        yield what, t
+
+
+def _check_external_data(model: ir.Model, path: Path) -> None:
+    """Refuse any external-data ``location`` that leaves the model's directory (an absolute path,
+    ``../``, a symlink out): compiling would copy that file's bytes into the slices."""
+    base_dir = path.parent
+    try:
+        base = base_dir.resolve()
+    except (OSError, RuntimeError):  # pragma: no cover - the model was just read from there
+        base = Path(os.path.abspath(base_dir))
+    for what, t in _external_tensors(model):
+        location = str(t.location)
+        bad = (not location or os.path.isabs(location) or location.startswith(("/", "\\"))
+               or re.match(r"^[A-Za-z]:", location) is not None)  # absolute here or on Windows
+        if not bad:
+            try:
+                (base / location).resolve().relative_to(base)
+            except (ValueError, OSError, RuntimeError):  # outside, or a symlink loop
+                bad = True
+        if bad:
+            raise ModelError(f"{path}: {what} has external data location {location!r}, which resolves outside "
+                             f"the model's directory {str(base_dir) or '.'}; refusing to read it "
+                             "(keep external data files in the model's directory)")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -122,13 +171,10 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None) ->
         logger.debug("onnx shape inference failed: %s", exc)
         inferred = proto
     if _missing_shapes(inferred):
-        try:
-            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-            inferred = SymbolicShapeInference.infer_shapes(proto, auto_merge=True)
+        symbolic = _symbolic_shapes(proto)
+        if symbolic is not None:
+            inferred = symbolic
             logger.info("used onnxruntime's symbolic shape inference")
-        except Exception as exc:  # pragma: no cover - depends on the model
-            logger.debug("symbolic shape inference failed: %s", exc)
     missing = _missing_shapes(inferred)
     if missing and model is not None:
         inferred = _shapes_by_running(model, inferred, missing, path)
@@ -139,12 +185,49 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None) ->
     return inferred
 
 
+def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
+    """onnxruntime's symbolic shape inference (auto-merge on), or None when it cannot infer every
+    shape or is unavailable.
+
+    Not ``SymbolicShapeInference.infer_shapes``: when inference is incomplete that method saves
+    the partial model as ``sym_shape_infer_temp.onnx`` plus a ``<uuid>.data`` file into the
+    current directory (overwriting a user's file of that name) before raising. This runs the same
+    steps and writes nothing; without the steps it needs (another onnxruntime version) the
+    fallback is skipped, with a debug message, and the last resort below still applies."""
+    try:
+        _ort.load()  # telemetry off before onnxruntime initialises
+        from onnxruntime.tools import symbolic_shape_infer as ssi
+    except Exception as exc:  # pragma: no cover - onnxruntime is a dependency
+        logger.debug("onnxruntime's symbolic shape inference is unavailable: %s", exc)
+        return None
+    cls = ssi.SymbolicShapeInference
+    if not all(hasattr(cls, m) for m in ("_preprocess", "_infer_impl", "_update_output_from_vi")):
+        logger.debug("onnxruntime's SymbolicShapeInference lacks the steps hetcc runs; skipped")
+        return None
+    try:
+        opset = ssi.get_opset(proto)
+        if not opset or opset < 7:
+            return None
+        engine = cls(int_max=2**31 - 1, auto_merge=True, guess_output_rank=False, verbose=0)
+        engine._preprocess(proto)
+        complete = False
+        while engine.run_:
+            complete = engine._infer_impl()
+        engine._update_output_from_vi()
+    except Exception as exc:  # pragma: no cover - depends on the model
+        logger.debug("symbolic shape inference failed: %s", exc)
+        return None
+    if not complete:
+        logger.debug("symbolic shape inference is incomplete")
+        return None
+    return engine.out_mp_
+
+
 def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list[str], path: Path) -> onnx.ModelProto:
     """Last resort for shapes that static inference cannot propagate (e.g. a Where over shape
     values, as in ViT's class token): run the model once on random inputs with onnxruntime and read the
     shapes of the tensors still missing. Valid because every input shape is fixed."""
     import numpy as np
-    import onnxruntime as ort
 
     from .runtime import random_inputs
     from .runtime.executor import TensorSpec
@@ -154,6 +237,7 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
     for name in missing:
         if name not in known_out:
             proto.graph.output.append(onnx.ValueInfoProto(name=name))
+    ort = _ort.load()  # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
     try:
         so = ort.SessionOptions()
         so.log_severity_level = 3

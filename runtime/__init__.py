@@ -12,11 +12,19 @@ Imports only numpy, onnxruntime and the standard library, so it installs on a bo
 
 Submodules load on first use (PEP 562): ``import hetcc.runtime.manifest`` or
 ``hetcc.runtime.errors`` (what the compiler needs) does not import onnxruntime.
+
+Importing this package turns onnxruntime's telemetry off for the process
+(``ORT_DISABLE_TELEMETRY=1``, unless ``HETCC_ORT_TELEMETRY=1``; see ``_ort``), before any
+submodule can import onnxruntime.
 """
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from . import _ort
+
+_ort.configure()
 
 _EXPORTS = {
     "Executor": "executor",

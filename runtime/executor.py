@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
-import onnxruntime as ort
 
+from . import _ort
 from .errors import InputError, ManifestError, RemoteSliceError
 from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
-                       read_manifest, sha256_file, slice_path, to_json)
+                       artifact_file, read_manifest, sha256_file, slice_path, to_json)
 
 __all__ = ["Executor", "Pipeline", "TensorSpec", "make_session_options", "CPU_PROVIDER"]
+
+ort = _ort.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
 
 logger = logging.getLogger(__name__)
 
@@ -379,7 +381,7 @@ class Executor:
             self.variant = None
             for i, wm in enumerate(manifest.workload.models):
                 sub = slice_path(root, wm.dir, shown, f"workload.models[{i}].dir")
-                mfile = sub / MANIFEST_NAME
+                mfile = artifact_file(sub, MANIFEST_NAME, os.path.join(str(root), wm.dir, MANIFEST_NAME))
                 if not mfile.is_file():
                     raise ManifestError(f"{mfile}: missing; the workload artifact is incomplete, recompile")
                 if sha256_file(mfile) != wm.manifest_sha256:

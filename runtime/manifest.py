@@ -72,6 +72,7 @@ __all__ = [
     "read_manifest",
     "artifact_root",
     "slice_path",
+    "artifact_file",
     "sha256_file",
 ]
 
@@ -823,25 +824,51 @@ def artifact_root(artifact_dir: str | os.PathLike) -> Path:
     return root
 
 
-def slice_path(root: str | os.PathLike, rel: str, source: str = MANIFEST_NAME, key: str = "file") -> Path:
-    """The absolute path of an artifact file, refusing any that leaves the artifact directory."""
-    _check_relative_path(rel, source, [key])
-    base = Path(root).resolve()
-    full = (base / rel).resolve()
+def _resolve_inside(root: str | os.PathLike, rel: str) -> tuple[Path, bool]:
+    """(``root/rel`` with every symlink resolved, whether that is inside ``root`` resolved);
+    ManifestError-free: a symlink loop or an unreadable component counts as outside."""
+    try:
+        base = Path(root).resolve()
+        full = (base / rel).resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return Path(root) / rel, False
     try:
         full.relative_to(base)
     except ValueError:
+        return full, False
+    return full, True
+
+
+def slice_path(root: str | os.PathLike, rel: str, source: str = MANIFEST_NAME, key: str = "file") -> Path:
+    """The absolute path of an artifact file, refusing any that leaves the artifact directory."""
+    _check_relative_path(rel, source, [key])
+    full, inside = _resolve_inside(root, rel)
+    if not inside:
         raise ManifestError(
             f"{source}: {key}: {rel!r} resolves outside the artifact directory (a symlink?); recompile"
-        ) from None
+        )
+    return full
+
+
+def artifact_file(root: str | os.PathLike, name: str, shown: str | None = None) -> Path:
+    """The resolved path of a file the runtime or the CLI reads from an artifact directory by a
+    fixed name (``manifest.json``, ``costs.json``, a workload model's ``manifest.json``):
+    ManifestError naming the file (``shown``) if it resolves outside ``root`` (a symlink out of
+    the artifact, a symlink loop). Whether it exists is the caller's question; open the path
+    returned, not ``root / name``, so that what was checked is what is read."""
+    full, inside = _resolve_inside(root, name)
+    if not inside:
+        shown = shown if shown is not None else os.path.join(str(root), name)
+        raise ManifestError(f"{shown}: resolves outside the artifact directory (a symlink?); "
+                            "refusing to read it — recompile")
     return full
 
 
 def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]:
     """(manifest, artifact root, the manifest path as shown in messages)."""
     root = artifact_root(artifact_dir)
-    mpath = root / MANIFEST_NAME
     shown = os.path.join(str(artifact_dir), MANIFEST_NAME) if Path(artifact_dir) == root else str(artifact_dir)
+    mpath = artifact_file(root, MANIFEST_NAME, shown)  # a manifest.json symlinked out is refused
     if not mpath.is_file():
         raise ManifestError(f"{artifact_dir}: no {MANIFEST_NAME}; is this a hetcc compile output directory?")
     try:

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-import onnxruntime as ort
 
+from . import _ort
 from .errors import ManifestError
 from .executor import CPU_PROVIDER, Executor, Pipeline, make_session_options
-from .manifest import MANIFEST_NAME, TensorSpec, sha256_file
+from .manifest import MANIFEST_NAME, TensorSpec, sha256_file, slice_path
+
+ort = _ort.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
 
 __all__ = ["random_inputs", "verify", "VerifyReport", "OutputDiff"]
 
@@ -113,8 +115,8 @@ def _reference_model(pipe: Pipeline, reference_path: str | os.PathLike | None) -
                 "with; pass --reference MODEL.onnx"
             )
         path = Path(source)
-        if not path.is_absolute():
-            path = pipe.root / path
+        if not path.is_absolute():  # a file of the artifact: it must stay inside it
+            path = slice_path(pipe.root, source, shown_manifest, "model.source_path")
         if not path.is_file():
             raise ManifestError(
                 f"{source}: the model this artifact was compiled from is gone; pass --reference MODEL.onnx"
