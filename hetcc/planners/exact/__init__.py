@@ -37,7 +37,7 @@ from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
-from . import dominance
+from . import dominance, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import best_feasible, hull
 from .incumbent import lowest_average_power_mw as _lowest_power
@@ -57,6 +57,10 @@ DEEPENING_MIN_GAP = 0.05      # (they landed below the optimum: wasted passes, m
 # grow steeply with its cut, so guessing pays even for small gaps (measured at 250 layers)
 LATENCY_DEEPENING_OF_GAP = (1 / 2, 3 / 4)
 LATENCY_DEEPENING_MIN_GAP = 1e-4
+# edp under a deadline on long models: the last layers completed exactly (``suffix``); on shorter
+# ones the plain search is already fast (zoo models: a few ms) and the reverse pass would be most
+# of the work
+SUFFIX_MIN_LAYERS = 120
 OPTIMAL_RTOL = 1e-9     # an incumbent this close to the lower bound is optimal
 
 
@@ -112,6 +116,16 @@ class _Best:
     @property
     def optimal(self) -> bool:
         return np.isfinite(self.value) and self.value <= self.bound + OPTIMAL_RTOL * max(1.0, abs(self.value))
+
+
+def _bound(m: Model, lam) -> tuple:
+    """The envelope of ``lam`` and the label bound built on it (``search.Bound``)."""
+    env = envelope(m, lam)
+    small = subset(env, critical(m, env))
+    bound = partial(two_stage, m, small, env)
+    if dominance.applies(m):
+        bound = partial(dominance.with_dominance, m, small, bound)
+    return env, bound
 
 
 def _plan(m: Model, path: list, **stats) -> Plan:
@@ -178,12 +192,15 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
 
     h = hull(m, out_of_time=out_of_budget)
     best.offer(*reversed(best_feasible(m, h)))
-    env = envelope(m, _refine(h.lam) if m.metric == "energy" and not m.has_cap else h.lam)
+    improve = None
+    ceiling = best.value     # the least value of a plan known to exist (the first pass's cut)
+    env, bound = _bound(m, _refine(h.lam) if m.metric == "energy" and not m.has_cap else h.lam)
     root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
-    small = subset(env, critical(m, env))
-    bound = partial(two_stage, m, small, env)
-    if dominance.applies(m):
-        bound = partial(dominance.with_dominance, m, small, bound)
+    if m.L >= SUFFIX_MIN_LAYERS and dominance.applies(m) and np.isfinite(best.value):
+        fronts, ceiling = suffix.fronts(m, lambda mr: _bound(mr, h.lam)[1], best.value, path=best.path)
+        joiner = suffix.Joiner(m, fronts)
+        bound = partial(joiner.bound, bound)
+        improve = joiner.improver(best.path)
     best.bound = root
     if not np.isfinite(root):
         _fail(m, objective, True, True, t_min)     # the relaxation has no feasible plan
@@ -197,14 +214,14 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         with ctx.progress.task(f"exact: {label}", total=m.L) as task:
             def progress(b: int, n: int) -> None:
                 task.update(1, labels=n, incumbent=best.value, bound=best.bound)
-            res = run_pass(m, bound, cut, beam=beam, stop=stop, progress=progress)
+            res = run_pass(m, bound, cut, beam=beam, stop=stop, progress=progress, improve=improve)
         best.passes.append({"cut": cut, "beam": beam, "complete": res.complete, "labels": res.labels})
         return res
 
     if not best.optimal and not out_of_budget() and best.gap > BEAM_SKIP_GAP and m.has_cap:
         res = search(best.value, BEAM_WIDTH, "beam pass")
         best.offer(res.path, res.value)
-    for cut in (_cuts(root, best.value, m.metric) if not best.optimal else []):
+    for cut in (_cuts(root, min(ceiling, best.value), m.metric) if not best.optimal else []):
         if out_of_budget():
             break
         res = search(cut, None, "exact pass")

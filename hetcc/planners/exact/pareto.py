@@ -48,6 +48,27 @@ def pareto_rows(T: np.ndarray, X: np.ndarray, *payload: np.ndarray) -> tuple[np.
     return (put(T, INF), put(X, INF), *(put(p, -1) for p in payload))
 
 
+def compact_rows(T: np.ndarray, X: np.ndarray, *payload: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``pareto_rows`` for rows that already are Pareto fronts sorted by T with some labels
+    dropped (T = +inf): the rest, compacted left in the same order, without sorting again."""
+    R, N = T.shape
+    keep = T < INF
+    if R == 1:
+        k = keep[0]
+        return (T[:, k], X[:, k], *(p[:, k] for p in payload))
+    cnt = np.cumsum(keep, axis=1)
+    width = int(cnt[:, -1].max()) if N else 0
+    rows, cols = np.nonzero(keep)
+    dst = cnt[rows, cols] - 1 + rows * width
+
+    def put(a: np.ndarray, fill) -> np.ndarray:
+        out = np.full(R * width, fill, dtype=a.dtype)
+        out[dst] = a[rows, cols]
+        return out.reshape(R, width)
+
+    return (put(T, INF), put(X, INF), *(put(p, -1) for p in payload))
+
+
 def best_rows(n: int, score: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per row, the ``n`` entries with the smallest ``score`` (taken from every array);
     ``arrays[0]`` is T, +inf where empty. The beam of the incumbent search and the label cap."""
@@ -60,4 +81,4 @@ def best_rows(n: int, score: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarra
     return tuple(a[ri, order] for a in arrays)
 
 
-__all__ = ["INF", "best_rows", "pareto_rows"]
+__all__ = ["INF", "best_rows", "compact_rows", "pareto_rows"]

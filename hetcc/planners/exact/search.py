@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .model import Model
-from .pareto import INF, best_rows, pareto_rows
+from .pareto import INF, best_rows, compact_rows, pareto_rows
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +47,24 @@ def no_bound(T: np.ndarray, X: np.ndarray, b: int, is_open: bool, limit: float) 
 
 def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
              stop: Callable[[int], bool] = lambda b: False,
-             progress: Callable[[int, int], None] = lambda b, n: None) -> Pass:
+             progress: Callable[[int, int], None] = lambda b, n: None,
+             fronts: list | None = None,
+             improve: Callable[[int, np.ndarray, np.ndarray, float], float] | None = None) -> Pass:
+    """One pass; with ``fronts`` (a list) the labels kept at every boundary b are appended to it
+    as (closed T, closed X, open T [ns, W], open X [ns, W]), b = 0, 1, ... (for ``suffix``).
+    ``improve(b, T, X, cut)`` sees the closed labels kept at b and returns the value of a feasible
+    plan it found (a value over ``cut``: none better); a lower value becomes the cut (the pass still keeps every plan within
+    it, so it stays exact)."""
     L = m.L
     layT, inT, outT = m.cT.layer, m.cT.enter, m.cT.leave
     layX, inX, outX = m.cX.layer, m.cX.enter, m.cX.leave
     T3, X3 = m.T3, m.X3
     ss, es = m.ss, m.es
     ns = ss.size
-    limit = cut * (1 + 1e-9) + 1e-300 if np.isfinite(cut) else INF
+    def limit_of(cut: float) -> float:
+        return cut * (1 + 1e-9) + 1e-300 if np.isfinite(cut) else INF
+
+    limit = limit_of(cut)
 
     def prune(T, X, b, is_open):
         lb, dead = bound(T, X, b, is_open, limit)
@@ -73,6 +83,8 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     opar = np.full((ns, 0), -1, dtype=np.int64)
     ofirst = np.full((ns, 0), -1, dtype=np.int64)
     kept = 1
+    if fronts is not None:
+        fronts.append((fT[0], fX[0], oT, oX))
     for i in range(L):
         b = i + 1
         if stop(b):
@@ -91,18 +103,23 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
             X[bad] = INF
             if T.shape[1]:
                 oT, oX, opar, ofirst = pareto_rows(T, X, par, first)
-                dead, lb = prune(oT, oX, b, True)
-                oT = np.where(dead, INF, oT)
-                oX = np.where(dead, INF, oX)
-                if beam:
-                    oT, oX, opar, ofirst = best_rows(beam, lb, oT, oX, opar, ofirst)
-                oT, oX, opar, ofirst = pareto_rows(oT, oX, opar, ofirst)
+            # the slices that end here are closed before the open labels are pruned: an open
+            # label then only stands for its slice going on (its bound covers more: still sound)
             with np.errstate(invalid="ignore"):
                 cTc = oT + outT[i, ss][:, None]
                 cXc = oX + outX[i, ss][:, None]
             mk = np.isfinite(cTc) & np.isfinite(cXc)
             rows = np.nonzero(mk)[0]
             parts.append((cTc[mk], cXc[mk], opar[mk], ofirst[mk], ss[rows]))
+            if T.shape[1]:
+                dead, lb = prune(oT, oX, b, True)
+                oT = np.where(dead, INF, oT)
+                oX = np.where(dead, INF, oX)
+                if beam:
+                    oT, oX, opar, ofirst = best_rows(beam, lb, oT, oX, opar, ofirst)
+                    oT, oX, opar, ofirst = pareto_rows(oT, oX, opar, ofirst)
+                else:
+                    oT, oX, opar, ofirst = compact_rows(oT, oX, opar, ofirst)
             kept += int((oT < INF).sum())
         if es.size:
             lo = offsets[int(kmin[b])]
@@ -124,7 +141,9 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
             X = np.where(dead, INF, X[0])[None, :]
             if beam:
                 T, X, par, first, state = best_rows(beam, lb[None, :], T, X, par, first, state)
-            T, X, par, first, state = pareto_rows(T, X, par, first, state)
+                T, X, par, first, state = pareto_rows(T, X, par, first, state)
+            else:
+                T, X, par, first, state = compact_rows(T, X, par, first, state)
         T, X, par, first, state = (a[0] for a in (T, X, par, first, state))
         fT.append(T)
         fX.append(X)
@@ -133,6 +152,12 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
         fstate.append(state)
         offsets.append(offsets[-1] + T.size)
         kept += T.size
+        if fronts is not None:
+            fronts.append((T, X, oT, oX))
+        if improve is not None and T.size:
+            found = improve(b, T, X, cut)
+            if found < cut:
+                cut, limit = found, limit_of(found)
         if es.size:
             allT = np.concatenate([allT, T])
             allX = np.concatenate([allX, X])
