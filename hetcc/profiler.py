@@ -29,6 +29,7 @@ from .costtable import CostTable
 from .fsutil import atomic_write_text
 from .paths import cache_dir
 from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
+from .runtime import _ort
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def cpu_model() -> str:
 
 
 def machine_fingerprint() -> str:
-    import onnxruntime as ort
+    ort = _ort.load()
 
     return f"{platform.machine()}|{cpu_model()}|{os.cpu_count()}|ort{ort.__version__}"
 
@@ -91,7 +92,7 @@ def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
 
 def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
     """Median ms of each layer run alone in its own session."""
-    import onnxruntime as ort
+    ort = _ort.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     out = []
@@ -104,7 +105,7 @@ def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_secon
 
 def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float:
     """Median ms of the whole (unsliced) model in one session."""
-    import onnxruntime as ort
+    ort = _ort.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     graph = program.graph
@@ -162,7 +163,7 @@ def _conv_chain(channels: int, size: int, convs: int, cut: int | None) -> list[b
 def measure_boundary(so_factory: Any = session_options, sizes: Sequence[tuple[int, int]] = ((16, 14), (32, 28), (64, 56), (128, 56)),
                      convs: int = 4, min_seconds: float = 0.1) -> BoundaryFit:
     """Fit the per-boundary cost from the chain cut in two minus the chain in one session."""
-    import onnxruntime as ort
+    ort = _ort.load()
 
     samples = []
     for channels, size in sizes:
