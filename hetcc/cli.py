@@ -298,8 +298,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. SIGTERM and SIGHUP are handled like Ctrl-C (SIGINT): a KeyboardInterrupt,
+    so an output being written is removed and the old one kept; exit 128 + the signal number
+    (130 SIGINT, 143 SIGTERM, 129 SIGHUP) with one line on stderr."""
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:  # not if ignored (nohup)
+                previous[signum] = signal.signal(signum, on_signal)
     try:
         return args.func(args)
     except Exception as exc:
@@ -309,8 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hetcc: error: {msg}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("hetcc: interrupted", file=sys.stderr)
-        return 130
+        signum = received[0] if received else signal.SIGINT
+        word = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
+        print(f"hetcc: {word}", file=sys.stderr)
+        return 128 + int(signum)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

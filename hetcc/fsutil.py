@@ -1,70 +1,467 @@
 """The one atomic writer: every artifact, cache entry or exported model goes through here.
 
-``atomic_directory(final)`` yields a fresh temporary directory beside ``final`` and renames it
+``atomic_directory(final)`` yields a fresh temporary directory beside ``final`` and swaps it
 into place only when the ``with`` block finishes; ``atomic_write_bytes`` / ``atomic_write_text``
 do the same for one file. A failed or interrupted write leaves the old content (or nothing)
 and no temporary files behind.
+
+The output-safety contract of ``atomic_directory`` (docs/output-safety.md says the same for users):
+
+* **What is replaced.** ``final`` may be absent, an empty directory, or a hetcc artifact: a
+  directory whose ``manifest.json`` parses as JSON and is an object whose ``"schema"`` is
+  ``"hetcc.manifest/<N>"`` (any N, so older artifacts count). Anything else (a file, a directory
+  without that manifest, a damaged manifest) is refused with a one-line ``UsageError`` (exit 2)
+  before anything is written.
+* **What is dropped.** Only the files that old manifest lists (``variants.*.slices[].file``,
+  ``slices[].file`` in version 1, ``policy.file``, and recursively the sub-artifacts named by
+  ``workload.models[].dir``), the external-data files those ONNX files refer to, and hetcc's own
+  files (``manifest.json``, ``costs.json``).
+* **Everything else is kept**, never deleted: a file the user put in the artifact (NOTES.md,
+  a source model) is hard-linked (copied where links are impossible) into the new artifact at
+  the same relative path before the swap. If the new artifact writes that very path, the compile
+  is refused with one line naming the file, and the old artifact is left as it was. The source
+  model of the compile (``model.source_path`` in the new manifest) is kept even when the old
+  manifest lists it.
+* **One swap, with rollback.** ``final`` is renamed to ``.NAME.old-PID`` and the temporary
+  ``.NAME.tmp-XXXXXXXX`` renamed to ``final``, with SIGINT/SIGTERM/SIGHUP held back in between
+  (deferred: an interrupt is handled after the swap) and rolled back on any error. The backup is
+  removed only once every file in it that hetcc did not write is also in ``final``.
+* **Recovery.** A SIGKILL (or power loss) can still leave ``.NAME.tmp-*`` or ``.NAME.old-*``
+  behind. The next ``atomic_directory`` into the same ``final`` restores the newest backup when
+  ``final`` is missing, removes temporaries and retires other backups (as above), and says so
+  in one logging warning.
+* **One writer.** An exclusive, non-blocking ``fcntl.flock`` on ``.NAME.lock`` beside ``final``
+  is held from before recovery to after the swap; a second writer fails at once with
+  "another hetcc compile is writing NAME; wait for it or choose another -o" (UsageError,
+  exit 2). The lock file is removed when released (its inode is re-checked after locking, so
+  removal cannot let two writers in).
 """
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
+import logging
 import os
+import posixpath
+import re
 import shutil
+import signal
+import stat
 import tempfile
+import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from .errors import UsageError
 
-__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "MARKER"]
+try:  # POSIX; without it (Windows) there is no lock
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "MARKER", "OWN_FILES",
+           "artifact_identity"]
+
+logger = logging.getLogger(__name__)
 
 #: the file that marks a directory as a hetcc output (it may be replaced by a new compile)
 MARKER = "manifest.json"
+#: files hetcc writes into every artifact beside those its manifest lists
+OWN_FILES = frozenset({MARKER, "costs.json"})
+_SCHEMA_PREFIX = "hetcc.manifest/"
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
-def _check_replaceable(final: Path, marker: str | None) -> None:
-    if not final.exists():
+# ---------------------------------------------------------------------------------------------
+# what an artifact owns
+
+
+def artifact_identity(root: Path) -> tuple[dict | None, str]:
+    """(the parsed manifest, "") if ``root`` holds a hetcc manifest, else (None, why not)."""
+    path = root / MARKER
+    if not path.is_file():
+        return None, f"it has no {MARKER}"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None, f"its {MARKER} is not valid JSON"
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not (isinstance(schema, str) and schema.startswith(_SCHEMA_PREFIX)):
+        return None, f"its {MARKER} is not a hetcc manifest: no \"schema\": \"{_SCHEMA_PREFIX}N\""
+    return doc, ""
+
+
+def _norm(rel: Any) -> str | None:
+    """A manifest path as a normalised relative POSIX path, or None if it is not one."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
+        return None
+    norm = posixpath.normpath(rel)
+    return None if norm == "." or norm == ".." or norm.startswith("../") else norm
+
+
+def _owned(root: Path, doc: dict, depth: int = 0) -> set[str]:
+    """The relative paths a hetcc manifest accounts for: its own files and the files it lists."""
+    files: list[Any] = list(OWN_FILES)
+    variants = doc.get("variants")
+    slice_lists = [v.get("slices") for v in variants.values() if isinstance(v, dict)] if isinstance(variants, dict) else []
+    slice_lists.append(doc.get("slices"))  # hetcc.manifest/1
+    for slices in slice_lists:
+        if isinstance(slices, list):
+            files += [s.get("file") for s in slices if isinstance(s, dict)]
+    if isinstance(doc.get("policy"), dict):
+        files.append(doc["policy"].get("file"))
+    owned = {n for n in map(_norm, files) if n is not None}
+    workload = doc.get("workload")
+    models = workload.get("models") if isinstance(workload, dict) else None
+    if isinstance(models, list) and depth < 4:
+        for m in models:
+            sub = _norm(m.get("dir")) if isinstance(m, dict) else None
+            if sub is None:
+                continue
+            subdoc, _ = artifact_identity(root / sub)
+            if subdoc is not None:
+                owned |= {f"{sub}/{rel}" for rel in _owned(root / sub, subdoc, depth + 1)}
+    return owned
+
+
+def _entries(root: Path, rel: str = "") -> Iterator[tuple[str, bool]]:
+    """(relative path, is an empty directory) of every non-directory and every empty directory
+    under ``root`` (symbolic links are entries, never followed)."""
+    with os.scandir(root / rel if rel else root) as it:
+        items = sorted(it, key=lambda e: e.name)
+    for e in items:
+        r = f"{rel}/{e.name}" if rel else e.name
+        if e.is_dir(follow_symlinks=False):
+            inner = list(_entries(root, r))
+            yield from inner if inner else [(r, True)]
+        else:
+            yield r, False
+
+
+def _external_refs(root: Path, rel: str) -> set[str]:
+    """The external-data files the ONNX file ``root/rel`` refers to (relative to ``root``);
+    empty if it cannot be read. A large slice keeps its weights in such a file beside it."""
+    try:
+        import onnx
+        from onnx.external_data_helper import _get_all_tensors
+
+        model = onnx.load(str(root / rel), load_external_data=False)
+        locations = {e.value for t in _get_all_tensors(model) for e in t.external_data if e.key == "location"}
+    except Exception:  # not ONNX, damaged, onnx missing: it refers to nothing we know of
+        return set()
+    base = posixpath.dirname(rel)
+    return {n for n in (_norm(posixpath.join(base, loc)) for loc in locations) if n is not None}
+
+
+def _foreign(root: Path, owned: set[str], protect: set[str] = frozenset()) -> list[tuple[str, bool]]:
+    """Entries of ``root`` that hetcc did not write: neither in ``owned`` nor an external-data
+    file of an owned ONNX file; plus protected paths (the source model) even when owned.
+    Empty directories count as entries."""
+    out = [(rel, empty_dir) for rel, empty_dir in _entries(root)
+           if rel not in owned or (protect and os.path.realpath(root / rel) in protect)]
+    dirs = {posixpath.dirname(rel) for rel, empty_dir in out if not empty_dir}
+    data: set[str] = set()
+    for rel in sorted(owned):  # only where an unlisted file sits beside a listed model
+        if rel.endswith(".onnx") and posixpath.dirname(rel) in dirs and (root / rel).is_file():
+            data |= _external_refs(root, rel)
+    if data:
+        out = [(rel, e) for rel, e in out if rel not in data or os.path.realpath(root / rel) in protect]
+    return out
+
+
+def _source_paths(tmp: Path) -> set[str]:
+    """The source models the new artifact was compiled from (never to be dropped)."""
+    found: set[str] = set()
+    doc, _ = artifact_identity(tmp)
+    docs = [doc] if doc else []
+    workload = doc.get("workload") if doc else None
+    for m in (workload.get("models") or []) if isinstance(workload, dict) else []:
+        sub = _norm(m.get("dir")) if isinstance(m, dict) else None
+        subdoc = artifact_identity(tmp / sub)[0] if sub else None
+        if subdoc:
+            docs.append(subdoc)
+    for d in docs:
+        model = d.get("model")
+        src = model.get("source_path") if isinstance(model, dict) else None
+        if isinstance(src, str) and src:
+            found.add(os.path.realpath(src))
+    return found
+
+
+class _Collision(Exception):
+    pass
+
+
+def _carry(src_root: Path, rel: str, empty_dir: bool, dst_root: Path) -> None:
+    """Hard-link (else copy) ``src_root/rel`` to ``dst_root/rel``; _Collision if that path is taken."""
+    src, dst = src_root / rel, dst_root / rel
+    parent = dst.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise _Collision(rel) from None
+    if empty_dir:
+        if dst.is_dir() and not dst.is_symlink():
+            return
+        if os.path.lexists(dst):
+            raise _Collision(rel)
+        dst.mkdir()
+        shutil.copymode(src, dst)
         return
-    if not final.is_dir():
-        raise UsageError(f"refusing to overwrite {final}: it exists and is not a directory; "
-                         "choose another -o or remove it")
-    if marker is not None and any(final.iterdir()) and not (final / marker).exists():
-        raise UsageError(f"refusing to overwrite {final}: it exists and is not a hetcc output directory; "
-                         "choose another -o or remove it")
+    if os.path.lexists(dst):
+        raise _Collision(rel)
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+        elif stat.S_ISREG(src.lstat().st_mode):
+            shutil.copy2(src, dst)
+        else:
+            raise
+
+
+# ---------------------------------------------------------------------------------------------
+# signals, lock, removal
 
 
 @contextlib.contextmanager
-def atomic_directory(final: str | os.PathLike, *, marker: str | None = MARKER) -> Iterator[Path]:
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP held back until the block ends, then handled as they would have been.
+
+    Python runs signal handlers in the main thread between bytecodes, whichever thread the
+    kernel delivered the signal to (onnxruntime and BLAS start threads, so masking the main
+    thread is not enough): the handlers are swapped for one that records the signal, and the
+    recorded ones are passed to the original handlers (a KeyboardInterrupt, mostly) on exit.
+    A signal handled before the swap is raised on entry, before the block runs. Outside the
+    main thread there is nothing to swap (and no handler runs there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    old: dict[int, Any] = {}
+    try:
+        for s in _SIGNALS:
+            old[s] = signal.signal(s, lambda signum, frame: pending.append(signum))
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for s in pending:
+            handler = old[s]
+            if callable(handler):
+                handler(s, None)
+            elif handler != signal.SIG_IGN:  # SIG_DFL (or set outside Python): its default action now
+                signal.raise_signal(s)
+
+
+def _lock(path: Path, shown: str) -> int | None:
+    """Take the exclusive lock ``path`` (created if needed); UsageError if another writer has it."""
+    if fcntl is None:  # pragma: no cover
+        return None
+    for _ in range(20):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(f"another hetcc compile is writing {shown}; wait for it or choose another -o") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # the holder removed it as we opened it: lock the new one
+    raise UsageError(f"cannot lock {path}: it keeps changing; is another program removing it?")
+
+
+def _unlock(path: Path, fd: int | None) -> None:
+    if fd is None:  # pragma: no cover
+        return
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            os.unlink(path)  # while still holding it, so nobody can lock the unlinked inode in vain
+    os.close(fd)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a backup or temporary directory, its ``manifest.json`` last: a removal cut short
+    leaves either the manifest (what the rest was is still known) or an empty directory."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+            return
+        for e in sorted(os.scandir(path), key=lambda e: e.name == MARKER):
+            if e.name == MARKER and not e.is_dir(follow_symlinks=False):
+                continue
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+        with contextlib.suppress(FileNotFoundError):
+            (path / MARKER).unlink()
+        path.rmdir()
+
+
+def _retire(backup: Path, final: Path) -> str | None:
+    """Remove a backup of ``final`` once every file in it that hetcc did not write is also in
+    ``final`` (carried in now if missing). Returns why it was kept instead, or None."""
+    doc, _ = artifact_identity(backup)
+    owned = _owned(backup, doc) if doc is not None else set()
+    for rel, empty_dir in _foreign(backup, owned):
+        if empty_dir or os.path.lexists(final / rel):
+            continue
+        try:
+            _carry(backup, rel, False, final)
+        except (_Collision, OSError):
+            return f"kept {backup.name}: it holds {rel}, which {final.name} lacks; take what you need and remove it"
+    try:
+        _remove_tree(backup)
+    except OSError as exc:
+        return f"could not remove {backup.name} ({exc.strerror}); remove it by hand"
+    return None
+
+
+def _leftovers(final: Path) -> tuple[list[Path], list[Path]]:
+    """(backups, temporaries) an earlier crashed or killed write into ``final`` left beside it."""
+    old = re.compile(re.escape(f".{final.name}.old-") + r"\d+")
+    tmp = re.compile(re.escape(f".{final.name}.tmp-") + r"[A-Za-z0-9_]{6,}")
+    backups, temps = [], []
+    with os.scandir(final.parent) as it:
+        for e in it:
+            if old.fullmatch(e.name):
+                backups.append(Path(e.path))
+            elif tmp.fullmatch(e.name):
+                temps.append(Path(e.path))
+    return backups, temps
+
+
+def _recover(final: Path, shown: str) -> None:
+    """Restore or remove what an earlier killed write into ``final`` left; one warning if any."""
+    backups, temps = _leftovers(final)
+    if not backups and not temps:
+        return
+    notes = []
+    for t in temps:
+        _remove_tree(t)
+        notes.append(f"removed {t.name}")
+    backups.sort(key=lambda p: p.lstat().st_mtime, reverse=True)
+    if backups and not os.path.lexists(final):
+        os.replace(backups[0], final)
+        notes.append(f"restored {shown} from {backups.pop(0).name}")
+    for b in backups:
+        kept = _retire(b, final)
+        notes.append(kept or f"removed {b.name}")
+    logger.warning("recovered from an interrupted write into %s: %s", shown, "; ".join(notes))
+
+
+def _check_replaceable(final: Path, shown: str) -> None:
+    if not os.path.lexists(final):
+        return
+    if not final.is_dir():
+        raise UsageError(f"refusing to overwrite {shown}: it exists and is not a directory; "
+                         "choose another -o or remove it")
+    if not any(final.iterdir()):
+        return
+    doc, why = artifact_identity(final)
+    if doc is None:
+        raise UsageError(f"refusing to overwrite {shown}: it exists and is not a hetcc output directory "
+                         f"({why}); choose another -o or remove it")
+
+
+def _dir_mode(final: Path) -> int:
+    try:
+        return stat.S_IMODE(final.stat().st_mode)
+    except OSError:
+        return 0o777 & ~_umask()
+
+
+# ---------------------------------------------------------------------------------------------
+# the writers
+
+
+@contextlib.contextmanager
+def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``final``; on success it replaces ``final``.
 
-    ``final`` may be absent, empty, or a directory holding ``marker`` (a previous output);
-    anything else is refused with a UsageError before anything is written (``marker=None``
-    replaces any directory). On an exception (KeyboardInterrupt included) the temporary
-    directory is removed and ``final`` is left as it was.
+    ``final`` may be absent, empty, or a hetcc artifact (see the module docstring: only the files
+    its manifest lists and hetcc's own are dropped; anything else is carried into the new
+    directory). Anything else is refused with a UsageError before anything is written, as is a
+    second writer into the same ``final``. On an exception (KeyboardInterrupt included) the
+    temporary directory is removed and ``final`` is left as it was.
     """
-    final = Path(final)
-    _check_replaceable(final, marker)
+    shown = os.fspath(final)
+    given = Path(final)
+    if not given.name or given.name in (".", ".."):
+        given = Path(os.path.abspath(given))
+    if not given.name:
+        raise UsageError(f"refusing to write {shown}: name a directory below it")
+    given.parent.mkdir(parents=True, exist_ok=True)
+    final = Path(os.path.realpath(given))  # one lock for every spelling of the same directory
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    lock_path = final.parent / f".{final.name}.lock"
+    fd = tmp = None
     try:
+        with _signals_deferred():  # an interrupt is raised before this block or after it, never inside
+            fd = _lock(lock_path, shown)
+            _recover(final, shown)
+            _check_replaceable(final, shown)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
         yield tmp
-        backup = None
-        if final.exists():
-            backup = final.parent / f".{final.name}.old-{os.getpid()}"
-            if backup.exists():
-                shutil.rmtree(backup, ignore_errors=True)
-            os.replace(final, backup)
+        _swap(tmp, final, shown)
+    except BaseException:
+        if tmp is not None:  # gone already if the swap happened
+            with _signals_deferred():
+                _remove_tree(tmp)
+        raise
+    finally:
+        if fd is not None:
+            with _signals_deferred():
+                _unlock(lock_path, fd)
+
+
+def _swap(tmp: Path, final: Path, shown: str) -> None:
+    """Carry what hetcc did not write from ``final`` into ``tmp``, then put ``tmp`` in its place."""
+    os.chmod(tmp, _dir_mode(final))  # mkdtemp made it 0700: give it the old one's mode, or the usual
+    if os.path.lexists(final):
+        _check_replaceable(final, shown)  # it may have changed while we compiled
+        doc, _ = artifact_identity(final)
+        owned = _owned(final, doc) if doc is not None else set()
+        sources = _source_paths(tmp)
+        rel = ""
         try:
+            for rel, empty_dir in _foreign(final, owned, sources):
+                _carry(final, rel, empty_dir, tmp)
+        except _Collision:
+            why = "it is the model being compiled" if os.path.realpath(final / rel) in sources else \
+                "hetcc did not write it"
+            raise UsageError(f"refusing to replace {shown}: it holds {rel} ({why}) and the new artifact "
+                             f"writes that path; move {rel} out of {shown} and compile again") from None
+        except OSError as exc:
+            raise UsageError(f"refusing to replace {shown}: cannot keep {exc.filename or rel}, which hetcc did "
+                             f"not write ({exc.strerror}); move it out of {shown} and compile again") from None
+    backup = final.parent / f".{final.name}.old-{os.getpid()}"
+    n = 0
+    while os.path.lexists(backup):  # one an earlier write had to keep: never reuse it
+        n += 1
+        backup = final.parent / f".{final.name}.old-{os.getpid()}{n:03d}"
+    with _signals_deferred():  # an interrupt now is handled after the swap and the cleanup
+        try:
+            if os.path.lexists(final):
+                os.replace(final, backup)
             os.replace(tmp, final)
         except BaseException:
-            if backup is not None:  # put the old output back
-                os.replace(backup, final)
+            if not os.path.lexists(final) and os.path.lexists(backup):
+                os.replace(backup, final)  # put the old output back
             raise
-        if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        kept = _retire(backup, final) if os.path.lexists(backup) else None
+        if kept:
+            logger.warning("%s", kept)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
