@@ -50,6 +50,12 @@ def _read(path: Path) -> ir.Model:
     if len(model.graph) == 0:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes); export one with torch.onnx.export or 'hetcc zoo export'")
     _check_external_data(model, path)
+    # external data is relative to the model file, never to the current directory: an absolute
+    # base directory keeps it readable wherever hetcc runs and whatever it changes directory to
+    ir.external_data.set_base_dir(model.graph, os.path.abspath(path.parent))
+    for function in model.functions.values():
+        ir.external_data.set_base_dir(function, os.path.abspath(path.parent))
+    _weights_are_not_inputs(model)
     for name, value in model.graph.initializers.items():
         t = value.const_value
         if isinstance(t, ir.ExternalTensor) and not Path(t.path).exists():
@@ -104,6 +110,101 @@ def _check_external_data(model: ir.Model, path: Path) -> None:
                              "(keep external data files in the model's directory)")
 
 
+def _weights_are_not_inputs(model: ir.Model) -> None:
+    """Older exporters (``torch.onnx.export(..., keep_initializers_as_inputs=True)``, IR < 4) list
+    every weight as a graph input too. An input with an initializer is a weight with a default
+    that nobody overrides here: drop it from the inputs, so every pass, the slices and the
+    manifest see user inputs only (and the runtime never asks for a weight)."""
+    graph = model.graph
+    weights = [v for v in graph.inputs if v.name in graph.initializers]
+    for value in weights:
+        graph.inputs.remove(value)
+    if weights:
+        logger.info("%d initializers were also listed as graph inputs; treated as weights", len(weights))
+    if model.ir_version < 4 and weights:
+        model.ir_version = 4  # IR 3 requires every initializer to be an input; IR 4 drops that rule
+
+
+def iter_tensor_protos(proto: onnx.ModelProto):
+    """(tensor, is_initializer) for every TensorProto of ``proto``: the dense initializers of the
+    main graph and of every subgraph, sparse initializers' parts, tensor attributes of every node
+    (subgraphs and functions included)."""
+    def graph(g: onnx.GraphProto):
+        for t in g.initializer:
+            yield t, True
+        for st in g.sparse_initializer:
+            yield st.values, False
+            yield st.indices, False
+        for n in g.node:
+            yield from node(n)
+
+    def node(n: onnx.NodeProto):
+        for a in n.attribute:
+            if a.HasField("t"):
+                yield a.t, False
+            for t in a.tensors:
+                yield t, False
+            for st in ([a.sparse_tensor] if a.HasField("sparse_tensor") else []) + list(a.sparse_tensors):
+                yield st.values, False
+                yield st.indices, False
+            if a.HasField("g"):
+                yield from graph(a.g)
+            for g in a.graphs:
+                yield from graph(g)
+
+    yield from graph(proto.graph)
+    for f in proto.functions:
+        for n in f.node:
+            yield from node(n)
+
+
+def external_info(tensor: onnx.TensorProto) -> tuple[str, int, int | None] | None:
+    """(location, offset, length or None) of a tensor stored as external data, else None."""
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        return None
+    info = {e.key: e.value for e in tensor.external_data}
+    length = info.get("length")
+    return info.get("location", ""), int(info.get("offset") or 0), int(length) if length else None
+
+
+def external_path(location: str, base_dir: str | os.PathLike) -> Path:
+    return Path(base_dir) / location
+
+
+def external_nbytes(tensor: onnx.TensorProto, base_dir: str | os.PathLike) -> int:
+    """How many bytes an external tensor's data takes (its length, else the rest of its file)."""
+    location, offset, length = external_info(tensor)
+    if length is not None:
+        return length
+    return max(0, os.path.getsize(external_path(location, base_dir)) - offset)
+
+
+def embed_external(tensor: onnx.TensorProto, base_dir: str | os.PathLike) -> None:
+    """Read an external tensor's bytes from ``base_dir / location`` into ``raw_data``."""
+    location, offset, length = external_info(tensor)
+    try:
+        with open(external_path(location, base_dir), "rb") as f:
+            f.seek(offset)
+            data = f.read() if length is None else f.read(length)
+    except OSError as exc:
+        raise ModelError(f"tensor {tensor.name!r}: cannot read external data file {location!r} "
+                         f"({exc.strerror or exc}); keep the data file next to the model") from None
+    if length is not None and len(data) != length:
+        raise ModelError(f"tensor {tensor.name!r}: external data file {location!r} ends before "
+                         f"offset {offset} + length {length}; the model's data file is truncated")
+    tensor.raw_data = data
+    del tensor.external_data[:]
+    tensor.data_location = onnx.TensorProto.DEFAULT
+
+
+def external_base_dir(model: ir.Model) -> str | None:
+    """The directory the model's external data is relative to (None: it has none); absolute for
+    a model from load_model."""
+    for _, t in _external_tensors(model):
+        return t.base_dir
+    return None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -113,15 +214,23 @@ def _light_proto(model: ir.Model) -> onnx.ModelProto:
     """The model as a proto without its large initializers (they become typed graph inputs), so
     checking and shape inference cost milliseconds even for a 500 MB VGG-16."""
     proto = ir.to_proto(model)
+    inputs = {i.name for i in proto.graph.input}
     keep = []
     for init in proto.graph.initializer:
         if math.prod(init.dims) <= _SMALL_INIT:
             keep.append(init)
-        else:
+        elif init.name not in inputs:  # one declared as an input already is typed there
             proto.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
     del proto.graph.initializer[:]
     proto.graph.initializer.extend(keep)
     del proto.graph.value_info[:]
+    # the external tensors left (small initializers, Constant values, subgraphs) are read in: the
+    # checker would resolve their locations against the current directory, and shape inference
+    # needs the values of small ones (Reshape targets, ...)
+    base_dir = external_base_dir(model)
+    for tensor, _ in iter_tensor_protos(proto):
+        if external_info(tensor) is not None:
+            embed_external(tensor, base_dir or "")
     return proto
 
 
@@ -233,6 +342,10 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
     from .runtime.executor import TensorSpec
 
     proto = ir.to_proto(model)
+    base_dir = external_base_dir(model)
+    for tensor, _ in iter_tensor_protos(proto):  # a session built from bytes cannot find them
+        if external_info(tensor) is not None:
+            embed_external(tensor, base_dir or "")
     known_out = {o.name for o in proto.graph.output}
     for name in missing:
         if name not in known_out:

@@ -3,6 +3,10 @@
 through ``hetcc.fsutil.atomic_directory``, so a failed or interrupted compile leaves nothing
 behind and an existing output is replaced only on success.
 
+Every slice is self-contained, whatever the source model keeps as external data: its weights are
+embedded, or, for a slice with more than ``EMBED_LIMIT_BYTES`` of them, kept in a data file beside
+it (``slices/<slice>.onnx.data``, a bare relative location); nothing refers outside the artifact.
+
 ``emit_artifact`` writes one model with one or more named plans (variants; identical slice
 files are stored once); ``emit_workload`` writes several models as ``models/<name>/``
 sub-artifacts under a top manifest with a ``workload`` block. ``EmitArtifact`` is the pass
@@ -19,10 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
+import onnx
 import onnx_ir as ir
 
 from hetcc import __version__
-from hetcc.errors import UsageError
+from hetcc.errors import ModelError, UsageError
+from hetcc.frontend import (embed_external, external_base_dir, external_info, external_nbytes, external_path,
+                            iter_tensor_protos)
 from hetcc.fsutil import atomic_directory
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
@@ -39,7 +46,7 @@ COSTS_FILE = "costs.json"
 RuntimeSettings = RuntimeInfo
 
 __all__ = ["EmitArtifact", "RuntimeSettings", "SliceBoundary", "emit_artifact", "emit_workload",
-           "slice_boundaries", "write_slice", "MANIFEST", "COSTS_FILE"]
+           "slice_boundaries", "write_slice", "relocate_data", "MANIFEST", "COSTS_FILE", "EMBED_LIMIT_BYTES"]
 
 
 def _spec(info: TensorInfo) -> TensorSpec:
@@ -106,8 +113,24 @@ def slice_boundaries(layers: tuple[Layer, ...], plan: Any, model_outputs: list[s
     return result
 
 
-def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> None:
-    """Extract one slice's subgraph and save it (keeping the source IR version and functions)."""
+#: a slice whose initializers total more than this many bytes keeps them in a data file beside it
+#: (``slices/<slice>.onnx.data``) instead of in its protobuf: far below protobuf's 2 GiB limit, and
+#: onnxruntime can map such a file instead of copying a huge protobuf. Smaller slices embed every
+#: weight, so the sha256 the runtime checks covers them.
+EMBED_LIMIT_BYTES = 100 * 2**20
+#: in a slice with a data file, tensors up to this many bytes stay in the protobuf
+EXTERNAL_MIN_BYTES = 1024
+#: tensors of at least _ALIGN_FROM bytes start at a multiple of _ALIGN in a data file (mappable)
+_ALIGN, _ALIGN_FROM = 1 << 16, 1 << 20
+
+
+def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> str | None:
+    """Extract one slice's subgraph and save it (keeping the source IR version and functions),
+    self-contained: no tensor refers to the source model's external data. Weights are embedded
+    unless they total more than ``EMBED_LIMIT_BYTES``; then the initializers over
+    ``EXTERNAL_MIN_BYTES`` go to ``<path name>.data`` beside it, referred to by that bare name
+    (``relocate_data`` renames it). Returns the data file's name, or None when everything is
+    embedded."""
     src = program.model
     graph = ir.convenience.extract(src.graph, [n for n, _ in bnd.inputs], list(bnd.outputs))
     extracted = {n.name for n in graph}
@@ -117,7 +140,93 @@ def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> 
     graph.name = name
     model = ir.Model(graph, ir_version=src.ir_version, producer_name="hetcc", producer_version=__version__,
                      functions=list(src.functions.values()))
-    ir.save(model, path)
+    proto = ir.to_proto(model)  # external tensors still point into the source model's data files
+    base_dir = _source_base_dir(program)
+    tensors = list(iter_tensor_protos(proto))
+    weights = sum(_nbytes(t, base_dir) for t, is_init in tensors if is_init)
+    data_name, moved = None, set()
+    if weights > EMBED_LIMIT_BYTES:
+        data_name, moved = _write_external(tensors, base_dir, path, f"{path.name}.data")
+    for t, _ in tensors:  # what stays in the protobuf is embedded
+        if id(t) not in moved and external_info(t) is not None:
+            embed_external(t, base_dir)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+    return data_name
+
+
+def _source_base_dir(program: Program) -> str:
+    """The directory the source model's external data locations are relative to."""
+    base = external_base_dir(program.model)
+    if base is not None:
+        return base
+    return str(program.source_path.parent) if program.source_path else ""
+
+
+def _nbytes(t: Any, base_dir: str) -> int:
+    return external_nbytes(t, base_dir) if external_info(t) is not None else t.ByteSize()
+
+
+def _write_external(tensors: list, base_dir: str, path: Path, data_file: str) -> tuple[str | None, set[int]]:
+    """Move every initializer over EXTERNAL_MIN_BYTES (external in the source, or raw bytes in
+    the protobuf) into the data file ``data_file`` beside ``path``; returns its name (None:
+    nothing to move) and the ids of the tensors moved."""
+    data = path.parent / data_file
+    moved = []
+    with open(data, "wb") as out:
+        for t, is_init in tensors:
+            if not is_init or t.data_type == onnx.TensorProto.STRING:
+                continue
+            info = external_info(t)
+            if info is None and (not t.HasField("raw_data") or len(t.raw_data) <= EXTERNAL_MIN_BYTES):
+                continue  # small, or typed fields (no raw bytes): stays in the protobuf
+            size = len(t.raw_data) if info is None else external_nbytes(t, base_dir)
+            if size <= EXTERNAL_MIN_BYTES:
+                continue  # embedded below
+            if size >= _ALIGN_FROM and out.tell() % _ALIGN:
+                out.write(b"\0" * (-out.tell() % _ALIGN))
+            offset = out.tell()
+            if info is None:
+                out.write(t.raw_data)
+                t.ClearField("raw_data")
+            else:
+                _copy_range(external_path(info[0], base_dir), info[1], size, out)
+            moved.append((t, offset, size))
+    if not moved:  # nothing over EXTERNAL_MIN_BYTES: no data file
+        data.unlink()
+        return None, set()
+    for t, offset, size in moved:
+        del t.external_data[:]
+        t.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", data_file), ("offset", str(offset)), ("length", str(size))):
+            t.external_data.add(key=key, value=value)
+    return data_file, {id(t) for t, _, _ in moved}
+
+
+def _copy_range(src: Path, offset: int, size: int, out: Any, chunk: int = 1 << 24) -> None:
+    with open(src, "rb") as f:
+        f.seek(offset)
+        left = size
+        while left:
+            block = f.read(min(chunk, left))
+            if not block:
+                raise ModelError(f"{src}: external data ends before offset {offset} + length {size}; "
+                                 "the model's data file is truncated")
+            out.write(block)
+            left -= len(block)
+
+
+def relocate_data(slice_file: Path, old: str, new: str) -> None:
+    """Rename a slice's data file ``old`` (beside it) to ``new`` and point its tensors there."""
+    directory = slice_file.parent
+    (directory / old).replace(directory / new)
+    proto = onnx.load(str(slice_file), load_external_data=False)
+    for t, _ in iter_tensor_protos(proto):
+        for entry in t.external_data:
+            if entry.key == "location" and entry.value == old:
+                entry.value = new
+    with open(slice_file, "wb") as f:
+        f.write(proto.SerializeToString())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,7 +275,10 @@ class _SliceStore:
         """Write one slice; ``rel`` None names it by content (``slices/<label>_<sha256[:12]>.onnx``)."""
         self.count += 1
         staging = self.root / "slices" / f".staging-{self.count}.onnx"
-        write_slice(program, bnd, staging, graph_name)
+        data = write_slice(program, bnd, staging, graph_name)
+        if data is not None:  # a large slice's data file: named after the slice file, or by content
+            relocate_data(staging, data, f"{Path(rel).name}.data" if rel
+                          else f"{label}_{sha256_file(staging.parent / data)[:12]}.onnx.data")
         sha = sha256_file(staging)
         if sha in self.by_sha:
             staging.unlink()
