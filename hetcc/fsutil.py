@@ -39,7 +39,6 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -93,11 +92,13 @@ def artifact_identity(root: Path) -> tuple[dict | None, str]:
 
 
 def _norm(rel: Any) -> str | None:
-    """A manifest path as a normalised relative POSIX path, or None if it is not one."""
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
+    """A manifest path as a relative POSIX path inside the artifact, or None if it is not one
+    (absolute, with '..', '.' or empty parts, a backslash: hetcc writes none of those, so such
+    a path never makes a file hetcc's to drop)."""
+    if not isinstance(rel, str) or not rel or "\\" in rel:
         return None
-    norm = posixpath.normpath(rel)
-    return None if norm == "." or norm == ".." or norm.startswith("../") else norm
+    parts = rel.split("/")
+    return None if any(p in ("", ".", "..") for p in parts) else rel
 
 
 def _owned(root: Path, doc: dict, depth: int = 0) -> set[str]:
@@ -240,20 +241,34 @@ def _signals_deferred() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
+    active = [True]
     old: dict[int, Any] = {}
+
+    def dispatch(signum: int) -> None:
+        handler = old[signum]
+        if callable(handler):
+            handler(signum, None)
+        elif handler != signal.SIG_IGN:  # SIG_DFL: its default action, now
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    def record(signum: int, frame: Any) -> None:
+        if active[0]:
+            pending.append(signum)
+        else:  # the block is over but restoring its handler was cut short
+            dispatch(signum)
+
     try:
         for s in _SIGNALS:
-            old[s] = signal.signal(s, lambda signum, frame: pending.append(signum))
+            if signal.getsignal(s) is not None:  # None: set outside Python, cannot be put back
+                old[s] = signal.signal(s, record)
         yield
     finally:
+        active[0] = False
         for s, handler in old.items():
             signal.signal(s, handler)
         for s in pending:
-            handler = old[s]
-            if callable(handler):
-                handler(s, None)
-            elif handler != signal.SIG_IGN:  # SIG_DFL (or set outside Python): its default action now
-                signal.raise_signal(s)
+            dispatch(s)
 
 
 def _lock(path: Path, shown: str) -> int | None:
@@ -261,7 +276,11 @@ def _lock(path: Path, shown: str) -> int | None:
     if fcntl is None:  # pragma: no cover
         return None
     for _ in range(20):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise UsageError(f"cannot write {shown}: cannot create {path} ({exc.strerror}); "
+                             "choose another -o") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -6,6 +6,7 @@ import fcntl
 import json
 import logging
 import os
+import signal
 import stat
 
 import numpy as np
@@ -235,6 +236,36 @@ def test_an_interrupt_between_the_two_renames_puts_the_old_artifact_back(capsys,
     assert calls[0][0] == "out" and calls[0][1].startswith(".out.old-")  # the swap was reached
     assert listing(out) == before and contents(out) == everything
     assert names(tmp_path) == before_parent
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_real_signal_between_the_two_renames_is_handled_after_the_swap(capsys, chain, tmp_path, monkeypatch, sig):
+    out, ref = tmp_path / "out", tmp_path / "ref"
+    assert compile_(capsys, chain, out)[0] == 0
+    assert compile_(capsys, chain, ref, "--planner", "even:2")[0] == 0
+    (out / "NOTES.md").write_text("mine\n")
+    real_replace = os.replace
+    calls = []
+
+    def replace_then_signal(src, dst):
+        calls.append(os.path.basename(src))
+        real_replace(src, dst)
+        if len(calls) == 1:
+            if signal.getsignal(sig) == signal.SIG_DFL:  # unhandled, it would kill the test run
+                raise AssertionError(f"{sig.name} is not handled during the swap")
+            signal.raise_signal(sig)  # delivered to this process right after the first rename
+
+    monkeypatch.setattr(os, "replace", replace_then_signal)
+    code, err = compile_(capsys, chain, out, "--planner", "even:2")
+    monkeypatch.undo()
+    assert code == 128 + sig
+    assert err.strip() == ("hetcc: interrupted" if sig == signal.SIGINT else "hetcc: terminated (SIGTERM)")
+    assert calls[:2] == ["out", os.path.basename(calls[1])] and calls[1].startswith(".out.tmp-")
+    # the swap ran to its end: the complete new artifact, the user's file, nothing beside it
+    assert listing(out) == sorted([*listing(ref), "NOTES.md"]) and artifact_files(out) == artifact_files(ref)
+    assert names(tmp_path) == ["chain.onnx", "out", "ref"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # main() put the handlers back
+    assert signal.getsignal(signal.SIGINT) == signal.default_int_handler
 
 
 def test_a_kill_between_the_two_renames_is_restored_by_the_next_compile(capsys, caplog, chain, tmp_path):
