@@ -214,6 +214,34 @@ def test_a_listed_slice_s_external_data_file_is_hetcc_s_to_drop(tmp_path):
     assert names(tmp_path) == ["out"]
 
 
+def test_recompiling_a_model_whose_slices_have_data_files(capsys, tmp_path, monkeypatch):
+    from hetcc.passes import codegen
+
+    monkeypatch.setattr(codegen, "EMBED_LIMIT_BYTES", 0)  # every slice keeps its weights beside it
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for i in range(3):
+        inits.append(numpy_helper.from_array(rng.standard_normal((32, 32)).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"y{i}"]))
+        prev = f"y{i}"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 32])], inits)
+    model = tmp_path / "w.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    out = tmp_path / "out"
+    assert compile_(capsys, model, out, "--planner", "even:3")[0] == 0
+    assert "slices/02_big.onnx.data" in listing(out)
+    (out / "slices" / "NOTES.md").write_text("mine\n")
+    for planner in ("even:2", "even:2", "even:3"):
+        code, err = compile_(capsys, model, out, "--planner", planner)
+        assert code == 0, err  # the old data files are hetcc's: no collision, none left over
+        n = int(planner[-1])
+        assert listing(out) == sorted(["costs.json", "manifest.json", "slices/", "slices/NOTES.md",
+                                       *[f"slices/{i:02d}_big.onnx{ext}" for i in range(n) for ext in ("", ".data")]])
+        assert artifact_files(out)  # the slices are the manifest's
+    assert names(tmp_path) == ["out", "w.onnx"]
+
+
 # ------------------------------------------------------------------ M1: one swap, rolled back
 def test_an_interrupt_between_the_two_renames_puts_the_old_artifact_back(capsys, chain, tmp_path, monkeypatch):
     out = tmp_path / "out"
