@@ -98,18 +98,22 @@ def test_refuses_to_overwrite_a_foreign_directory(chain, tmp_path):
 
 def test_atomic_directory_replaces_only_on_success(tmp_path):
     out = tmp_path / "o"
+
+    def manifest(n: int) -> str:      # a hetcc manifest (only such a directory may be replaced)
+        return json.dumps({"schema": "hetcc.manifest/2", "n": n})
+
     with fsutil.atomic_directory(out) as tmp:
         assert tmp.parent == tmp_path and tmp != out
-        (tmp / "manifest.json").write_text("1")
-    assert (out / "manifest.json").read_text() == "1"
+        (tmp / "manifest.json").write_text(manifest(1))
+    assert (out / "manifest.json").read_text() == manifest(1)
     with pytest.raises(RuntimeError):
         with fsutil.atomic_directory(out) as tmp:
-            (tmp / "manifest.json").write_text("2")
+            (tmp / "manifest.json").write_text(manifest(2))
             raise RuntimeError("boom")
-    assert (out / "manifest.json").read_text() == "1"
+    assert (out / "manifest.json").read_text() == manifest(1)
     with fsutil.atomic_directory(out) as tmp:
-        (tmp / "manifest.json").write_text("3")
-    assert (out / "manifest.json").read_text() == "3"
+        (tmp / "manifest.json").write_text(manifest(3))
+    assert (out / "manifest.json").read_text() == manifest(3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
 
 

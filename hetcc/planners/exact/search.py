@@ -103,15 +103,6 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
             X[bad] = INF
             if T.shape[1]:
                 oT, oX, opar, ofirst = pareto_rows(T, X, par, first)
-            # the slices that end here are closed before the open labels are pruned: an open
-            # label then only stands for its slice going on (its bound covers more: still sound)
-            with np.errstate(invalid="ignore"):
-                cTc = oT + outT[i, ss][:, None]
-                cXc = oX + outX[i, ss][:, None]
-            mk = np.isfinite(cTc) & np.isfinite(cXc)
-            rows = np.nonzero(mk)[0]
-            parts.append((cTc[mk], cXc[mk], opar[mk], ofirst[mk], ss[rows]))
-            if T.shape[1]:
                 dead, lb = prune(oT, oX, b, True)
                 oT = np.where(dead, INF, oT)
                 oX = np.where(dead, INF, oX)
@@ -120,6 +111,12 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
                     oT, oX, opar, ofirst = pareto_rows(oT, oX, opar, ofirst)
                 else:
                     oT, oX, opar, ofirst = compact_rows(oT, oX, opar, ofirst)
+            with np.errstate(invalid="ignore"):
+                cTc = oT + outT[i, ss][:, None]
+                cXc = oX + outX[i, ss][:, None]
+            mk = np.isfinite(cTc) & np.isfinite(cXc)
+            rows = np.nonzero(mk)[0]
+            parts.append((cTc[mk], cXc[mk], opar[mk], ofirst[mk], ss[rows]))
             kept += int((oT < INF).sum())
         if es.size:
             lo = offsets[int(kmin[b])]

@@ -10,10 +10,9 @@ So for the last ``depth`` layers the bound is replaced by the truth:
   envelope and the same cut, keeps at reverse boundary r every suffix plan of layers L-r.. that
   some prefix could complete within the cut (dominated ones only where another does as well);
 * a forward label at boundary b >= L - depth completes exactly by one of them: a closed label by a
-  closed reverse label at r = L - b; a label whose slice on streamed state s is still open (the
-  search closes slices before it prunes open labels, so an open label only stands for its slice
-  going on) by a reverse label open on s: the two halves of one slice, the forward half paid the
-  entering cost, the reverse half the leaving.
+  closed reverse label at r = L - b; a label whose slice on streamed state s is still open, by
+  closing it (its leaving cost, then a closed reverse label) or by a reverse label open on s: the
+  two halves of one slice, the forward half paid the entering cost, the reverse half the leaving.
 
 A label whose best join is infeasible or over the cut has no completion within the cut and is
 pruned: exact, not a relaxation. Joins are computed by brute force in blocks (labels x suffix
@@ -128,8 +127,11 @@ class Joiner:
             live = np.flatnonzero(np.isfinite(T[si]) & np.isfinite(X[si]))
             if not live.size:
                 continue
+            t, x = T[si, live], X[si, live]
+            best = best_join(m, t + m.cT.leave[b - 1, s], x + m.cX.leave[b - 1, s], rT, rX, limit)
             if roT.shape[1]:
-                out[si, live] = best_join(m, T[si, live], X[si, live], roT[si], roX[si], limit)
+                best = np.minimum(best, best_join(m, t, x, roT[si], roX[si], limit))
+            out[si, live] = best
         return out
 
     def bound(self, bound, T: np.ndarray, X: np.ndarray, b: int, is_open: bool,
