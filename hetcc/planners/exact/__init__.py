@@ -196,8 +196,9 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     ceiling = best.value     # the least value of a plan known to exist (the first pass's cut)
     env, bound = _bound(m, _refine(h.lam) if m.metric == "energy" and not m.has_cap else h.lam)
     root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
-    if m.L >= SUFFIX_MIN_LAYERS and dominance.applies(m) and np.isfinite(best.value):
-        fronts, ceiling = suffix.fronts(m, lambda mr: _bound(mr, h.lam)[1], best.value, path=best.path)
+    if m.L >= SUFFIX_MIN_LAYERS and dominance.applies(m) and np.isfinite(best.value) and not out_of_budget():
+        fronts, ceiling = suffix.fronts(m, lambda mr: _bound(mr, h.lam)[1], best.value, path=best.path,
+                                        out_of_time=out_of_budget)
         joiner = suffix.Joiner(m, fronts)
         bound = partial(joiner.bound, bound)
         improve = joiner.improver(best.path)

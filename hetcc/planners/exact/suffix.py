@@ -196,9 +196,10 @@ def _heads(m: Model, path: list) -> dict:
     return out
 
 
-def fronts(m: Model, bound_of, cut: float, depth: int | None = None, path: list | None = None) -> tuple[list, float]:
+def fronts(m: Model, bound_of, cut: float, depth: int | None = None, path: list | None = None,
+           out_of_time=lambda: False) -> tuple[list, float]:
     """The reverse pass's fronts at reverse boundaries 0..depth (``DEPTH``; fewer once it has
-    kept ``LABELS`` labels) of the forward model ``m``
+    kept ``LABELS`` labels, or when ``out_of_time()``) of the forward model ``m``
     (``bound_of(reverse(m))`` its label bound), keeping suffixes that some prefix could complete
     within ``cut``; and the cut as it ends: with an incumbent ``path``, the pass joins the path's
     head with the suffixes at each of its slice starts, and a better plan found so lowers it."""
@@ -223,7 +224,7 @@ def fronts(m: Model, bound_of, cut: float, depth: int | None = None, path: list 
 
     def progress(r: int, n: int) -> None:
         kept[0] = n
-    run_pass(mr, bound_of(mr), cut, stop=lambda r: r > depth or kept[0] > LABELS, fronts=out,
+    run_pass(mr, bound_of(mr), cut, stop=lambda r: r > depth or kept[0] > LABELS or out_of_time(), fronts=out,
              improve=improve, progress=progress)
     return out[:depth + 1], best[0]
 
