@@ -6,15 +6,8 @@ import json
 import pytest
 
 from hetcc.cli import main
+from text_models import CHAIN
 
-CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
-chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0, 0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
-    a = MatMul(x, w)
-    b = Relu(a)
-    c = Sigmoid(b)
-    y = Relu(c)
-}
-"""
 
 DYN = """<ir_version: 8, opset_import: ["" : 17]>
 dyn (float[N,8] x) => (float[N,8] y) {

@@ -26,15 +26,8 @@ from hetcc.cli import main
 from hetcc.errors import ModelError
 from hetcc.frontend import load_model
 from hetcc.runtime import Executor, ManifestError
+from text_models import CHAIN
 
-CHAIN = """<ir_version: 8, opset_import: ["" : 17]>
-chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0, 0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
-    a = MatMul(x, w)
-    b = Relu(a)
-    c = Sigmoid(b)
-    y = Relu(c)
-}
-"""
 
 SMALL = """<ir_version: 8, opset_import: ["" : 17]>
 small (float[1,8] x) => (float[1,8] y) {
