@@ -35,6 +35,10 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
   "another hetcc compile is writing NAME; wait for it or choose another -o" (UsageError,
   exit 2). The lock file is removed when released (its inode is re-checked after locking, so
   removal cannot let two writers in).
+
+Why one module of ~500 lines: every write of an artifact goes through one swap, and what that
+swap may drop (the old manifest's files), keep (a user's files), recover (a crashed compile's
+backup or temp) and lock belongs to the same contract; split, the rules would drift apart.
 """
 from __future__ import annotations
 

@@ -11,6 +11,10 @@ it (``slices/<slice>.onnx.data``, a bare relative location); nothing refers outs
 files are stored once); ``emit_workload`` writes several models as ``models/<name>/``
 sub-artifacts under a top manifest with a ``workload`` block. ``EmitArtifact`` is the pass
 form (one plan, from ``program.get("plan")``).
+
+Why one module of ~480 lines: slices, their external data, the manifest and costs.json are
+written in one atomic directory, and the manifest must list exactly the files written; keeping
+them together keeps that invariant in one place.
 """
 from __future__ import annotations
 
