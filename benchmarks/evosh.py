@@ -614,7 +614,10 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
 
     paths = []
 
-    def save(fig, name: str) -> None:
+    def save(fig, axes, title: str, name: str) -> None:
+        axes[0][0].legend(fontsize=6)
+        fig.suptitle(title, fontsize=9)
+        fig.tight_layout()
         paths.append(str(out.with_name(f"{out.stem}-{name}.png")))
         fig.savefig(paths[-1], dpi=90, bbox_inches="tight")
         plt.close(fig)
@@ -626,11 +629,8 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
         for c in fig4:
             ax = axes[models.index(c["model"])][MAPPING_FRACTIONS.index(c["cap_fraction"])]
             _curves(ax, c, f"{c['model']}, {c['blocks']} blocks, cap {c['cap_mw']:.0f} mW")
-        axes[0][0].legend(fontsize=6)
-        fig.suptitle(f"Fig. 4: mapping space (mean, 95% interval, {fig4[0]['summary']['evosh']['runs']} seeds)",
-                     fontsize=9)
-        fig.tight_layout()
-        save(fig, "fig4")
+        save(fig, axes, f"Fig. 4: mapping space (mean, 95% interval, {fig4[0]['summary']['evosh']['runs']} seeds)",
+             "fig4")
     fig5 = [c for c in cases if c["part"] == "fig5"]
     if fig5:
         fig, axes = plt.subplots(2, len(fig5), figsize=(4 * len(fig5), 5), squeeze=False)
@@ -645,11 +645,8 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
             axes[1][j].set_ylabel("share of runs at the optimum", fontsize=7)
             axes[1][j].set_ylim(-0.02, 1.02)
             axes[1][j].tick_params(labelsize=6)
-        axes[0][0].legend(fontsize=6)
-        fig.suptitle(f"Fig. 5: {FIG5_BLOCKS}-block mapping space, {fig5[0]['summary']['evosh']['runs']} runs",
-                     fontsize=9)
-        fig.tight_layout()
-        save(fig, "fig5")
+        save(fig, axes, f"Fig. 5: {FIG5_BLOCKS}-block mapping space, {fig5[0]['summary']['evosh']['runs']} runs",
+             "fig5")
     hw = [c for c in cases if c["part"] == "hardware"]
     if hw:
         models = list(dict.fromkeys(c["model"] for c in hw))
@@ -657,11 +654,8 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
         for c in hw:
             if c["cap_index"] == args.fig6_cap:
                 _curves(axes[0][models.index(c["model"])], c, f"{c['model']}, hardware space, cap {c['cap_mw']:.0f} mW")
-        axes[0][0].legend(fontsize=6)
-        fig.suptitle(f"Fig. 6: hardware space (mean, 95% interval, {hw[0]['summary']['evosh']['runs']} runs)",
-                     fontsize=9)
-        fig.tight_layout()
-        save(fig, "fig6")
+        save(fig, axes, f"Fig. 6: hardware space (mean, 95% interval, {hw[0]['summary']['evosh']['runs']} runs)",
+             "fig6")
         fig, axes = plt.subplots(1, len(models), figsize=(4 * len(models), 3), squeeze=False)
         for j, m in enumerate(models):
             sel = [c for c in hw if c["model"] == m]
@@ -677,10 +671,7 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
             ax.set_ylabel(f"mean best FPS at {args.steps} steps", fontsize=7)
             ax.set_title(m, fontsize=8)
             ax.tick_params(labelsize=6)
-        axes[0][0].legend(fontsize=6)
-        fig.suptitle("Fig. 7: hardware-space cap sweep", fontsize=9)
-        fig.tight_layout()
-        save(fig, "fig7")
+        save(fig, axes, "Fig. 7: hardware-space cap sweep", "fig7")
     return paths
 
 
