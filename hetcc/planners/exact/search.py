@@ -27,12 +27,13 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Pass:
     """What one pass found: the best feasible path within its cut (None) and its value, whether
-    it ran to the end, and how many labels it kept."""
+    it ran to the end, how many labels it kept, and its cut as it ended (``improve`` lowers it)."""
 
     path: list | None
     value: float
     complete: bool
     labels: int
+    cut: float
 
 
 #: bound(T, X, b, is_open, limit) -> (objective lower bound, pruned: no feasible completion or
@@ -53,14 +54,15 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     """One pass; with ``fronts`` (a list) the labels kept at every boundary b are appended to it
     as (closed T, closed X, open T [ns, W], open X [ns, W]), b = 0, 1, ... (for ``suffix``).
     ``improve(b, T, X, cut)`` sees the closed labels kept at b and returns the value of a feasible
-    plan it found (a value over ``cut``: none better); a lower value becomes the cut (the pass still keeps every plan within
-    it, so it stays exact)."""
+    plan it found (a value over ``cut``: none better); a lower value becomes the cut (the pass
+    still keeps every plan within it, so it stays exact)."""
     L = m.L
     layT, inT, outT = m.cT.layer, m.cT.enter, m.cT.leave
     layX, inX, outX = m.cX.layer, m.cX.enter, m.cX.leave
     T3, X3 = m.T3, m.X3
     ss, es = m.ss, m.es
     ns = ss.size
+
     def limit_of(cut: float) -> float:
         return cut * (1 + 1e-9) + 1e-300 if np.isfinite(cut) else INF
 
@@ -88,7 +90,7 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     for i in range(L):
         b = i + 1
         if stop(b):
-            return Pass(None, INF, False, kept)
+            return Pass(None, INF, False, kept, cut)
         parts = []
         if ns:
             FT, FX = fT[i], fX[i]
@@ -164,13 +166,13 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     T, X = fT[L], fX[L]
     logger.debug("exact: final front %d labels, %d labels in all", T.size, kept)
     if T.size == 0:
-        return Pass(None, INF, True, kept)
+        return Pass(None, INF, True, kept, cut)
     E = X + m.k * T
     v = np.where(m.feasible(T, E), m.value(T, E), INF)
     j = int(np.argmin(v))
     best = float(v[j])
     if not np.isfinite(best):
-        return Pass(None, INF, True, kept)
+        return Pass(None, INF, True, kept, cut)
     path = []
     b = L
     while b > 0:
@@ -179,7 +181,7 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
         j = int(fpar[b][j])
         b = k
     path.reverse()
-    return Pass(path, best, True, kept)
+    return Pass(path, best, True, kept, cut)
 
 
 __all__ = ["Bound", "Pass", "no_bound", "run_pass"]

@@ -28,6 +28,7 @@ import numpy as np
 from ..metrics import RTOL
 from .model import Cells, Model
 from .pareto import INF
+from .search import run_pass
 
 DEPTH = 60           # at most this many layers completed exactly,
 LABELS = 20_000      # and the reverse pass stops once it has kept this many labels (measured at 250
@@ -144,10 +145,8 @@ class Joiner:
         live = np.nonzero(~dead)
         if not live[0].size:
             return lb, dead
-        if is_open:
-            sub = np.full(T.shape, INF), np.full(X.shape, INF)
-            sub[0][live], sub[1][live] = T[live], X[live]
-            exact = self.best(sub[0], sub[1], b, True, limit)[live]
+        if is_open:     # rows are states: the pruned labels stay in place, as +inf
+            exact = self.best(np.where(dead, INF, T), X, b, True, limit)[live]
         else:
             exact = self.best(T[live], X[live], b, False, limit)
         lb = lb.copy()
@@ -156,7 +155,6 @@ class Joiner:
         dead[live] = exact > limit
         return lb, dead
 
-
     def improver(self, path: list):
         """``search.run_pass``'s ``improve`` for an incumbent ``path`` [(first, last, state)]:
         at each boundary b1 where the path starts a slice, every closed label there followed by
@@ -164,35 +162,28 @@ class Joiner:
         each suffix of the reverse front at b2: the best such plan (a re-optimised head and tail
         of the incumbent, found early, tightens the cut for the rest of the pass)."""
         m = self.m
-        starts = sorted({int(f) for f, _, _ in path})
-        tail = [b for b in starts if m.L - b < len(self.fronts)]
+        head = _heads(m, path)
+        tail = [b for b in head if self.applies(b)]
         if not tail:
             return None
-        b2 = tail[0]
+        b2 = min(tail)
         rT, rX = self.fronts[m.L - b2][:2]
-        mid = {}
-        for b1 in starts:
-            if b1 < b2:
-                slices = [(f, l, s) for f, l, s in path if b1 <= f and l < b2]
-                mid[b1] = (sum(float(m.T3[l + 1, f, s]) for f, l, s in slices),
-                           sum(float(m.X3[l + 1, f, s]) for f, l, s in slices))
+        t2, x2 = head[b2]
 
         def improve(b: int, T: np.ndarray, X: np.ndarray, cut: float) -> float:
-            if b not in mid:
+            if b not in head or b >= b2:
                 return INF
-            tm, xm = mid[b]
-            v = best_join(m, T + tm, X + xm, rT, rX, cut)
+            v = best_join(m, T + (t2 - head[b][0]), X + (x2 - head[b][1]), rT, rX, cut)
             return float(v.min()) if v.size else INF
         return improve
 
 
-def _heads(m: Model, path: list) -> dict:
-    """Per boundary b where ``path`` starts a slice (b > 0): its slices before b, as (T, X)."""
-    out = {}
-    for b in sorted({int(f) for f, _, _ in path} - {0}):
-        head = [(f, l, s) for f, l, s in path if l < b]
-        out[b] = (sum(float(m.T3[l + 1, f, s]) for f, l, s in head),
-                  sum(float(m.X3[l + 1, f, s]) for f, l, s in head))
+def _heads(m: Model, path: list) -> dict[int, tuple[float, float]]:
+    """Per boundary b where ``path`` starts a slice: (T, X) of its slices before b."""
+    out, T, X = {}, 0.0, 0.0
+    for f, l, s in sorted(path):
+        out[int(f)] = (T, X)
+        T, X = T + float(m.T3[l + 1, f, s]), X + float(m.X3[l + 1, f, s])
     return out
 
 
@@ -203,11 +194,8 @@ def fronts(m: Model, bound_of, cut: float, depth: int | None = None, path: list 
     (``bound_of(reverse(m))`` its label bound), keeping suffixes that some prefix could complete
     within ``cut``; and the cut as it ends: with an incumbent ``path``, the pass joins the path's
     head with the suffixes at each of its slice starts, and a better plan found so lowers it."""
-    from .search import run_pass    # search imports nothing from here; keep the modules apart
-
     out: list = []
     depth = min(DEPTH if depth is None else depth, m.L)
-    best = [cut]
     improve = None
     if path is not None:
         heads = _heads(m, path)
@@ -216,17 +204,15 @@ def fronts(m: Model, bound_of, cut: float, depth: int | None = None, path: list 
             if m.L - r not in heads:
                 return INF
             th, xh = heads[m.L - r]
-            v = float(best_join(m, np.array([th]), np.array([xh]), T, X, c)[0])
-            best[0] = min(best[0], v)
-            return v
+            return float(best_join(m, np.array([th]), np.array([xh]), T, X, c)[0])
     mr = reverse(m)
     kept = [0]
 
     def progress(r: int, n: int) -> None:
         kept[0] = n
-    run_pass(mr, bound_of(mr), cut, stop=lambda r: r > depth or kept[0] > LABELS or out_of_time(), fronts=out,
-             improve=improve, progress=progress)
-    return out[:depth + 1], best[0]
+    res = run_pass(mr, bound_of(mr), cut, stop=lambda r: r > depth or kept[0] > LABELS or out_of_time(),
+                   fronts=out, improve=improve, progress=progress)
+    return out[:depth + 1], res.cut
 
 
 __all__ = ["BLOCK", "DEPTH", "GROUP", "LABELS", "Joiner", "best_join", "fronts", "reverse"]
