@@ -12,10 +12,10 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
   ``"hetcc.manifest/<N>"`` (any N, so older artifacts count). Anything else (a file, a directory
   without that manifest, a damaged manifest) is refused with a one-line ``UsageError`` (exit 2)
   before anything is written.
-* **What is dropped.** Only the files that old manifest lists (``variants.*.slices[].file``,
-  ``slices[].file`` in version 1, ``policy.file``, and recursively the sub-artifacts named by
-  ``workload.models[].dir``), the external-data files those ONNX files refer to, and hetcc's own
-  files (``manifest.json``, ``costs.json``).
+* **What is dropped.** Only the files that old manifest lists (``variants.*.slices[].file`` and
+  ``.data.file``, ``slices[].file`` in version 1, ``policy.file``, and recursively the
+  sub-artifacts named by ``workload.models[].dir``) and hetcc's own files (``manifest.json``,
+  ``costs.json``).
 * **Everything else is kept**, never deleted: a file the user put in the artifact (NOTES.md,
   a source model) is hard-linked (copied where links are impossible) into the new artifact at
   the same relative path before the swap. If the new artifact writes that very path, the compile
@@ -46,7 +46,6 @@ import contextlib
 import json
 import logging
 import os
-import posixpath
 import re
 import shutil
 import signal
@@ -112,8 +111,9 @@ def _owned(root: Path, doc: dict, depth: int = 0) -> set[str]:
     slice_lists = [v.get("slices") for v in variants.values() if isinstance(v, dict)] if isinstance(variants, dict) else []
     slice_lists.append(doc.get("slices"))  # hetcc.manifest/1
     for slices in slice_lists:
-        if isinstance(slices, list):
-            files += [s.get("file") for s in slices if isinstance(s, dict)]
+        for s in slices if isinstance(slices, list) else []:
+            if isinstance(s, dict):
+                files += [s.get("file"), s["data"].get("file") if isinstance(s.get("data"), dict) else None]
     if isinstance(doc.get("policy"), dict):
         files.append(doc["policy"].get("file"))
     owned = {n for n in map(_norm, files) if n is not None}
@@ -144,35 +144,11 @@ def _entries(root: Path, rel: str = "") -> Iterator[tuple[str, bool]]:
             yield r, False
 
 
-def _external_refs(root: Path, rel: str) -> set[str]:
-    """The external-data files the ONNX file ``root/rel`` refers to (relative to ``root``);
-    empty if it cannot be read. A large slice keeps its weights in such a file beside it."""
-    try:
-        import onnx
-        from onnx.external_data_helper import _get_all_tensors
-
-        model = onnx.load(str(root / rel), load_external_data=False)
-        locations = {e.value for t in _get_all_tensors(model) for e in t.external_data if e.key == "location"}
-    except Exception:  # not ONNX, damaged, onnx missing: it refers to nothing we know of
-        return set()
-    base = posixpath.dirname(rel)
-    return {n for n in (_norm(posixpath.join(base, loc)) for loc in locations) if n is not None}
-
-
 def _foreign(root: Path, owned: set[str], protect: set[str] = frozenset()) -> list[tuple[str, bool]]:
-    """Entries of ``root`` that hetcc did not write: neither in ``owned`` nor an external-data
-    file of an owned ONNX file; plus protected paths (the source model) even when owned.
-    Empty directories count as entries."""
-    out = [(rel, empty_dir) for rel, empty_dir in _entries(root)
-           if rel not in owned or (protect and os.path.realpath(root / rel) in protect)]
-    dirs = {posixpath.dirname(rel) for rel, empty_dir in out if not empty_dir}
-    data: set[str] = set()
-    for rel in sorted(owned):  # only where an unlisted file sits beside a listed model
-        if rel.endswith(".onnx") and posixpath.dirname(rel) in dirs and (root / rel).is_file():
-            data |= _external_refs(root, rel)
-    if data:
-        out = [(rel, e) for rel, e in out if rel not in data or os.path.realpath(root / rel) in protect]
-    return out
+    """Entries of ``root`` that hetcc did not write (not in ``owned``), plus protected paths (the
+    source model) even when owned. Empty directories count as entries."""
+    return [(rel, empty_dir) for rel, empty_dir in _entries(root)
+            if rel not in owned or (protect and os.path.realpath(root / rel) in protect)]
 
 
 def _source_paths(tmp: Path) -> set[str]:
@@ -426,7 +402,6 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
         raise UsageError(f"refusing to write {shown}: name a directory below it")
     given.parent.mkdir(parents=True, exist_ok=True)
     final = Path(os.path.realpath(given))  # one lock for every spelling of the same directory
-    final.parent.mkdir(parents=True, exist_ok=True)
     lock_path = final.parent / f".{final.name}.lock"
     fd = tmp = None
     try:

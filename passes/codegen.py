@@ -275,22 +275,26 @@ class _SliceStore:
         (root / "slices").mkdir(exist_ok=True)
 
     def add(self, program: Program, bnd: SliceBoundary, rel: str | None, graph_name: str,
-            label: str) -> tuple[str, str]:
-        """Write one slice; ``rel`` None names it by content (``slices/<label>_<sha256[:12]>.onnx``)."""
+            label: str) -> tuple[str, str, FileRef | None]:
+        """Write one slice; ``rel`` None names it by content (``slices/<label>_<sha256[:12]>.onnx``).
+        Returns its path, sha256 and its data file (None: weights embedded)."""
         self.count += 1
         staging = self.root / "slices" / f".staging-{self.count}.onnx"
         data = write_slice(program, bnd, staging, graph_name)
+        ref = None
         if data is not None:  # a large slice's data file: named after the slice file, or by content
-            relocate_data(staging, data, f"{Path(rel).name}.data" if rel
-                          else f"{label}_{sha256_file(staging.parent / data)[:12]}.onnx.data")
+            data_sha = sha256_file(staging.parent / data)
+            name = f"{Path(rel).name}.data" if rel else f"{label}_{data_sha[:12]}.onnx.data"
+            relocate_data(staging, data, name)
+            ref = FileRef(file=f"slices/{name}", sha256=data_sha)
         sha = sha256_file(staging)
         if sha in self.by_sha:
             staging.unlink()
-            return self.by_sha[sha], sha
+            return self.by_sha[sha], sha, ref  # an equal slice has an equal, content-named data file
         rel = rel or f"slices/{label}_{sha[:12]}.onnx"
         staging.rename(self.root / rel)
         self.by_sha[sha] = rel
-        return rel, sha
+        return rel, sha, ref
 
 
 def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_content: bool,
@@ -309,8 +313,8 @@ def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_co
         # file may serve several variants and devices. The graph name depends on the layers only,
         # so equal slices of two variants are equal files.
         rel = None if by_content else f"slices/{sid:02d}_{_slug(state.device)}.onnx"
-        rel, sha = store.add(program, bnd, rel, f"{program.name}_L{sl.first}-L{sl.last}",
-                             f"L{sl.first:02d}-L{sl.last:02d}")
+        rel, sha, data = store.add(program, bnd, rel, f"{program.name}_L{sl.first}-L{sl.last}",
+                                   f"L{sl.first:02d}-L{sl.last:02d}")
         slices.append(SliceSpec(
             id=sid, file=rel, sha256=sha, device=state.device, frequency_mhz=state.frequency_mhz,
             execution_provider=device.execution_provider, provider_options=_jsonable(dict(device.provider_options)),
@@ -323,6 +327,7 @@ def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_co
             predicted=SlicePredicted(latency_ms=cost.latency_ms,
                                      energy_mj=cost.energy_mj if has_power else None,
                                      transfer_ms=cost.transfer_ms),
+            data=data,
         ))
     obj = plan.objective if plan.objective is not None else objective
     deadline = getattr(obj, "deadline_ms", None)

@@ -170,6 +170,8 @@ class SliceSpec(_Record):
     inputs: tuple[SliceInput, ...]
     outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
     predicted: SlicePredicted
+    data: FileRef | None = field(default=None, metadata=_meta(
+        "a large slice's weights, in a data file beside it (null or absent: embedded in the slice)"))
 
     @property
     def remote(self) -> bool:
@@ -686,6 +688,8 @@ def _check_variant(model: ModelInfo, variant: Variant, source: str, base: list) 
         if sid in ids_seen:
             raise _error(source, key0 + ["id"], f"duplicate slice id {sid}")
         _check_relative_path(sl.file, source, key0 + ["file"])
+        if sl.data is not None:
+            _check_relative_path(sl.data.file, source, key0 + ["data", "file"])
         norm = str(PurePosixPath(sl.file))
         if norm in files_seen:
             raise _error(source, key0 + ["file"], f"{sl.file!r} is used by two slices")

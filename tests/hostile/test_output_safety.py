@@ -183,7 +183,8 @@ def test_workload_sub_artifacts_keep_user_files_too(tmp_path):
     (out / "manifest.json").write_text(json.dumps(
         {"schema": "hetcc.manifest/2", "kind": "workload", "workload": {"models": [{"dir": "models/a"}]}}))
     (sub / "manifest.json").write_text(json.dumps(
-        {"schema": "hetcc.manifest/2", "variants": {"p": {"slices": [{"file": "slices/00_big.onnx"}]}}}))
+        {"schema": "hetcc.manifest/2", "variants": {"p": {"slices": [
+            {"file": "slices/00_big.onnx", "data": {"file": "slices/00_big.onnx.data"}}]}}}))
     (sub / "slices" / "00_big.onnx").write_bytes(b"old slice")
     (sub / "costs.json").write_text("{}")
     (sub / "README").write_text("about model a\n")
@@ -204,7 +205,8 @@ def test_a_listed_slice_s_external_data_file_is_hetcc_s_to_drop(tmp_path):
     onnx.save_model(model, str(out / "slices" / "00_big.onnx"), save_as_external_data=True,
                     all_tensors_to_one_file=True, location="00_big.onnx.data", size_threshold=0)
     (out / "manifest.json").write_text(json.dumps(
-        {"schema": "hetcc.manifest/2", "variants": {"p": {"slices": [{"file": "slices/00_big.onnx"}]}}}))
+        {"schema": "hetcc.manifest/2", "variants": {"p": {"slices": [
+            {"file": "slices/00_big.onnx", "data": {"file": "slices/00_big.onnx.data"}}]}}}))
     (out / "slices" / "NOTES.md").write_text("beside the slices\n")
     assert listing(out) == ["manifest.json", "slices/", "slices/00_big.onnx", "slices/00_big.onnx.data",
                             "slices/NOTES.md"]
