@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -301,9 +303,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. SIGTERM and SIGHUP are handled like Ctrl-C (SIGINT): a KeyboardInterrupt,
     so an output being written is removed and the old one kept; exit 128 + the signal number
     (130 SIGINT, 143 SIGTERM, 129 SIGHUP) with one line on stderr."""
-    import signal
-    import threading
-
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
     received: list[int] = []

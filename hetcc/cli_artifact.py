@@ -18,8 +18,6 @@ __all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect
 
 #: exit status of ``hetcc run --verify`` when an output differs from the unsliced model
 VERIFY_FAILED = 4
-#: the cost table codegen writes next to manifest.json (read by ``inspect``)
-COSTS_NAME = "costs.json"
 
 
 def _console(stderr: bool = False) -> Any:
@@ -227,7 +225,7 @@ def _costs(root: Path) -> dict | None:
     """The artifact's ``costs.json`` (None when it has none); one-line ManifestError when it is a
     symlink out of the artifact, not a regular file, or not JSON."""
     from .runtime.errors import ManifestError
-    from .runtime.manifest import artifact_file
+    from .runtime.manifest import COSTS_NAME, artifact_file, read_json
 
     shown = str(root / COSTS_NAME)
     path = artifact_file(root, COSTS_NAME, shown)  # never follow a symlink out of the artifact
@@ -235,13 +233,7 @@ def _costs(root: Path) -> dict | None:
         return None
     if not path.is_file():
         raise ManifestError(f"{shown}: not a regular file; the artifact is damaged, recompile")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{shown}: cannot read ({e}); recompile") from None
-    except json.JSONDecodeError as e:
-        raise ManifestError(f"{shown}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); "
-                            "the file is damaged, recompile") from None
+    doc = read_json(path, shown)
     if not isinstance(doc, dict):
         raise ManifestError(f"{shown}: expected a JSON object; the file is damaged, recompile")
     return doc

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UsageError
+from .runtime.manifest import COSTS_NAME, MANIFEST_NAME
 
 try:  # POSIX; without it (Windows) there is no lock
     import fcntl
@@ -68,9 +69,9 @@ __all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "MARKE
 logger = logging.getLogger(__name__)
 
 #: the file that marks a directory as a hetcc output (it may be replaced by a new compile)
-MARKER = "manifest.json"
+MARKER = MANIFEST_NAME
 #: files hetcc writes into every artifact beside those its manifest lists
-OWN_FILES = frozenset({MARKER, "costs.json"})
+OWN_FILES = frozenset({MARKER, COSTS_NAME})
 _SCHEMA_PREFIX = "hetcc.manifest/"
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 

@@ -37,15 +37,15 @@ from hetcc.frontend import (embed_external, external_base_dir, external_info, ex
 from hetcc.fsutil import atomic_directory
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
-from hetcc.runtime.manifest import (MANIFEST_NAME, SCHEMA_ID, DeviceControl, FileRef, HardwareControls, KnobControl,
-                                    Manifest, ModelInfo, ObjectiveInfo, PlannerInfo, Predicted, RuntimeInfo,
+from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, DeviceControl, FileRef, HardwareControls,
+                                    KnobControl, Manifest, ModelInfo, ObjectiveInfo, PlannerInfo, Predicted, RuntimeInfo,
                                     SliceInput, SlicePredicted, SliceSpec, TargetInfo, TensorSpec, Variant, Workload,
                                     WorkloadModel, parse_manifest, sha256_file)
 
 logger = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
-COSTS_FILE = "costs.json"
+COSTS_FILE = COSTS_NAME
 #: the session settings the runtime applies (DESIGN.md, 'Runtime physics'); the manifest's own type
 RuntimeSettings = RuntimeInfo
 

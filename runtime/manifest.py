@@ -44,6 +44,7 @@ from .errors import ManifestError
 __all__ = [
     "SCHEMA_ID",
     "MANIFEST_NAME",
+    "COSTS_NAME",
     "NAME_PATTERN",
     "DTYPES",
     "TensorSpec",
@@ -80,6 +81,8 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_ID = "hetcc.manifest/2"
 MANIFEST_NAME = "manifest.json"
+#: the cost table codegen writes beside the manifest (read by ``hetcc inspect``)
+COSTS_NAME = "costs.json"
 SCHEMA_FILE = Path(__file__).with_name("manifest.schema.json")
 #: what codegen turns variant and model names into for file and directory names
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -868,6 +871,20 @@ def artifact_file(root: str | os.PathLike, name: str, shown: str | None = None) 
     return full
 
 
+def read_json(path: Path, shown: str) -> Any:
+    """A JSON file of an artifact; ManifestError naming ``shown`` when unreadable or not JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ManifestError(f"{shown}: cannot read ({e}); recompile") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(
+            f"{shown}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); the file is damaged, recompile"
+        ) from None
+
+
 def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]:
     """(manifest, artifact root, the manifest path as shown in messages)."""
     root = artifact_root(artifact_dir)
@@ -875,16 +892,7 @@ def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]
     mpath = artifact_file(root, MANIFEST_NAME, shown)  # a manifest.json symlinked out is refused
     if not mpath.is_file():
         raise ManifestError(f"{artifact_dir}: no {MANIFEST_NAME}; is this a hetcc compile output directory?")
-    try:
-        text = mpath.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{shown}: cannot read ({e}); recompile") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ManifestError(
-            f"{shown}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); the file is damaged, recompile"
-        ) from None
+    doc = read_json(mpath, shown)
     manifest = parse_manifest(doc, shown)
     for vname, variant in manifest.variants.items():
         for i, sl in enumerate(variant.slices):
