@@ -109,16 +109,17 @@ def assert_old_or_new(work: Path, old: dict, new_listing: list[str], new: dict) 
     return "new"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_while_writing_keeps_the_old_artifact_and_leaves_nothing(setup, tmp_path, sig):
+def interrupt_a_compile(setup, tmp_path: Path, sig: int, flag: str, send) -> None:
+    """Compile over the old artifact and ``send(proc, work)`` ``sig`` at some point, until a
+    try is interrupted (up to 4): then exit 128 + sig with its one line, nothing beside ``out``,
+    and ``out`` the old artifact or the complete new one."""
     model, old, new_listing, new = setup
     old_files = contents(old)
     for attempt in range(4):
         work = fresh(tmp_path, old, attempt)
         assert names(work) == ["out"] and contents(work / "out") == old_files
-        proc = spawn(work, *compile_argv(model, "--quiet", *NEW))
-        if wait_until(lambda: writing(work), proc):
-            proc.send_signal(sig)
+        proc = spawn(work, *compile_argv(model, flag, *NEW))
+        send(proc, work)
         _, err = proc.communicate(timeout=60)
         assert names(work) == ["out"], err  # no .out.tmp-, .out.old- or .out.lock left
         if proc.returncode in (0, -sig):  # done before the signal, or it came after main() returned
@@ -126,31 +127,26 @@ def test_a_signal_while_writing_keeps_the_old_artifact_and_leaves_nothing(setup,
             continue
         assert proc.returncode == 128 + sig, err
         assert err.strip().splitlines() == [TERM_LINE[sig]]
-        assert_old_or_new(work, old_files, new_listing, new)
+        assert assert_old_or_new(work, old_files, new_listing, new) in ("old", "new")
         return
     pytest.fail("the compile always finished before the signal")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_writing_keeps_the_old_artifact_and_leaves_nothing(setup, tmp_path, sig):
+    def send(proc, work):
+        if wait_until(lambda: writing(work), proc):
+            proc.send_signal(sig)
+    interrupt_a_compile(setup, tmp_path, sig, "--quiet", send)
+
+
 def test_sigterm_while_planning_exits_143_and_touches_nothing(setup, tmp_path):
-    model, old, new_listing, new = setup
-    old_files = contents(old)
-    for attempt in range(4):
-        work = fresh(tmp_path, old, attempt)
-        proc = spawn(work, *compile_argv(model, "--verbose", *NEW))
+    def send(proc, work):
         for line in proc.stdout:
             if "pass" in line and "load" in line:  # the model is read; planning goes on
                 proc.send_signal(signal.SIGTERM)
                 break
-        _, err = proc.communicate(timeout=60)
-        assert names(work) == ["out"], err
-        if proc.returncode in (0, -signal.SIGTERM):
-            assert assert_old_or_new(work, old_files, new_listing, new) == "new"
-            continue
-        assert proc.returncode == 143, err
-        assert err.strip().splitlines() == [TERM_LINE[signal.SIGTERM]]
-        assert assert_old_or_new(work, old_files, new_listing, new) in ("old", "new")
-        return
-    pytest.fail("the compile always finished before the signal")
+    interrupt_a_compile(setup, tmp_path, signal.SIGTERM, "--verbose", send)
 
 
 def test_sigkill_leftovers_are_cleaned_by_the_next_compile(setup, tmp_path):
