@@ -1,0 +1,641 @@
+"""``hetcc sweep SPEC.toml -o DIR``: models x targets x objectives x deadlines x power caps x
+planners x seeds, run on Ray, one row per cell in ``DIR/cells.csv``.
+
+The spec (see ``examples/sweep.toml``; every key but ``models`` has a default)::
+
+    models = ["resnet18", "my/model.onnx"]   # zoo names or .onnx paths (relative to the spec)
+    targets = ["hikey970"]                   # built-in names or board .toml paths
+    objectives = ["latency"]                 # latency | energy | edp
+    deadlines = ["none"]                     # none, short|medium|long, 170ms, 0.17s, 1.3x
+    power_caps = ["none"]                    # none, 3W, 3000mW
+    planners = ["auto"]                      # any planner; "single:*" = single:<each device>
+    seeds = [0]                              # planner seeds (zoo weights always use seed 0)
+    max_cut_tensors = 1
+    gap_to = "exact"                         # a reference planner for the gap column, or "none"
+    artifacts = false                        # write each cell's artifact to DIR/artifacts/<cell>/
+    [options.dqn]                            # planner options, per planner name
+    steps = 2000
+
+Execution: the driver validates the whole spec first (one-line errors, exit 2), exports zoo
+models once, and submits one Ray task per (model, target): it analyses once, then plans each of
+its cells and streams one row per cell back as it finishes (a generator task). The driver
+appends each row to ``cells.csv`` at once, so an interrupted sweep keeps what finished; the same
+command later skips every cell already in the table (cells are keyed by a hash of what defines
+them, the model file's contents included) and re-runs those that failed with an error. A cell
+whose planner raises is recorded with its error and the sweep goes on; a combination that does
+not apply (``dp`` with ``edp``, energy on a target without a power model) is recorded as skipped.
+
+Ray starts embedded on this machine (``--workers N`` CPUs, default all) unless ``--address``
+names a cluster (``auto`` or ``HOST:PORT``). At the end: ``summary.csv``, a summary table per
+planner and objective, and two plots (gap to the reference and planner time per planner).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import socket
+import sys
+import time
+import tomllib
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from .errors import UsageError
+
+#: the columns of cells.csv, in order
+COLUMNS = ("cell", "model", "target", "objective", "deadline", "power_cap", "planner", "options", "seed",
+           "status", "feasible", "deadline_ms", "latency_ms", "energy_mj", "edp_mj_ms", "value", "reference",
+           "gap_pct", "planner_seconds", "slices", "devices", "artifact", "error", "worker", "finished")
+#: statuses a later run does not redo (``error`` rows are re-run)
+FINAL = ("ok", "infeasible", "skipped")
+SPEC_KEYS = ("models", "targets", "objectives", "deadlines", "power_caps", "planners", "seeds",
+             "max_cut_tensors", "gap_to", "artifacts", "options")
+MAX_CELLS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One combination; ``model``/``target`` are as the spec spells them, ``ident`` their
+    contents' identity (zoo name or file sha256)."""
+
+    model: str
+    target: str
+    objective: str
+    deadline: str
+    power_cap: str
+    planner: str
+    options: str          # canonical JSON of the planner's options from the spec
+    seed: int
+    ident: str = ""
+
+    @property
+    def key(self) -> str:
+        doc = asdict(self) | {"model": None, "target": None}     # what the files hold, not their names
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class SweepSpec:
+    path: Path
+    models: list[str]
+    targets: list[str] = field(default_factory=lambda: ["hikey970"])
+    objectives: list[str] = field(default_factory=lambda: ["latency"])
+    deadlines: list[str] = field(default_factory=lambda: ["none"])
+    power_caps: list[str] = field(default_factory=lambda: ["none"])
+    planners: list[str] = field(default_factory=lambda: ["auto"])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    max_cut_tensors: int = 1
+    gap_to: str | None = "exact"
+    artifacts: bool = False
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_paths: dict[str, Path] = field(default_factory=dict)   # spec spelling -> .onnx path
+    idents: dict[str, str] = field(default_factory=dict)         # model/target spelling -> identity
+
+    def cells(self) -> list[Cell]:
+        from .targets import load_target
+
+        out = []
+        for model in self.models:
+            for target in self.targets:
+                devices = [d.name for d in load_target(self._target_arg(target)).devices]
+                ident = f"{self.idents[model]}@{self.idents[target]}/k{self.max_cut_tensors}"
+                for planner in self.planners:
+                    names = [f"single:{d}" for d in devices] if planner == "single:*" else [planner]
+                    for name, objective, deadline, cap, seed in _product(
+                            names, self.objectives, self.deadlines, self.power_caps, self.seeds):
+                        opts = json.dumps(self.options.get(name.split(":")[0], {}), sort_keys=True)
+                        out.append(Cell(model, target, objective, deadline, cap, name, opts, seed, ident))
+        return out
+
+    def _target_arg(self, target: str) -> str:
+        return str(self.path.parent / target) if target.endswith(".toml") else target
+
+
+def _product(*lists: Sequence[Any]) -> Iterator[tuple]:
+    import itertools
+
+    return itertools.product(*lists)
+
+
+# ---------------------------------------------------------------- the spec
+def _fail(spec: Path, what: str) -> UsageError:
+    return UsageError(f"{spec}: {what}")
+
+
+def _strings(doc: Mapping[str, Any], key: str, spec: Path, default: list[str] | None) -> list[str]:
+    value = doc.get(key, default)
+    if value is None:
+        raise _fail(spec, f"no {key!r}: give a list, e.g. {key} = [\"resnet18\"]")
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise _fail(spec, f"{key!r} must be a non-empty list")
+    out = []
+    for i, v in enumerate(value):
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise _fail(spec, f"{key}[{i}] must be a string, got {type(v).__name__}")
+        out.append(str(v).strip())
+    if len(set(out)) != len(out):
+        raise _fail(spec, f"{key!r} lists {sorted({v for v in out if out.count(v) > 1})[0]!r} twice")
+    return out
+
+
+def load_spec(path: str | os.PathLike) -> SweepSpec:
+    """Read and validate a sweep spec; every problem is a one-line UsageError naming the key."""
+    from . import zoo
+    from .api import parse_deadline, parse_power
+    from .errors import HetccError
+    from .planners import METRICS
+    from .planners.registry import get_spec, parse_options, split_name
+    from .targets import load_target
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read sweep spec {p}: {e.strerror or e}") from None
+    if len(data) > 1 << 20:
+        raise _fail(p, "larger than 1 MiB; a sweep spec is a short list of names")
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise _fail(p, f"not valid TOML ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    unknown = sorted(set(doc) - set(SPEC_KEYS))
+    if unknown:
+        raise _fail(p, f"unknown key {unknown[0]!r}; keys: {', '.join(SPEC_KEYS)}")
+    spec = SweepSpec(p, _strings(doc, "models", p, None))
+    spec.targets = _strings(doc, "targets", p, spec.targets)
+    spec.objectives = _strings(doc, "objectives", p, spec.objectives)
+    spec.deadlines = [d.lower() for d in _strings(doc, "deadlines", p, spec.deadlines)]
+    spec.power_caps = [c.lower() for c in _strings(doc, "power_caps", p, spec.power_caps)]
+    spec.planners = _strings(doc, "planners", p, spec.planners)
+    seeds = doc.get("seeds", spec.seeds)
+    if not isinstance(seeds, list) or not seeds or any(
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**32 for s in seeds):
+        raise _fail(p, "'seeds' must be a non-empty list of integers in [0, 2**32)")
+    spec.seeds = list(dict.fromkeys(seeds))
+    k = doc.get("max_cut_tensors", 1)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 8:
+        raise _fail(p, f"'max_cut_tensors' must be an integer from 1 to 8, got {k!r}")
+    spec.max_cut_tensors = k
+    gap = doc.get("gap_to", "exact")
+    if not isinstance(gap, str):
+        raise _fail(p, "'gap_to' must be a planner name or \"none\"")
+    spec.gap_to = None if gap.lower() == "none" else gap
+    art = doc.get("artifacts", False)
+    if not isinstance(art, bool):
+        raise _fail(p, "'artifacts' must be true or false")
+    spec.artifacts = art
+    options = doc.get("options", {})
+    if not isinstance(options, dict) or any(not isinstance(v, dict) for v in options.values()):
+        raise _fail(p, "'options' must be tables of planner options, e.g. [options.dqn] steps = 2000")
+    spec.options = options
+
+    for i, m in enumerate(spec.models):
+        if m.endswith(".onnx"):
+            f = (p.parent / m).resolve()
+            if not f.is_file():
+                raise _fail(p, f"models[{i}] {m!r}: no such file (paths are relative to the spec)")
+            spec.model_paths[m] = f
+            spec.idents[m] = _file_sha(f)
+        elif m in zoo.ZOO:
+            spec.idents[m] = f"zoo:{m}"
+        else:
+            raise _fail(p, f"models[{i}] {m!r}: not a zoo model (hetcc zoo list) or an .onnx path")
+    for i, t in enumerate(spec.targets):
+        try:
+            load_target(spec._target_arg(t))
+        except HetccError as e:
+            raise _fail(p, f"targets[{i}] {t!r}: {e}") from None
+        spec.idents[t] = f"target:{t}" if not t.endswith(".toml") else _file_sha(Path(spec._target_arg(t)))
+    for i, o in enumerate(spec.objectives):
+        if o not in METRICS:
+            raise _fail(p, f"objectives[{i}] {o!r}: choose from {', '.join(METRICS)}")
+    for i, d in enumerate(spec.deadlines):
+        if d != "none":
+            try:
+                parse_deadline(d)
+            except UsageError as e:
+                raise _fail(p, f"deadlines[{i}]: {e}") from None
+    for i, c in enumerate(spec.power_caps):
+        if c != "none":
+            try:
+                parse_power(c)
+            except UsageError as e:
+                raise _fail(p, f"power_caps[{i}]: {e}") from None
+    for where, name in [("planners", n) for n in spec.planners] + ([("gap_to", spec.gap_to)] if spec.gap_to else []):
+        try:
+            ps = get_spec(name.split(":")[0])
+            if ps.kind != "model":
+                raise UsageError(f"planner {ps.name!r} plans a {ps.kind}; a sweep plans single models")
+            opts = split_name("single" if name == "single:*" else name, ps, spec.options.get(ps.name, {}))
+            if name == "single:*":                # device names come from each target
+                opts[ps.positional] = "any"
+            parse_options(ps, opts)
+        except UsageError as e:
+            raise _fail(p, f"{where}: {e}") from None
+    for name in spec.options:
+        if name not in {n.split(":")[0] for n in spec.planners}:
+            raise _fail(p, f"[options.{name}]: {name!r} is not in planners")
+    n = (len(spec.models) * len(spec.targets) * len(spec.objectives) * len(spec.deadlines)
+         * len(spec.power_caps) * len(spec.planners) * len(spec.seeds))
+    if n > MAX_CELLS:
+        raise _fail(p, f"{n} cells is more than {MAX_CELLS}; split the sweep into several specs")
+    return spec
+
+
+def _file_sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- one (model, target): runs in a Ray worker
+def _row(cell: Cell, **values: Any) -> dict[str, Any]:
+    row = {c: "" for c in COLUMNS}
+    row.update(cell=cell.key, model=cell.model, target=cell.target, objective=cell.objective,
+               deadline=cell.deadline, power_cap=cell.power_cap, planner=cell.planner, options=cell.options,
+               seed=cell.seed, worker=f"{socket.gethostname()}:{os.getpid()}",
+               finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    row.update({k: v for k, v in values.items() if v is not None})
+    return row
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
+def plan_group(model_path: str, target: str, cells: list[Cell], settings: dict[str, Any]) -> Iterator[dict]:
+    """Analyse ``model_path`` for ``target`` once, then plan each cell; yields one row per cell."""
+    from .api import analyse
+    from .errors import HetccError, InfeasibleError
+
+    try:
+        analysis = analyse(model_path, target, max_cut_tensors=settings["max_cut_tensors"])
+    except Exception as e:                            # recorded per cell; the sweep goes on
+        for cell in cells:
+            yield _row(cell, status="error", error=f"analysis: {_one_line(e)}")
+        return
+    references: dict[tuple, float | None] = {}
+    for cell in cells:
+        try:
+            obj = analysis.objective(cell.objective, None if cell.deadline == "none" else cell.deadline,
+                                     None if cell.power_cap == "none" else cell.power_cap)
+        except HetccError as e:
+            yield _row(cell, status="skipped", error=_one_line(e))
+            continue
+        try:
+            plan = analysis.plan(obj, planner=cell.planner, options=json.loads(cell.options), seed=cell.seed,
+                                 allow_infeasible=True)
+        except InfeasibleError as e:                  # no plan at all (e.g. nothing meets the cap)
+            yield _row(cell, status="infeasible", feasible=False, error=_one_line(e),
+                       deadline_ms=obj.deadline_ms)
+            continue
+        except HetccError as e:                       # the planner does not apply (dp with edp, ...)
+            yield _row(cell, status="skipped", error=_one_line(e))
+            continue
+        except Exception as e:
+            yield _row(cell, status="error", error=_one_line(e))
+            continue
+        value = obj.value(plan.latency_ms, plan.energy_mj)
+        ref = _reference(analysis, obj, cell, settings.get("gap_to"), references, plan, value)
+        gap = (value - ref) / ref * 100.0 if ref and plan.feasible and math.isfinite(ref) else None
+        artifact = None
+        if settings.get("artifacts"):
+            artifact = str(Path(settings["out"]) / "artifacts" / cell.key)
+            analysis.emit(plan, artifact)
+        yield _row(cell, status="ok" if plan.feasible else "infeasible", feasible=plan.feasible,
+                   deadline_ms=obj.deadline_ms, latency_ms=plan.latency_ms, energy_mj=plan.energy_mj,
+                   edp_mj_ms=plan.edp_mj_ms, value=value, reference=ref, gap_pct=gap,
+                   planner_seconds=plan.seconds, slices=len(plan.slices),
+                   devices=",".join(dict.fromkeys(analysis.problem.states.device[s.state] for s in plan.slices)),
+                   artifact=artifact, error="; ".join(plan.violations) or None)
+
+
+def _reference(analysis: Any, obj: Any, cell: Cell, gap_to: str | None, cache: dict, plan: Any,
+               value: float) -> float | None:
+    """The reference planner's value for this objective (cached per objective and seed)."""
+    from .errors import HetccError
+
+    if not gap_to:
+        return None
+    key = (cell.objective, cell.deadline, cell.power_cap, cell.seed)
+    if cell.planner == gap_to and plan.feasible:
+        cache[key] = value
+    if key not in cache:
+        try:
+            ref = analysis.plan(obj, planner=gap_to, seed=cell.seed)
+            cache[key] = obj.value(ref.latency_ms, ref.energy_mj)
+        except HetccError:                            # does not apply, or nothing feasible
+            cache[key] = None
+    return cache[key]
+
+
+# ---------------------------------------------------------------- the table
+def read_table(path: Path) -> list[dict[str, str]]:
+    """The rows of cells.csv; a last line cut short by a kill is dropped."""
+    if not path.exists():
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if rows and (None in rows[-1] or any(rows[-1].get(c) is None for c in COLUMNS)):
+        rows = rows[:-1]
+    return rows
+
+
+class Table:
+    """cells.csv, appended one row at a time (flushed, so a kill loses at most the last line)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = read_table(path)
+        exists = path.exists()
+        if exists:                                   # rewrite without a cut-short last line
+            self._rewrite()
+        self._f = open(path, "a", newline="", encoding="utf-8")
+        self._w = csv.DictWriter(self._f, fieldnames=COLUMNS, extrasaction="ignore")
+        if not exists:
+            self._w.writeheader()
+            self._f.flush()
+
+    def _rewrite(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(self.rows)
+        os.replace(tmp, self.path)
+
+    def done(self) -> set[str]:
+        return {r["cell"] for r in self.rows if r["status"] in FINAL}
+
+    def drop_errors(self, keys: set[str]) -> None:
+        """Forget the error rows of cells about to be re-run."""
+        before = len(self.rows)
+        self.rows = [r for r in self.rows if not (r["status"] == "error" and r["cell"] in keys)]
+        if len(self.rows) != before:
+            self._f.close()
+            self._rewrite()
+            self._f = open(self.path, "a", newline="", encoding="utf-8")
+            self._w = csv.DictWriter(self._f, fieldnames=COLUMNS, extrasaction="ignore")
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        clean = {k: _fmt(v) for k, v in row.items()}
+        self._w.writerow(clean)
+        self._f.flush()
+        self.rows.append(clean)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "" if not math.isfinite(v) else f"{v:.6g}"
+    return "" if v is None else str(v)
+
+
+# ---------------------------------------------------------------- the driver
+@dataclass
+class SweepResult:
+    out: Path
+    cells: int
+    ran: int
+    skipped_done: int
+    rows: list[dict[str, str]]
+    seconds: float
+
+
+def init_ray(address: str | None, workers: int | None) -> Any:
+    """Connect to ``address`` (``auto`` or HOST:PORT) or start Ray embedded with ``workers`` CPUs."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")    # no usage reports to the Ray project
+    import logging
+
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("hetcc sweep needs Ray: pip install 'hetcc[sweep]'") from None
+    if ray.is_initialized():
+        return ray
+    if address:
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise UsageError(f"--address {address}: cannot connect to a Ray cluster ({_one_line(e)}); "
+                             "start one with `ray start --head` or drop --address to run here") from None
+    else:
+        ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                 logging_level=logging.ERROR, log_to_driver=False,
+                 object_store_memory=256 * 1024 * 1024)
+    return ray
+
+
+def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = None,
+              workers: int | None = None, progress: bool = True, console: Any = None) -> SweepResult:
+    """Run every cell of ``spec`` not yet in ``out/cells.csv``; see the module docstring."""
+    from .api import resolve_model
+    from .fsutil import _lock, _unlock
+
+    t0 = time.perf_counter()
+    root = Path(out)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"-o {root}: a file is in the way; name a directory")
+    root.mkdir(parents=True, exist_ok=True)
+    lock_fd = _lock(root / ".hetcc-sweep.lock", str(root))
+    try:
+        cells = spec.cells()
+        table = Table(root / "cells.csv")
+        done = table.done()
+        todo = [c for c in cells if c.key not in done]
+        table.drop_errors({c.key for c in todo})
+        groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
+        for c in todo:
+            groups[(c.model, c.target)].append(c)
+        paths = {}
+        for model in dict.fromkeys(m for m, _ in groups):
+            paths[model] = str(spec.model_paths.get(model) or resolve_model(model, None, 0))
+        settings = {"max_cut_tensors": spec.max_cut_tensors, "gap_to": spec.gap_to,
+                    "artifacts": spec.artifacts, "out": str(root.resolve())}
+        ran = 0
+        if todo:
+            ray = init_ray(address, workers)
+            task = ray.remote(num_cpus=1, max_retries=0)(plan_group)
+            pending = [task.remote(paths[m], spec._target_arg(t), cs, settings) for (m, t), cs in groups.items()]
+            bar = _bar(console, len(todo), progress)
+            try:
+                while pending:
+                    ready, _ = ray.wait(pending, num_returns=1)
+                    for gen in ready:
+                        try:
+                            row = ray.get(next(gen))
+                        except StopIteration:
+                            pending.remove(gen)
+                            continue
+                        table.append(row)
+                        ran += 1
+                        bar.advance(row)
+            finally:
+                bar.close()
+                for gen in pending:
+                    ray.cancel(gen, force=True)
+        table.close()
+        rows = [r for r in read_table(root / "cells.csv") if r["cell"] in {c.key for c in cells}]
+        write_summary(root, rows)
+        return SweepResult(root, len(cells), ran, len(cells) - len(todo), rows, time.perf_counter() - t0)
+    finally:
+        _unlock(root / ".hetcc-sweep.lock", lock_fd)
+
+
+class _Bar:
+    def __init__(self, console: Any, total: int, show: bool) -> None:
+        self.p = None
+        self.errors = 0
+        if show:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import TimeRemainingColumn
+
+            self.p = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                              TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
+                              console=console, transient=False)
+            self.p.start()
+            self.t = self.p.add_task("sweep", total=total, note="")
+
+    def advance(self, row: Mapping[str, Any]) -> None:
+        self.errors += row.get("status") == "error"
+        if self.p is not None:
+            self.p.update(self.t, advance=1, note=f"{row['model']} {row['planner']}"
+                          + (f" [{self.errors} failed]" if self.errors else ""))
+
+    def close(self) -> None:
+        if self.p is not None:
+            self.p.stop()
+
+
+def _bar(console: Any, total: int, show: bool) -> _Bar:
+    return _Bar(console, total, show)
+
+
+# ---------------------------------------------------------------- summary and plots
+def _num(v: str) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def summarise(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """Per (planner, objective): cells, ok/infeasible/skipped/error counts, median and worst gap,
+    median planner milliseconds."""
+    import statistics
+
+    by: dict[tuple[str, str], list[Mapping[str, str]]] = defaultdict(list)
+    for r in rows:
+        planner = "single:*" if r["planner"].startswith("single:") else r["planner"]
+        by[(planner, r["objective"])].append(r)
+    out = []
+    for (planner, objective), rs in sorted(by.items()):
+        gaps = [g for g in (_num(r["gap_pct"]) for r in rs) if g is not None]
+        secs = [s for s in (_num(r["planner_seconds"]) for r in rs) if s is not None]
+        out.append({"planner": planner, "objective": objective, "cells": len(rs),
+                    **{s: sum(r["status"] == s for r in rs) for s in ("ok", "infeasible", "skipped", "error")},
+                    "median_gap_pct": statistics.median(gaps) if gaps else None,
+                    "max_gap_pct": max(gaps) if gaps else None,
+                    "median_planner_ms": statistics.median(secs) * 1e3 if secs else None})
+    return out
+
+
+def write_summary(root: Path, rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    summary = summarise(rows)
+    with open(root / "summary.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(summary[0]) if summary else ["planner"])
+        w.writeheader()
+        w.writerows([{k: _fmt(v) for k, v in s.items()} for s in summary])
+    _plots(root, rows)
+    return summary
+
+
+def _plots(root: Path, rows: Sequence[Mapping[str, str]]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:                                  # the plot extra is optional
+        return
+    planners = sorted({"single:*" if r["planner"].startswith("single:") else r["planner"] for r in rows})
+    for column, name, label in (("gap_pct", "gap.png", "gap to the reference planner (%)"),
+                                ("planner_seconds", "planner_time.png", "planner time (s, log)")):
+        data = [[v for v in (_num(r[column]) for r in rows
+                             if ("single:*" if r["planner"].startswith("single:") else r["planner"]) == p)
+                 if v is not None] for p in planners]
+        keep = [(p, d) for p, d in zip(planners, data) if d]
+        fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(keep) + 2), 3.5))
+        if keep:
+            ax.boxplot([d for _, d in keep], tick_labels=[p for p, _ in keep], showfliers=True)
+        if column == "planner_seconds" and keep:
+            ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.set_title(f"{len(rows)} cells")
+        fig.tight_layout()
+        fig.savefig(root / name, dpi=100)
+        plt.close(fig)
+
+
+def print_summary(console: Any, result: SweepResult) -> None:
+    from rich.table import Table as RichTable
+
+    t = RichTable(title=f"sweep: {result.cells} cells ({result.ran} run now, {result.skipped_done} "
+                  f"already in the table), {result.seconds:.1f} s")
+    heads = ["planner", "objective", "cells", "ok", "infeasible", "skipped", "error", "median gap %",
+             "max gap %", "median planner ms"]
+    for h in heads:
+        t.add_column(h, justify="left" if h in ("planner", "objective") else "right")
+    for s in summarise(result.rows):
+        t.add_row(s["planner"], s["objective"], *(str(s[k]) for k in ("cells", "ok", "infeasible", "skipped", "error")),
+                  *("-" if s[k] is None else f"{s[k]:.2f}" for k in ("median_gap_pct", "max_gap_pct",
+                                                                    "median_planner_ms")))
+    console.print(t)
+    console.print(f"{result.out / 'cells.csv'} (one row per cell), summary.csv, gap.png, planner_time.png")
+
+
+# ---------------------------------------------------------------- command line
+def add_arguments(parser: Any) -> Any:
+    parser.add_argument("spec", help="the sweep spec (TOML; see examples/sweep.toml)")
+    parser.add_argument("-o", "--output", required=True, help="results directory (cells.csv, summary.csv, plots)")
+    parser.add_argument("--address", help="a Ray cluster to run on: auto or HOST:PORT (default: start Ray here)")
+    parser.add_argument("--workers", type=int, help="CPUs of the embedded Ray (default: all of this machine's)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    return parser
+
+
+def cmd_sweep(args: Any) -> int:
+    from rich.console import Console
+
+    if args.workers is not None and not 1 <= args.workers <= 4096:
+        raise UsageError(f"--workers {args.workers}: give 1 to 4096 CPUs")
+    if args.workers is not None and args.address:
+        raise UsageError("--workers sizes the embedded Ray; a cluster given by --address has its own CPUs")
+    spec = load_spec(args.spec)
+    err = Console(stderr=True)
+    try:
+        result = run_sweep(spec, args.output, address=args.address, workers=args.workers,
+                           progress=not args.quiet and err.is_terminal, console=err)
+    except KeyboardInterrupt:
+        print(f"hetcc: sweep interrupted; finished cells are in {Path(args.output) / 'cells.csv'}: "
+              "run the same command to resume", file=sys.stderr)
+        raise
+    out = Console(width=None if Console().is_terminal else 160)
+    print_summary(out, result)
+    failed = sum(r["status"] == "error" for r in result.rows)
+    if failed:
+        print(f"hetcc: warning: {failed} cell(s) failed; their error is in the table's error column "
+              "(the next run retries them)", file=sys.stderr)
+    return 0
