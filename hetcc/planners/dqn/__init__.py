@@ -21,19 +21,27 @@ class DQNOptions:
     episode: int = field(default=50, metadata={"doc": "restart the walk from the best state every this many steps "
                                               "(0: one walk, as Alg. 1)"})
     patience: int = field(default=0, metadata={"doc": "stop after this many steps without a better state (0: never)"})
-    depth: int = field(default=4, metadata={"doc": "Q-network hidden layers (Table II)"})
-    width: int = field(default=512, metadata={"doc": "units per hidden layer (Table II)"})
-    lr: float = field(default=1e-3, metadata={"doc": "Adam learning rate (Table II)"})
-    gamma: float = field(default=0.9, metadata={"doc": "discount factor (Table II)"})
-    batch_size: int = field(default=32, metadata={"doc": "minibatch size (Table II)"})
+    depth: int = field(default=4, metadata={"doc": "Q-network hidden layers (Table II)",
+                                            "tune": ("choice", [2, 3, 4])})
+    width: int = field(default=512, metadata={"doc": "units per hidden layer (Table II)",
+                                              "tune": ("choice", [128, 256, 512])})
+    lr: float = field(default=1e-3, metadata={"doc": "Adam learning rate (Table II)",
+                                              "tune": ("loguniform", 1e-4, 3e-3)})
+    gamma: float = field(default=0.9, metadata={"doc": "discount factor (Table II)",
+                                                "tune": ("uniform", 0.8, 0.99)})
+    batch_size: int = field(default=32, metadata={"doc": "minibatch size (Table II)",
+                                                  "tune": ("choice", [32, 64, 128])})
     adam_eps: float = field(default=1e-5, metadata={"doc": "Adam epsilon (Table II)"})
     eps_start: float = field(default=1.0, metadata={"doc": "exploration rate at step 0"})
     eps_end: float = field(default=0.05, metadata={"doc": "exploration rate after the decay"})
-    eps_decay: float = field(default=0.5, metadata={"doc": "share of the steps over which epsilon decays linearly"})
+    eps_decay: float = field(default=0.5, metadata={"doc": "share of the steps over which epsilon decays linearly",
+                                                    "tune": ("uniform", 0.2, 0.8)})
     memory: int = field(default=50_000, metadata={"doc": "replay memory capacity (transitions)"})
     warmup: int = field(default=256, metadata={"doc": "transitions collected before training starts"})
-    train_every: int = field(default=4, metadata={"doc": "environment steps per gradient step"})
-    target_update: int = field(default=500, metadata={"doc": "gradient steps between target-network copies"})
+    train_every: int = field(default=4, metadata={"doc": "environment steps per gradient step",
+                                                  "tune": ("choice", [1, 2, 4, 8])})
+    target_update: int = field(default=500, metadata={"doc": "gradient steps between target-network copies",
+                                                      "tune": ("choice", [100, 250, 500, 1000])})
     double_dqn: bool = field(default=True, metadata={"doc": "Double-DQN targets (online argmax, target value)"})
     penalty: float = field(default=100.0, metadata={"doc": "Phi: the reward of a state that misses a limit (Eq. 11)"})
 

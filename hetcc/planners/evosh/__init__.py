@@ -32,10 +32,14 @@ class EvoShOptions:
     steps: int = field(default=200, metadata={"doc": "configurations evaluated (each is a run on the board in EvoSh)"})
     search: Literal["evosh", "evolution", "random", "optimum"] = field(
         default="evosh", metadata={"doc": "evosh; evolution (no shaving); random; optimum (exact, no steps)"})
-    population: int = field(default=20, metadata={"doc": "population size (the initial random draws count as steps)"})
-    subpopulation: int = field(default=10, metadata={"doc": "sampled from the population to pick the two parents"})
-    crossover: float = field(default=0.5, metadata={"doc": "probability of taking each parameter from the first parent"})
-    mutation: float = field(default=0.1, metadata={"doc": "per-parameter mutation probability (+0.05 per re-draw)"})
+    population: int = field(default=20, metadata={"doc": "population size (the initial random draws count as steps)",
+                                                  "tune": ("choice", [10, 20, 40])})
+    subpopulation: int = field(default=10, metadata={"doc": "sampled from the population to pick the two parents",
+                                                     "tune": ("choice", [4, 6, 10])})
+    crossover: float = field(default=0.5, metadata={"doc": "probability of taking each parameter from the first parent",
+                                                    "tune": ("uniform", 0.2, 0.8)})
+    mutation: float = field(default=0.1, metadata={"doc": "per-parameter mutation probability (+0.05 per re-draw)",
+                                                   "tune": ("uniform", 0.02, 0.3)})
     cpu: str = field(default="", metadata={"doc": "the CPU device blocks map to (default: the fastest CPU)"})
     gpu: str = field(default="", metadata={"doc": "the GPU device (default: the fastest GPU)"})
     mapping: str = field(default="gpu", metadata={"doc": "space=hardware: the fixed mapping, gpu, cpu or c/g per block"})

@@ -1,0 +1,297 @@
+"""``hetcc tune PLANNER SPEC.toml -o BEST.toml``: Ray Tune over a planner's options.
+
+The spec names the problems (the sweep's keys: ``models``, ``targets``, ``objectives``,
+``deadlines``, ``power_caps``, ``seeds``) and the search::
+
+    samples = 16                 # trials
+    scheduler = "asha"           # asha | hyperband | fifo (HERTI tunes its DQN with Hyperband)
+    [space]                      # option = {loguniform|uniform|int = [lo, hi]} or {choice = [...]}
+    lr = {loguniform = [1e-4, 3e-3]}
+    [fixed]                      # options every trial uses (e.g. a step budget)
+    steps = 2000
+
+Without ``[space]`` the search space is the planner's own: the options whose dataclass field
+carries ``metadata["tune"]`` (``dqn`` and ``evosh`` declare theirs). The driver analyses every
+(model, target) once, resolves each objective and runs the reference planner (``exact``) once
+per problem; each trial then plans the problems in turn and reports, after each, the median gap
+to the reference so far (an infeasible plan counts as a 100% gap), so ASHA / Hyperband stop poor
+trials after a few problems. The best options go to ``BEST.toml`` as ``key = value`` lines, which
+``hetcc compile --planner-option @BEST.toml`` reads.
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import UsageError
+
+KINDS = ("loguniform", "uniform", "int", "choice")
+SCHEDULERS = ("asha", "hyperband", "fifo")
+INFEASIBLE_GAP = 100.0
+TUNE_KEYS = ("samples", "scheduler", "space", "fixed", "reference")
+
+
+@dataclass
+class TuneSpec:
+    planner: str
+    sweep: Any                                   # the problems, as a SweepSpec
+    samples: int = 16
+    scheduler: str = "asha"
+    space: dict[str, tuple] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    reference: str = "exact"
+
+
+def _dimension(spec_path: Path, name: str, value: Any) -> tuple:
+    """{loguniform = [lo, hi]} -> ("loguniform", lo, hi), {choice = [...]} -> ("choice", [...])."""
+    if isinstance(value, tuple):                              # from the dataclass metadata
+        value = {value[0]: list(value[1:]) if value[0] != "choice" else value[1]}
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in KINDS:
+        raise UsageError(f"{spec_path}: [space] {name}: use one of {', '.join(k + ' = [...]' for k in KINDS)}")
+    kind, args = next(iter(value.items()))
+    if not isinstance(args, list) or not args:
+        raise UsageError(f"{spec_path}: [space] {name}: {kind} needs a list")
+    if kind == "choice":
+        return ("choice", list(args))
+    if len(args) != 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a)
+                                 for a in args) or not args[0] < args[1]:
+        raise UsageError(f"{spec_path}: [space] {name}: {kind} needs [lo, hi] with lo < hi, got {args}")
+    if kind == "loguniform" and args[0] <= 0:
+        raise UsageError(f"{spec_path}: [space] {name}: loguniform needs lo > 0")
+    if kind == "int" and not all(isinstance(a, int) for a in args):
+        raise UsageError(f"{spec_path}: [space] {name}: int needs integer bounds")
+    return (kind, *args)
+
+
+def load_tune_spec(planner: str, path: str | os.PathLike) -> TuneSpec:
+    """The problems (validated as a sweep spec) and the search; one-line errors naming the key."""
+    from .planners.registry import get_spec, option_fields, parse_options
+    from .sweep import parse_spec
+
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise UsageError(f"cannot read tune spec {p}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    ps = get_spec(planner)
+    if ps.kind != "model" or ps.exact:
+        raise UsageError(f"planner {planner!r} has nothing to tune (it is {'exact' if ps.exact else 'a ' + ps.kind} "
+                         "planner); tune a search or learning planner such as dqn, evosh or random")
+    problems = {k: v for k, v in doc.items() if k not in TUNE_KEYS and k != "planners"}
+    sweep = parse_spec(problems | {"planners": [ps.name]}, p)      # the problems: a sweep of one planner
+    samples = doc.get("samples", 16)
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000:
+        raise UsageError(f"{p}: 'samples' must be an integer from 1 to 10000")
+    scheduler = doc.get("scheduler", "asha")
+    if scheduler not in SCHEDULERS:
+        raise UsageError(f"{p}: 'scheduler' {scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
+    fields = {name: meta for name, meta in
+              ((f.name, f.metadata) for f in __import__("dataclasses").fields(ps.options))}
+    declared = {n: m["tune"] for n, m in fields.items() if "tune" in m}
+    raw_space = doc.get("space", declared)
+    if not isinstance(raw_space, dict):
+        raise UsageError(f"{p}: [space] must be a table of option = {{kind = [...]}}")
+    if not raw_space:
+        raise UsageError(f"{p}: planner {ps.name!r} declares no tunable options; give a [space] table, "
+                         f"e.g. [space] {next(iter(fields), 'option')} = {{choice = [...]}}")
+    space = {}
+    for name, value in raw_space.items():
+        if name not in fields:
+            raise UsageError(f"{p}: [space] {name}: planner {ps.name!r} has no such option; its options: "
+                             f"{', '.join(n for n, *_ in option_fields(ps))}")
+        space[name] = _dimension(p, name, value)
+    fixed = doc.get("fixed", {})
+    if not isinstance(fixed, dict):
+        raise UsageError(f"{p}: [fixed] must be a table of option = value")
+    clash = sorted(set(fixed) & set(space))
+    if clash:
+        raise UsageError(f"{p}: option {clash[0]!r} is both in [space] and [fixed]")
+    parse_options(ps, fixed)                            # unknown keys / bad values: one line
+    reference = doc.get("reference", "exact")
+    get_spec(reference)
+    return TuneSpec(ps.name, sweep, samples, scheduler, space, fixed, reference)
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    problem: Any
+    objective: Any
+    reference: float | None
+
+
+def prepare_problems(spec: TuneSpec, console: Any = None) -> list[Problem]:
+    """Analyse each (model, target) once; resolve every objective; the reference value of each."""
+    from .api import analyse, resolve_model
+    from .errors import HetccError
+
+    sw = spec.sweep
+    out = []
+    for model in sw.models:
+        path = str(sw.model_paths.get(model) or resolve_model(model, None, 0))
+        for target in sw.targets:
+            a = analyse(path, sw._target_arg(target), max_cut_tensors=sw.max_cut_tensors)
+            for objective in sw.objectives:
+                for deadline in sw.deadlines:
+                    for cap in sw.power_caps:
+                        try:
+                            obj = a.objective(objective, None if deadline == "none" else deadline,
+                                              None if cap == "none" else cap)
+                            ref = a.plan(obj, planner=spec.reference)
+                            value = obj.value(ref.latency_ms, ref.energy_mj)
+                        except HetccError:                # does not apply here: not a problem
+                            continue
+                        out.append(Problem(f"{model}@{target}/{objective}/{deadline}/{cap}", a.problem, obj, value))
+    if not out:
+        raise UsageError("no problem of the spec has a feasible reference plan; widen deadlines or caps")
+    return out
+
+
+def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], seeds: list[int],
+             report: Any = None) -> float:
+    """The median gap (%) of ``planner`` with ``options`` over the problems (x seeds); calls
+    ``report({"gap": median so far, "problems": n})`` after each."""
+    from .errors import HetccError, InfeasibleError
+    from .planners import PlanContext
+    from .planners import plan as run_planner
+
+    gaps: list[float] = []
+    for pr in problems:
+        for seed in seeds:
+            try:
+                plan = run_planner(pr.problem, pr.objective, planner, dict(options), PlanContext(seed),
+                                   allow_infeasible=True)
+                value = pr.objective.value(plan.latency_ms, plan.energy_mj)
+                gap = (value - pr.reference) / pr.reference * 100.0 if plan.feasible else INFEASIBLE_GAP
+            except InfeasibleError:
+                gap = INFEASIBLE_GAP
+            except HetccError:                          # options the planner refuses: worst
+                gap = INFEASIBLE_GAP
+            gaps.append(max(gap, 0.0))
+            if report is not None:
+                report({"gap": statistics.median(gaps), "problems": len(gaps)})
+    return statistics.median(gaps)
+
+
+def _search_space(space: Mapping[str, tuple]) -> dict[str, Any]:
+    from ray import tune
+
+    out = {}
+    for name, (kind, *args) in space.items():
+        out[name] = {"loguniform": lambda a: tune.loguniform(*a), "uniform": lambda a: tune.uniform(*a),
+                     "int": lambda a: tune.randint(a[0], a[1] + 1), "choice": lambda a: tune.choice(a[0])}[kind](args)
+    return out
+
+
+def _trainable(config: dict[str, Any], planner: str, fixed: dict, problems: list, seeds: list) -> None:
+    from ray import tune
+
+    evaluate(planner, {**fixed, **config}, problems, seeds, report=tune.report)
+
+
+@dataclass
+class TuneResult:
+    best: dict[str, Any]
+    best_gap: float
+    default_gap: float
+    trials: int
+    stopped_early: int
+    problems: int
+    seconds: float
+
+
+def run_tune(spec: TuneSpec, *, address: str | None = None, workers: int | None = None, seed: int = 0,
+             console: Any = None) -> TuneResult:
+    from .sweep import init_ray
+
+    t0 = time.perf_counter()
+    problems = prepare_problems(spec, console)
+    default_gap = evaluate(spec.planner, spec.fixed, problems, spec.sweep.seeds)
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")      # no experiment banner (verbose=0 is honoured)
+    init_ray(address, workers)
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    n = len(problems) * len(spec.sweep.seeds)
+    scheduler = {"asha": lambda: ASHAScheduler(time_attr="problems", max_t=n, grace_period=min(2, n),
+                                               reduction_factor=2),
+                 "hyperband": lambda: HyperBandScheduler(time_attr="problems", max_t=n, reduction_factor=2),
+                 "fifo": FIFOScheduler}[spec.scheduler]()
+    with tempfile.TemporaryDirectory(prefix="hetcc-tune-") as storage:   # Tune's trial logs: not kept
+        tuner = tune.Tuner(
+            tune.with_parameters(_trainable, planner=spec.planner, fixed=spec.fixed, problems=problems,
+                                 seeds=spec.sweep.seeds),
+            param_space=_search_space(spec.space),
+            tune_config=tune.TuneConfig(metric="gap", mode="min", num_samples=spec.samples, scheduler=scheduler,
+                                        search_alg=BasicVariantGenerator(random_state=seed)),
+            run_config=tune.RunConfig(storage_path=storage, name="hetcc-tune", verbose=0),
+        )
+        grid = tuner.fit()
+        errors = [r.error for r in grid if r.error is not None]
+        if errors and len(errors) == len(grid):
+            raise RuntimeError(f"every trial failed; the first: {errors[0]}")
+        best = grid.get_best_result(metric="gap", mode="min", scope="last")
+        finished = sum(1 for r in grid if r.metrics and r.metrics.get("problems") == n)
+        # the best trial's options re-measured on every problem (a stopped trial saw only some)
+        best_config = {**spec.fixed, **best.config}
+    best_gap = evaluate(spec.planner, best_config, problems, spec.sweep.seeds)
+    return TuneResult(best_config, best_gap, default_gap, len(grid), len(grid) - finished, n,
+                      time.perf_counter() - t0)
+
+
+def write_best(path: Path, planner: str, result: TuneResult) -> None:
+    """``key = value`` lines (TOML) that ``--planner-option @path`` reads."""
+    from .fsutil import atomic_write_text
+
+    lines = [f"# hetcc tune {planner}: median gap {result.best_gap:.3f}% over {result.problems} problems "
+             f"(defaults: {result.default_gap:.3f}%), {result.trials} trials"]
+    for k, v in sorted(result.best.items()):
+        if isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        elif isinstance(v, (int, float)):
+            lines.append(f"{k} = {v!r}")
+        else:
+            lines.append(f'{k} = "{v}"')
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- command line
+def add_arguments(parser: Any) -> Any:
+    parser.add_argument("planner", help="the planner whose options to tune (dqn, evosh, random, ...)")
+    parser.add_argument("spec", help="problems and search space (TOML; see examples/tune.toml)")
+    parser.add_argument("-o", "--output", required=True, help="where to write the best options (TOML)")
+    parser.add_argument("--samples", type=int, help="trials (overrides the spec's samples)")
+    parser.add_argument("--address", help="a Ray cluster: auto or HOST:PORT (default: start Ray here)")
+    parser.add_argument("--workers", type=int, help="CPUs of the embedded Ray (default: all)")
+    return parser
+
+
+def cmd_tune(args: Any) -> int:
+    from rich.console import Console
+
+    spec = load_tune_spec(args.planner, args.spec)
+    if args.samples is not None:
+        if not 1 <= args.samples <= 10_000:
+            raise UsageError(f"--samples {args.samples}: give 1 to 10000 trials")
+        spec.samples = args.samples
+    out = Path(args.output)
+    if out.is_dir():
+        raise UsageError(f"-o {out}: a directory; name the TOML file to write")
+    result = run_tune(spec, address=args.address, workers=args.workers)
+    write_best(out, spec.planner, result)
+    Console(stderr=False).print(
+        f"{spec.planner}: median gap to {spec.reference} {result.best_gap:.3f}% with the best options "
+        f"(defaults {result.default_gap:.3f}%) over {result.problems} problems; {result.trials} trials, "
+        f"{result.stopped_early} stopped early by {spec.scheduler}; {result.seconds:.1f} s\nwrote {out}: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(result.best.items())), highlight=False)
+    print(f"use it: hetcc compile MODEL --planner {spec.planner} --planner-option @{out}", file=sys.stderr)
+    return 0
