@@ -147,13 +147,6 @@ def _strings(doc: Mapping[str, Any], key: str, spec: Path, default: list[str] | 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep spec; every problem is a one-line UsageError naming the key."""
-    from . import zoo
-    from .api import parse_deadline, parse_power
-    from .errors import HetccError
-    from .planners import METRICS
-    from .planners.registry import get_spec, parse_options, split_name
-    from .targets import load_target
-
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -165,6 +158,18 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
         raise _fail(p, f"not valid TOML ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return parse_spec(doc, p)
+
+
+def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
+    """A sweep spec from its TOML document; ``p`` names it in errors and anchors relative paths."""
+    from . import zoo
+    from .api import parse_deadline, parse_power
+    from .errors import HetccError
+    from .planners import METRICS
+    from .planners.registry import get_spec, parse_options, split_name
+    from .targets import load_target
+
     unknown = sorted(set(doc) - set(SPEC_KEYS))
     if unknown:
         raise _fail(p, f"unknown key {unknown[0]!r}; keys: {', '.join(SPEC_KEYS)}")
