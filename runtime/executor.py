@@ -51,6 +51,24 @@ def _usable_cores() -> set[int]:
         return set(range(os.cpu_count() or 1))
 
 
+def _thread_cap() -> int:
+    """The most intra-op threads a session may ask for here: 4 x the CPUs (ORT starts them all at
+    session creation; 20000 of them take minutes and gigabytes)."""
+    return 4 * max(1, os.cpu_count() or 1)
+
+
+def check_threads(threads: Any, shown: str) -> None:
+    """ManifestError unless ``runtime.intra_op_num_threads`` is null or in [1, 4 x the CPUs here]."""
+    cap = _thread_cap()
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cap:
+        raise ManifestError(
+            f"{shown}: runtime.intra_op_num_threads = {threads!r} is not in [1, {cap}] (4 x the "
+            f"{max(1, os.cpu_count() or 1)} CPUs here); set it to null (one thread per usable core) or a number "
+            "in that range")
+
+
 def _default_threads() -> int:
     return max(1, len(_usable_cores()))
 
@@ -73,6 +91,8 @@ def make_session_options(
         runtime = to_json(runtime)
     so = ort.SessionOptions()
     threads = runtime.get("intra_op_num_threads") or None
+    if threads is not None:
+        check_threads(threads, label or "runtime")
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = _OPT_LEVELS[runtime.get("graph_optimization_level", "all")]
@@ -167,6 +187,7 @@ class Pipeline:
             except Exception as e:  # onnxruntime raises its own exception types
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ManifestError(f"{shown}: onnxruntime cannot load this slice ({first})") from e
+            _check_signature(sess, sl, shown)
             actual = sess.get_providers()[0]
             if actual != provider:
                 if opts.strict_providers:
@@ -359,6 +380,7 @@ class Executor:
         _hardware: Hardware | None = None,
     ) -> None:
         manifest, root, shown = read_manifest(artifact_dir)
+        check_threads(manifest.runtime.intra_op_num_threads, shown)
         owner = _hardware is None and apply_hardware   # a workload's models apply theirs when they run
         if owner:
             _hardware = Hardware(sysfs_root)
@@ -546,6 +568,41 @@ class Executor:
         devices = ", ".join(f"{sl.device}:{p}" for sl, p in zip(pipe.slices, pipe.providers))
         more = f", variant {self.variant!r} of {len(self.variants)}" if len(self.variants) > 1 else ""
         return f"Executor({str(self.artifact_dir)!r}, {len(pipe.slices)} slice(s): {devices}{more})"
+
+
+#: onnxruntime's type strings as the manifest's dtype names
+_ORT_DTYPES = {f"tensor({t})": n for t, n in (
+    ("float16", "float16"), ("float", "float32"), ("double", "float64"), ("int8", "int8"), ("int16", "int16"),
+    ("int32", "int32"), ("int64", "int64"), ("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"),
+    ("uint64", "uint64"), ("bool", "bool"))}
+
+
+def _check_signature(sess: Any, sl: SliceSpec, shown: str) -> None:
+    """The slice file's inputs and outputs are the ones the manifest lists (name, dtype, static
+    shape): the sha256 vouches for the file, not for the manifest around it, and a feed built from
+    a tampered shape would fail inside onnxruntime or allocate whatever the manifest says."""
+    def table(args: Any) -> dict[str, tuple[str, list]]:
+        return {a.name: (_ORT_DTYPES.get(a.type, a.type), list(a.shape)) for a in args}
+
+    for what, listed, actual in (("input", sl.inputs, table(sess.get_inputs())),
+                                 ("output", sl.outputs, table(sess.get_outputs()))):
+        for spec in listed:
+            got = actual.get(spec.name)
+            if got is None:
+                raise ManifestError(f"{shown}: the manifest lists {what} {spec.name!r} of slice {sl.id}, which the "
+                                    f"slice file does not have ({', '.join(actual) or 'none'}); the manifest was "
+                                    "modified — recompile")
+            dtype, shape = got
+            same_shape = len(shape) == len(spec.shape) and all(
+                not isinstance(d, int) or d == e for d, e in zip(shape, spec.shape))
+            if dtype != spec.dtype or not same_shape:
+                raise ManifestError(f"{shown}: {what} {spec.name!r} is {spec.dtype}{list(spec.shape)} in the manifest "
+                                    f"but {dtype}{shape} in the slice file; the manifest was modified — recompile")
+        if what == "input":
+            missing = sorted(set(actual) - {spec.name for spec in listed})
+            if missing:
+                raise ManifestError(f"{shown}: the slice file reads input {missing[0]!r}, which the manifest does "
+                                    f"not list for slice {sl.id}; the manifest was modified — recompile")
 
 
 def _stringify_options(options: Mapping[str, Any]) -> dict:

@@ -30,6 +30,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -87,6 +88,28 @@ SCHEMA_FILE = Path(__file__).with_name("manifest.schema.json")
 #: what codegen turns variant and model names into for file and directory names
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
+#: where a hardware control may point: a path under /sys with no '.', '..' or empty parts and no
+#: control characters (the runtime writes numbers there as root: nothing else may be a target)
+SYSFS_PATTERN = r"^/sys(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f]+)+$"
+
+# Limits checked before a manifest is parsed or validated (docs/limits-artifacts.md), so that a
+# hostile or damaged manifest is refused in milliseconds instead of minutes and gigabytes.
+#: the largest manifest.json read (a real one is a few hundred KB even with many variants)
+MAX_MANIFEST_BYTES = 16 << 20
+#: the largest costs.json read (cost tables of a large model on a board with many states)
+MAX_COSTS_BYTES = 64 << 20
+#: JSON nesting depth (a manifest nests about 9 deep; planner options and stats add a few)
+MAX_JSON_DEPTH = 32
+#: digits of a JSON integer (a 64-bit value has at most 20)
+MAX_INT_DIGITS = 20
+#: slices of one variant, variants of a model artifact, models of a workload
+MAX_SLICES = 4096
+MAX_VARIANTS = 64
+MAX_WORKLOAD_MODELS = 64
+#: a manifest listing more slice files than this is read only if the artifact holds as many files
+FILES_CHECKED_ABOVE = 256
+#: runtime.intra_op_num_threads; the runtime also refuses more than 4 x the CPUs it runs on
+MAX_THREADS = 1024
 
 DType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64",
                 "uint8", "uint16", "uint32", "uint64", "bool"]
@@ -192,7 +215,7 @@ class ModelInfo(_Record):
     outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
 
 
-_SYSFS_PATH = _meta(pattern="^/")
+_SYSFS_PATH = _meta("a path under /sys (no '.' or '..' parts)", pattern=SYSFS_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -242,7 +265,7 @@ class RuntimeInfo(_Record):
 
     allow_spinning: bool = False
     graph_optimization_level: Literal["all", "extended", "basic", "disable"] = "all"
-    intra_op_num_threads: int | None = field(default=None, metadata=_meta(minimum=1))
+    intra_op_num_threads: int | None = field(default=None, metadata=_meta(minimum=1, maximum=MAX_THREADS))
 
 
 @dataclass(frozen=True)
@@ -436,19 +459,30 @@ class _Mismatch(Exception):
     """A value does not have the type (used to try the arms of a union)."""
 
 
+def _matches(pattern: str, value: str) -> bool:
+    """JSON Schema's pattern match, where an end-anchored pattern's '$' does not match before a
+    trailing newline (Python's '$' does)."""
+    return (re.fullmatch if pattern.endswith("$") else re.search)(pattern, value) is not None
+
+
 def _check_constraints(value: Any, meta: Mapping[str, Any], source: str, path: list) -> None:
     if isinstance(value, str):
         if "minLength" in meta and len(value) < meta["minLength"]:
             raise _error(source, path, "must not be empty" if meta["minLength"] == 1
                          else f"shorter than {meta['minLength']}")
         pattern = meta.get("pattern")
-        if pattern and not re.search(pattern, value):
+        if pattern and not _matches(pattern, value):
             if pattern == SHA256_PATTERN:
                 raise _error(source, path, f"{_short(value)} is not a lowercase hex sha256 (64 digits)")
+            if pattern == SYSFS_PATTERN:
+                raise _error(source, path, f"{_short(value)} is not a path under /sys without '.' or '..' "
+                             "parts (the runtime writes nowhere else); recompile with a valid target file")
             raise _error(source, path, f"{_short(value)} does not match {pattern}")
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in meta and value < meta["minimum"]:
-            raise _error(source, path, f"{_short(value)} is below the minimum {meta['minimum']}")
+            raise _error(source, path, f"{_short(value)} is below the minimum {meta['minimum']}; recompile")
+        if "maximum" in meta and value > meta["maximum"]:
+            raise _error(source, path, f"{_short(value)} is above the maximum {meta['maximum']}; recompile")
     elif isinstance(value, (list, tuple)):
         if "minItems" in meta and len(value) < meta["minItems"]:
             raise _error(source, path, f"needs at least {meta['minItems']} item(s), got {len(value)}")
@@ -557,7 +591,7 @@ def _required(f: dataclasses.Field) -> bool:
 # the JSON Schema, generated
 
 
-_CONSTRAINT_KEYS = ("minimum", "minLength", "minItems", "pattern")
+_CONSTRAINT_KEYS = ("minimum", "maximum", "minLength", "minItems", "pattern")
 
 
 def _schema_of(tp: Any, meta: Mapping[str, Any], defs: dict) -> dict:
@@ -656,6 +690,9 @@ def load_schema() -> dict:
 
 
 def _check_relative_path(rel: str, source: str, key: list) -> None:
+    if re.search(r"[\x00-\x1f\x7f]", rel):
+        raise _error(source, key, f"{rel!r} holds a control character (NUL, newline, ...), which no file "
+                     "hetcc writes has; the manifest is damaged, recompile")
     bad = (
         "\\" in rel
         or rel.startswith("/")
@@ -806,9 +843,54 @@ def parse_manifest(doc: Any, source: str = MANIFEST_NAME) -> Manifest:
         raise ManifestError(
             f"{source}: schema: {_short(schema_id)} is not supported by this runtime "
             f"(it reads {SCHEMA_ID}); recompile with this hetcc version")
+    _check_counts(doc, source)
     manifest = _parse(Manifest, doc, source, [], {})
     _check_consistency(manifest, source)
     return manifest
+
+
+def _check_counts(doc: dict, source: str) -> None:
+    """The cheap limits, before the typed parse: MAX_VARIANTS, MAX_SLICES per variant,
+    MAX_WORKLOAD_MODELS (what is not a dict or list here is left to the parse to name)."""
+    variants = doc.get("variants")
+    if isinstance(variants, dict):
+        if len(variants) > MAX_VARIANTS:
+            raise _error(source, ["variants"], f"{len(variants)} variants; at most {MAX_VARIANTS} are read "
+                         "(hetcc compile --variants writes one per planner); the manifest is damaged, recompile")
+        for name, v in variants.items():
+            slices = v.get("slices") if isinstance(v, dict) else None
+            if isinstance(slices, list) and len(slices) > MAX_SLICES:
+                raise _error(source, ["variants", name, "slices"],
+                             f"{len(slices)} slices; at most {MAX_SLICES} are read (a plan has at most one "
+                             "per layer, and far fewer in practice); the manifest is damaged, recompile")
+    workload = doc.get("workload")
+    models = workload.get("models") if isinstance(workload, dict) else None
+    if isinstance(models, list) and len(models) > MAX_WORKLOAD_MODELS:
+        raise _error(source, ["workload", "models"], f"{len(models)} models; at most {MAX_WORKLOAD_MODELS} "
+                     "are read; the manifest is damaged, recompile")
+
+
+def _listed_files(doc: Any) -> set[str]:
+    """The slice and data files a raw (unvalidated) manifest lists, as written."""
+    out: set[str] = set()
+    variants = doc.get("variants") if isinstance(doc, dict) else None
+    for v in variants.values() if isinstance(variants, dict) else ():
+        for sl in (v.get("slices") if isinstance(v, dict) else None) or ():
+            if isinstance(sl, dict):
+                out.add(str(sl.get("file")))
+                if isinstance(sl.get("data"), dict):
+                    out.add(str(sl["data"].get("file")))
+    return out
+
+
+def _count_files(root: Path, enough: int) -> int:
+    """Regular files under ``root`` (symlinks not followed), counting no further than ``enough``."""
+    n = 0
+    for _dirpath, _dirs, files in os.walk(root):
+        n += len(files)
+        if n >= enough:
+            break
+    return n
 
 
 def validate_manifest(doc: Any, source: str = MANIFEST_NAME) -> None:
@@ -871,18 +953,93 @@ def artifact_file(root: str | os.PathLike, name: str, shown: str | None = None) 
     return full
 
 
-def read_json(path: Path, shown: str) -> Any:
-    """A JSON file of an artifact; ManifestError naming ``shown`` when unreadable or not JSON."""
+class _Refused(ValueError):
+    """A JSON value read_json does not accept (not finite, an integer too long)."""
+
+
+def _finite(text: str) -> float:
+    x = float(text)
+    if x in (math.inf, -math.inf):
+        raise _Refused(f"{text} is out of range for a number (it would read as infinity)")
+    return x
+
+
+def _short_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Refused(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _constant(text: str) -> Any:
+    raise _Refused(f"{text} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+def _printable(text: str) -> bool:
+    """No NUL and no lone surrogate (a JSON escape such as \\ud800 that no encoder can print)."""
+    if text.isascii():
+        return "\x00" not in text
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{shown}: cannot read ({e}); recompile") from None
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
+def _check_tree(doc: Any, shown: str) -> None:
+    """Refuse a document nested deeper than MAX_JSON_DEPTH or holding a string with a NUL or a lone
+    surrogate (iteratively: no recursion to blow)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            bad = next((k for k in value if not _printable(k)), None)
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            bad, children = None, value
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise ManifestError(f"{shown}: nested more than {MAX_JSON_DEPTH} levels deep; no file hetcc "
+                                "writes is; the file is damaged, recompile")
+        for v in children:
+            if isinstance(v, (dict, list)):
+                stack.append((v, depth + 1))
+            elif isinstance(v, str) and bad is None and not _printable(v):
+                bad = v
+        if bad is not None:
+            raise ManifestError(f"{shown}: the string {_short(bad)} holds a NUL or an unpaired surrogate (\\ud800), "
+                                "which hetcc never writes; the file is damaged, recompile")
+
+
+def read_json(path: Path, shown: str, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
+    """A JSON file of an artifact; ManifestError naming ``shown`` when unreadable, larger than
+    ``max_bytes``, not JSON, nested deeper than MAX_JSON_DEPTH, or holding a number that is not
+    finite (NaN, Infinity, 1e999: Python's json accepts them) or an integer over MAX_INT_DIGITS."""
     try:
-        return json.loads(text)
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)   # never more, whatever the file (or /dev/zero) holds
+    except OSError as e:
+        raise ManifestError(f"{shown}: cannot read ({e.strerror or e}); recompile") from None
+    if len(data) > max_bytes:
+        raise ManifestError(f"{shown}: larger than {max_bytes >> 20} MiB, far more than hetcc writes; "
+                            "the file is damaged or not hetcc's, recompile")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ManifestError(f"{shown}: not UTF-8 text (byte {e.start}); the file is damaged, recompile") from None
+    try:
+        doc = json.loads(text, parse_float=_finite, parse_int=_short_int, parse_constant=_constant)
     except json.JSONDecodeError as e:
         raise ManifestError(
             f"{shown}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); the file is damaged, recompile"
         ) from None
+    except _Refused as e:
+        raise ManifestError(f"{shown}: {e}; the file is damaged, recompile") from None
+    except RecursionError:
+        raise ManifestError(f"{shown}: nested more than {MAX_JSON_DEPTH} levels deep; no file hetcc writes is; "
+                            "the file is damaged, recompile") from None
+    _check_tree(doc, shown)
+    return doc
 
 
 def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]:
@@ -893,6 +1050,12 @@ def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]
     if not mpath.is_file():
         raise ManifestError(f"{artifact_dir}: no {MANIFEST_NAME}; is this a hetcc compile output directory?")
     doc = read_json(mpath, shown)
+    listed = _listed_files(doc)
+    if len(listed) > FILES_CHECKED_ABOVE:   # cheap before the parse: are those files even there?
+        present = _count_files(root, len(listed))
+        if present < len(listed):
+            raise ManifestError(f"{shown}: lists {len(listed)} slice files but the artifact holds {present} "
+                                "files; it is damaged or not hetcc's, recompile")
     manifest = parse_manifest(doc, shown)
     for vname, variant in manifest.variants.items():
         for i, sl in enumerate(variant.slices):
