@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import math
 import re
 import sys
 import tempfile
@@ -29,6 +30,18 @@ from .program import COSTS, PLAN, Program
 _NUM = r"(\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 #: HERTI Eq. 12: deadline = T_best + zeta * (T_energy_opt - T_best)
 DEADLINE_PRESETS = {"short": 0.25, "medium": 0.5, "long": 1.0}
+#: limits of the command-line values (docs/limits.md, "Command-line values")
+DEADLINE_MAX_MS = 86_400_000.0      # one day
+DEADLINE_FACTOR_MAX = 1000.0        # "<k>x" the fastest plan
+POWER_CAP_MAX_MW = 100_000_000.0    # 100 kW
+SEED_MAX = 2**32 - 1
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int in [0, 2**32 - 1] (what numpy's generators take); UsageError otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise UsageError(f"--seed {seed!r}: give an integer from 0 to {SEED_MAX} (2**32-1)")
+    return seed
 
 
 def parse_deadline(text: str | float | None) -> tuple[float | None, str | None]:
@@ -43,16 +56,22 @@ def parse_deadline(text: str | float | None) -> tuple[float | None, str | None]:
             return None, t
         m = re.fullmatch(rf"({_NUM})\s*x", t)
         if m:
-            if not float(m.group(1)) >= 1.0:
-                raise UsageError(f"--deadline {text!r}: a relative deadline is at least 1x the fastest plan")
-            return None, f"{float(m.group(1)):g}x"
+            factor = float(m.group(1))
+            if not 1.0 <= factor <= DEADLINE_FACTOR_MAX:   # also inf from 1e999x
+                raise UsageError(f"--deadline {text!r}: a relative deadline is at least 1x and at "
+                                 f"most {DEADLINE_FACTOR_MAX:g}x the fastest plan, e.g. 1.3x")
+            return None, f"{factor:g}x"
         m = re.fullmatch(rf"({_NUM})\s*(ms|s|us)?", t)
         if not m:
             raise UsageError(f"malformed --deadline {text!r}; use e.g. 170ms, 0.17s, 170 (ms), "
                              "short|medium|long or 1.3x (relative to the fastest plan)")
         value = float(m.group(1)) * {"ms": 1.0, "s": 1e3, "us": 1e-3, None: 1.0}[m.group(3)]
-    if not value > 0:
-        raise UsageError(f"--deadline must be positive, got {text!r}")
+    if not math.isfinite(value):
+        raise UsageError(f"--deadline {text!r} is not a finite number; give at most 1 day "
+                         f"({DEADLINE_MAX_MS:.0f} ms), e.g. 170ms")
+    if not 0 < value <= DEADLINE_MAX_MS:
+        raise UsageError(f"--deadline {text!r} is out of range; give more than 0 and at most 1 day "
+                         f"({DEADLINE_MAX_MS:.0f} ms), e.g. 170ms")
     return value, None
 
 
@@ -87,8 +106,12 @@ def parse_power(text: str | float | None) -> float | None:
         if not m:
             raise UsageError(f"malformed --power-cap {text!r}; use e.g. 5W, 5000mW or 5 (W)")
         value = float(m.group(1)) * (1.0 if (m.group(3) or "W").lower() == "mw" else 1e3)
-    if not value > 0:
-        raise UsageError(f"--power-cap must be positive, got {text!r}")
+    if not math.isfinite(value):
+        raise UsageError(f"--power-cap {text!r} is not a finite number; give at most 100 kW "
+                         f"({POWER_CAP_MAX_MW / 1e3:.0f} W), e.g. 5W")
+    if not 0 < value <= POWER_CAP_MAX_MW:
+        raise UsageError(f"--power-cap {text!r} is out of range; give more than 0 and at most 100 kW "
+                         f"({POWER_CAP_MAX_MW / 1e3:.0f} W), e.g. 5W")
     return value
 
 
@@ -211,7 +234,7 @@ class Analysis:
             from .paths import cache_dir as root
 
             cache_dir = root() / "planners"
-        ctx = PlanContext(seed, budget=budget, progress=progress, cache_dir=cache_dir)
+        ctx = PlanContext(check_seed(seed), budget=budget, progress=progress, cache_dir=cache_dir)
         return run_planner(self.problem_at(hardware), obj, planner, options, ctx, allow_infeasible=allow_infeasible)
 
     def emit(self, plans: Plan | Mapping[str, Plan], output_dir: str | Path, *,
@@ -233,8 +256,12 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     from .pipeline import PLAN_PASSES, analysis_passes
     from .targets import load_target
 
-    if max_cut_tensors < 1:
-        raise UsageError("--max-cut-tensors must be at least 1")
+    if isinstance(max_cut_tensors, bool) or not isinstance(max_cut_tensors, int) or max_cut_tensors < 1:
+        raise UsageError(f"--max-cut-tensors {max_cut_tensors!r}: give an integer of at least 1 (default 1)")
+    if profile_repeats is not None and (isinstance(profile_repeats, bool) or not isinstance(profile_repeats, int)
+                                        or profile_repeats < 1):
+        raise UsageError(f"--profile-repeats {profile_repeats!r}: give an integer of at least 1 (or none: adaptive)")
+    check_seed(seed)
     tgt = target if hasattr(target, "states") else load_target(target)
     passes = analysis_passes(tgt, max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats,
                              profile_cache=profile_cache)
@@ -372,7 +399,7 @@ def _dump(program: Program, pass_name: str) -> None:
         if dataclasses.is_dataclass(o):
             return {f.name: enc(getattr(o, f.name)) for f in dataclasses.fields(o)}
         if isinstance(o, np.ndarray):
-            return o.tolist()
+            return enc(o.tolist())        # inf/nan items become null (strict JSON)
         if isinstance(o, dict):
             return {str(k): enc(v) for k, v in o.items()}
         if isinstance(o, (list, tuple, set, frozenset)):
@@ -386,4 +413,4 @@ def _dump(program: Program, pass_name: str) -> None:
         return repr(o)
 
     path = Path(f"hetcc-dump-{pass_name}.json")
-    path.write_text(json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1))
+    path.write_text(json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1, allow_nan=False))

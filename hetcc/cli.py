@@ -4,7 +4,6 @@ Exit codes: 0 ok, 1 internal error, 2 bad usage or bad input, 3 no feasible plan
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
@@ -13,8 +12,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .cli_artifact import _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
+from .cli_artifact import (SEED_MAX, _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run,
+                           float_in, int_in, json_text)
 from .errors import UsageError, is_user_error
+
+#: command-line limits (docs/limits.md, "Command-line values")
+BUDGET_SECONDS_MAX = 86_400.0          # one day
+BUDGET_STEPS_MAX = 10**9
+MAX_CUT_TENSORS_MAX = 1024
+PROFILE_REPEATS_MAX = 1000             # 10 s of profiling per layer
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +38,17 @@ def _budget(args: argparse.Namespace) -> Any:
         return Budget(steps=args.budget_steps, seconds=args.budget_seconds)
     except ValueError as exc:
         raise UsageError(f"--budget-steps/--budget-seconds: {exc}") from None
+
+
+def _check_planner_options(planner: str, options: dict[str, str], variants: str | None) -> None:
+    """Parse --planner-option values against a named planner's options now, before the model is
+    loaded (``auto`` is resolved from the objective later; the same check runs then)."""
+    from .planners import get_spec
+    from .planners.registry import parse_options, split_name
+
+    if planner != "auto" and not variants:
+        spec = get_spec(planner)
+        parse_options(spec, split_name(planner, spec, options))
 
 
 def _plan_line(plan: Any, states: Any) -> str:
@@ -58,17 +75,20 @@ def _plan_summary(plan: Any, states: Any, has_power: bool) -> dict:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .api import compile as hetcc_compile, compile_workload, parse_hardware
+    from .api import compile as hetcc_compile, compile_workload, parse_deadline, parse_hardware, parse_power
     from .frontend import parse_input_shapes
     from .planners import default_progress, parse_option_args
 
+    parse_deadline(args.deadline)   # refuse a bad --deadline / --power-cap before loading anything
+    parse_power(args.power_cap)
+    options = parse_option_args(args.planner_option)
+    _check_planner_options(args.planner, options, args.variants)
     console = _console(stderr=args.json)
     progress = default_progress(quiet=args.quiet or args.json)
     on_pass = None
     if args.verbose:
         def on_pass(t: Any) -> None:
             console.print(f"  [dim]pass[/dim] {t.name:<10} {t.seconds * 1e3:9.1f} ms  {t.summary}")
-    options = parse_option_args(args.planner_option)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     common = dict(objective=args.objective, deadline_ms=args.deadline, power_cap_mw=args.power_cap,
                   planner=args.planner, planner_options=options, output_dir=args.output, seed=args.seed,
@@ -86,12 +106,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     has_power = result.target.has_power_model
     out = args.output
     if args.json:
-        print(json.dumps({"model": result.program.name, "target": result.target.name,
-                          **result.objective.to_json(), "layers": result.analysis.problem.num_layers,
-                          **_plan_summary(result.plan, states, has_power),
-                          "variants": {n: _plan_summary(p, states, has_power) for n, p in plans.items()} if variants else None,
-                          "compile_seconds": result.total_seconds, "output_dir": str(out) if out else None},
-                         indent=2, default=float))
+        print(json_text({"model": result.program.name, "target": result.target.name,
+                         **result.objective.to_json(), "layers": result.analysis.problem.num_layers,
+                         **_plan_summary(result.plan, states, has_power),
+                         "variants": {n: _plan_summary(p, states, has_power) for n, p in plans.items()} if variants else None,
+                         "compile_seconds": result.total_seconds, "output_dir": str(out) if out else None}))
         return 0
     console.print(f"[bold]{result.program.name}[/bold] on {result.target.name}: {result.analysis.problem.num_layers} "
                   f"layers, objective {result.objective.metric}{_limits(result.objective)}")
@@ -117,11 +136,11 @@ def _compile_workload(args: argparse.Namespace, console: Any, result: Any) -> in
     states = result.analyses[0].problem.states
     has_power = result.analyses[0].target.has_power_model
     if args.json:
-        print(json.dumps({"workload": list(wplan.names), "target": result.analyses[0].target.name,
-                          **result.objective.to_json(), "planner": wplan.planner, "feasible": wplan.feasible,
-                          "models": {n: _plan_summary(p, states, has_power) for n, p in zip(wplan.names, wplan.plans)},
-                          "compile_seconds": result.seconds,
-                          "output_dir": str(args.output) if args.output else None}, indent=2, default=float))
+        print(json_text({"workload": list(wplan.names), "target": result.analyses[0].target.name,
+                         **result.objective.to_json(), "planner": wplan.planner, "feasible": wplan.feasible,
+                         "models": {n: _plan_summary(p, states, has_power) for n, p in zip(wplan.names, wplan.plans)},
+                         "compile_seconds": result.seconds,
+                         "output_dir": str(args.output) if args.output else None}))
         return 0
     console.print(f"workload of {len(wplan.names)} models on {result.analyses[0].target.name} "
                   f"({wplan.planner}, objective {result.objective.metric}{_limits(result.objective)})")
@@ -151,7 +170,7 @@ def cmd_planners(args: argparse.Namespace) -> int:
              "options": [{"name": n, "type": type_name(tp), "default": d, "doc": doc}
                          for n, tp, d, doc in option_fields(s) if n != s.positional]} for s in specs]
     if args.json:
-        print(json.dumps(rows, indent=2, default=str))
+        print(json_text(rows))
         return 0
     from rich.table import Table
 
@@ -180,10 +199,10 @@ def cmd_targets(args: argparse.Namespace) -> int:
     if args.name:
         t = load_target(args.name)
         if args.json:
-            print(json.dumps({"name": t.name, "kind": t.kind, "description": t.description,
-                              "devices": [d.name for d in t.devices], "states": len(t.states()),
-                              "knobs": {k.name: {"effect": k.effect, "devices": list(k.devices), "values": list(k.values)}
-                                        for k in t.knobs.values()}}, indent=2))
+            print(json_text({"name": t.name, "kind": t.kind, "description": t.description,
+                             "devices": [d.name for d in t.devices], "states": len(t.states()),
+                             "knobs": {k.name: {"effect": k.effect, "devices": list(k.devices), "values": list(k.values)}
+                                       for k in t.knobs.values()}}))
             return 0
         console.print(f"[bold]{t.name}[/bold] ({t.kind}{': an analytical model from published specs, not measurements' if t.kind == 'modelled' else ': costs measured on this machine'}) — {t.description}")
         table = Table(show_edge=False)
@@ -211,7 +230,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
         t = load_target(name)
         rows.append({"name": name, "kind": t.kind, "devices": [d.name for d in t.devices], "description": t.description})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json_text(rows))
         return 0
     table = Table(show_edge=False)
     for col in ("target", "kind", "devices", "description"):
@@ -260,13 +279,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--variants", metavar="P1,P2,...", help="emit one plan per planner into one artifact (the first is the default)")
     c.add_argument("--hardware", action="append", metavar="KNOB=VALUE", help="fix a hardware knob of the target (repeatable)")
     c.add_argument("--allow-infeasible", action="store_true", help="write a plan that misses the deadline or cap, marked infeasible")
-    c.add_argument("--budget-steps", type=int, help="stop a search planner after this many steps")
-    c.add_argument("--budget-seconds", type=float, help="stop a search planner after this many seconds (anytime planners return their best plan)")
+    c.add_argument("--budget-steps", type=int_in(1, BUDGET_STEPS_MAX),
+                   help=f"stop a search planner after this many steps (1 to {BUDGET_STEPS_MAX:.0e})")
+    c.add_argument("--budget-seconds", type=float_in(0, BUDGET_SECONDS_MAX, lo_open=True),
+                   help="stop a search planner after this many seconds, at most 86400 (anytime planners return "
+                   "their best plan)")
     c.add_argument("-o", "--output", help="artifact directory (slices/, manifest.json, costs.json)")
     c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="fix a dynamic input shape")
-    c.add_argument("--max-cut-tensors", type=int, default=1, metavar="K", help="tensors a cut may carry (default 1)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the planner and of a zoo model's random weights (default 0)")
-    c.add_argument("--profile-repeats", type=int, default=None, help="host: profiling effort (default adaptive)")
+    c.add_argument("--max-cut-tensors", type=int_in(1, MAX_CUT_TENSORS_MAX), default=1, metavar="K",
+                   help=f"tensors a cut may carry, 1 to {MAX_CUT_TENSORS_MAX} (default 1)")
+    c.add_argument("--seed", type=int_in(0, SEED_MAX), default=0,
+                   help="seed of the planner and of a zoo model's random weights, 0 to 2**32-1 (default 0)")
+    c.add_argument("--profile-repeats", type=int_in(1, PROFILE_REPEATS_MAX), default=None,
+                   help=f"host: profiling effort, 1 to {PROFILE_REPEATS_MAX} (x 10 ms per layer; default adaptive)")
     c.add_argument("--reprofile", action="store_true", help="host: measure again instead of using the cached profile")
     c.add_argument("--json", action="store_true", help="print the plan summary as JSON")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
@@ -294,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     ze = zs.add_parser("export")
     ze.add_argument("name")
     ze.add_argument("-o", "--output", required=True)
-    ze.add_argument("--seed", type=int, default=0)
+    ze.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help="seed of the random weights")
     z.set_defaults(func=cmd_zoo)
     return p
 
@@ -303,7 +328,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. SIGTERM and SIGHUP are handled like Ctrl-C (SIGINT): a KeyboardInterrupt,
     so an output being written is removed and the old one kept; exit 128 + the signal number
     (130 SIGINT, 143 SIGTERM, 129 SIGHUP) with one line on stderr."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:   # --help, --version, or a one-line usage error (exit 2): return, not raise
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
     received: list[int] = []
 

@@ -9,15 +9,84 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import stat
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .errors import UsageError
 
-__all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect"]
+__all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect", "int_in", "float_in",
+           "json_text", "SEED_MAX"]
 
 #: exit status of ``hetcc run --verify`` when an output differs from the unsliced model
 VERIFY_FAILED = 4
+#: the largest --seed (numpy's legacy seeding and most RNGs take 32 bits)
+SEED_MAX = 2**32 - 1
+#: command-line limits (docs/limits.md, "Command-line values")
+REPEAT_MAX = 100_000
+VERIFY_INPUTS_MAX = 100
+
+
+# ---------------------------------------------------------------- numbers on the command line
+def int_in(lo: int, hi: int, what: str = "") -> Callable[[str], int]:
+    """An argparse ``type``: an integer in [lo, hi]; argparse names the flag in its one-line error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give one from {lo} to {hi}{what}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range; give an integer from {lo} to {hi}{what}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_in(lo: float, hi: float, *, lo_open: bool = False, what: str = "") -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in [lo, hi] (or (lo, hi] with ``lo_open``); nan, inf
+    and overflowing literals such as 1e999 are refused, naming the value."""
+    low = f"above {lo:g}" if lo_open else f"from {lo:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give one {low} to {hi:g}{what}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give one {low} to {hi:g}{what}")
+        if not ((value > lo) if lo_open else (value >= lo)) or value > hi:
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range; give a number {low} to {hi:g}{what}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float (inf, nan) as None and numpy scalars/arrays as Python
+    values, so that the JSON we print is strict JSON (no Infinity/NaN tokens)."""
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    tolist = getattr(obj, "tolist", None)      # numpy scalars and arrays
+    if tolist is not None:
+        return _finite(tolist())
+    try:
+        return _finite(float(obj))
+    except (TypeError, ValueError):
+        return str(obj)
+
+
+def json_text(doc: Any) -> str:
+    """The JSON every ``--json`` prints: non-finite numbers as null, ``allow_nan=False``."""
+    return json.dumps(_finite(doc), indent=2, allow_nan=False)
 
 
 def _console(stderr: bool = False) -> Any:
@@ -38,16 +107,24 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     """The arguments of ``hetcc run`` (the caller sets ``func``)."""
     parser.add_argument("dir", help="the artifact directory hetcc compile wrote (-o)")
     parser.add_argument("--input", action="append", metavar="NAME=x.npy",
-                        help="feed an input from a .npy file (default: random inputs); repeatable")
-    parser.add_argument("--repeat", type=int, default=1, help="runs to time (the median is shown)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+                        help="feed an input from a .npy file (repeatable); without --input every input is "
+                        "random; with it every input must be given unless --random-missing")
+    parser.add_argument("--random-missing", action="store_true",
+                        help="with --input: fill the inputs not given with random values (--seed)")
+    parser.add_argument("--repeat", type=int_in(1, REPEAT_MAX), default=1,
+                        help=f"runs to time, 1 to {REPEAT_MAX} (the median is shown)")
+    parser.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help="seed of the random inputs")
     parser.add_argument("--variant", metavar="NAME", help="which plan of a multi-variant artifact to run "
                         "(default: the artifact's default variant)")
     parser.add_argument("--model", metavar="NAME", help="workload artifact: run this model only (default: all)")
     parser.add_argument("--verify", action="store_true", help="compare outputs with the unsliced model "
                         "(every model of a workload)")
     parser.add_argument("--reference", help="the unsliced model (default: the path recorded at compile time)")
-    parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --verify (default 1e-4)")
+    parser.add_argument("--verify-inputs", type=int_in(1, VERIFY_INPUTS_MAX), default=3, metavar="N",
+                        help="--verify compares on N input sets: the run's inputs and N-1 random ones (seeds "
+                        "--seed+1, ...); the worst difference is shown (default 3)")
+    parser.add_argument("--rtol", type=float_in(0.0, 1.0), default=1e-4,
+                        help="relative tolerance of --verify, 0 to 1 (default 1e-4)")
     parser.add_argument("--strict-providers", action="store_true",
                         help="fail if a slice's execution provider is missing")
     parser.add_argument("--local-fallback", action="store_true",
@@ -76,44 +153,120 @@ def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 
 # ---------------------------------------------------------------- run
-def _feeds(pipe: Any, inputs: dict[str, Any], seed: int) -> dict[str, Any]:
-    from .runtime import random_inputs
-
-    feeds = random_inputs(pipe.inputs, seed=seed)
-    names = {s.name for s in pipe.inputs}
-    feeds.update({k: v for k, v in inputs.items() if k in names})
-    return feeds
-
-
-def _load_inputs(specs: list[str] | None) -> dict[str, Any]:
-    import numpy as np
-
-    out = {}
+def _input_args(specs: list[str] | None) -> dict[str, str]:
+    """``--input NAME=FILE`` (repeatable) -> {NAME: FILE}; malformed or repeated names refused."""
+    out: dict[str, str] = {}
     for spec in specs or ():
-        name, _, file = spec.partition("=")
-        if not name or not file:
+        name, sep, file = spec.partition("=")
+        name = name.strip()
+        if not sep or not name or not file:
             raise UsageError(f"malformed --input {spec!r}; expected NAME=path.npy")
-        try:
-            out[name] = np.load(file)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--input {name}: cannot read {file!r} ({exc})") from None
+        if name in out:
+            raise UsageError(f"--input {name} is given twice ({out[name]!r} and {file!r}); give each input once")
+        out[name] = file
     return out
 
 
-def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def read_npy(name: str, file: str, spec: Any) -> Any:
+    """The array of ``--input name=file`` for the input ``spec`` (a TensorSpec). The header is read
+    and checked first: a regular .npy file (format 1.0 or 2.0), no Python objects (never
+    unpickled), the input's dtype and shape, and a body of exactly shape x itemsize bytes, so
+    a crafted header declaring 1e11 elements is refused without allocating anything."""
+    import numpy as np
+
+    fmt = np.lib.format
+    where = f"--input {name}={file}"
+    try:
+        st = os.stat(file)
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file; give the path of a .npy file (numpy.save)") from None
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read it ({exc.strerror}); give a readable .npy file") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{where}: is a directory; give a .npy file (numpy.save)")
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{where}: not a regular file (a pipe or device); save the array with numpy.save")
+    want = np.dtype(spec.dtype)
+    wanted = f"input {name!r} is {want}{list(spec.shape)}"
+    try:
+        with open(file, "rb") as f:
+            try:
+                version = fmt.read_magic(f)
+            except ValueError:
+                raise UsageError(f"{where}: not a .npy file (no NumPy header); save the array with "
+                                 "numpy.save") from None
+            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+            if version not in readers:
+                raise UsageError(f"{where}: .npy format version {version[0]}.{version[1]} is not supported; "
+                                 "save the array with numpy.save")
+            try:
+                shape, fortran, dtype = readers[version](f)
+            except (ValueError, SyntaxError, TypeError) as exc:
+                raise UsageError(f"{where}: damaged .npy header ({' '.join(str(exc).split())}); save the array "
+                                 "again with numpy.save") from None
+            if dtype.hasobject:
+                raise UsageError(f"{where}: holds Python objects (a pickle), which hetcc never loads; "
+                                 f"save a numeric array ({wanted})")
+            if dtype.newbyteorder("=") != want or dtype.fields is not None:
+                raise UsageError(f"{where}: dtype {dtype}, but {wanted}; convert it, e.g. "
+                                 f"numpy.save(path, a.astype('{want}'))")
+            if tuple(shape) != tuple(spec.shape):
+                raise UsageError(f"{where}: shape {list(shape)}, but {wanted}; save an array of that shape")
+            need = math.prod(shape) * dtype.itemsize
+            have = st.st_size - f.tell()
+            if have != need:
+                raise UsageError(f"{where}: the header declares {list(shape)} {dtype} ({need} bytes) but "
+                                 f"{have} bytes follow it; the file is truncated or damaged, save it again")
+            f.seek(0)
+            value = fmt.read_array(f, allow_pickle=False)
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc}); give a readable .npy file") from None
+    return np.ascontiguousarray(value, dtype=want)
+
+
+def _read_inputs(given: dict[str, str], pipes: list) -> dict[str, Any]:
+    """Every ``--input``, checked against the pipelines' inputs (unknown names refused)."""
+    specs = {s.name: s for _, p in pipes for s in p.inputs}
+    unknown = sorted(set(given) - set(specs))
+    if unknown:
+        raise UsageError(f"--input {unknown[0]}: no such input (inputs: {', '.join(sorted(specs))})")
+    return {name: read_npy(name, file, specs[name]) for name, file in given.items()}
+
+
+def _feeds(pipe: Any, inputs: dict[str, Any], seed: int, random_missing: bool, model: str | None) -> dict[str, Any]:
+    """The feeds of one run: every input from ``inputs``; without ``--input`` all random
+    (``seed``); inputs not given are an error unless ``random_missing``."""
+    from .runtime import random_inputs
+
+    missing = [s.name for s in pipe.inputs if s.name not in inputs]
+    if inputs and missing and not random_missing:
+        whose = f"model {model!r}: " if model is not None else ""
+        raise UsageError(f"--input: {whose}input(s) {', '.join(map(repr, missing))} not given; add "
+                         f"--input {missing[0]}=FILE.npy (one per input), or --random-missing to fill them "
+                         "with random values")
+    feeds = random_inputs(pipe.inputs, seed=seed)
+    feeds.update({k: v for k, v in inputs.items() if k in feeds})
+    return feeds
+
+
+def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: bool) -> dict[str, Any]:
     import numpy as np
 
     from .runtime import verify
 
     totals, per_slice = [], []
-    for _ in range(max(1, args.repeat)):
+    for _ in range(args.repeat):
         pipe.run(feeds)
         totals.append(pipe.last_total_ms)
         per_slice.append(list(pipe.last_timings))
     med = np.median(np.array(per_slice), axis=0)
     report = None
     if args.verify:
-        report = verify(pipe, feeds=feeds, reference_path=args.reference, rtol=args.rtol)
+        # without --input the run's feeds are seed's random inputs; verify makes the same ones
+        report = verify(pipe, feeds=feeds if given else None, reference_path=args.reference, rtol=args.rtol,
+                        seed=args.seed, inputs=getattr(args, "verify_inputs", 1),
+                        feeds_label="the --input files" + (f" (others seed {args.seed})" if args.random_missing
+                                                           else ""))
     return {"pipe": pipe, "total_ms_median": float(np.median(totals)), "slices_ms_median": [float(x) for x in med],
             "runs": len(totals), "report": report}
 
@@ -122,7 +275,8 @@ def _run_json(r: dict[str, Any], repeat: int) -> dict[str, Any]:
     pipe, report = r["pipe"], r["report"]
     return {"variant": pipe.name, "total_ms_median": r["total_ms_median"], "slices_ms_median": r["slices_ms_median"],
             "providers": list(pipe.providers), "repeat": repeat,
-            "verify": None if report is None else {"ok": report.ok, "outputs": [o.__dict__ for o in report.outputs]}}
+            "verify": None if report is None else {"ok": report.ok, "rtol": report.rtol, "inputs": list(report.inputs),
+                                                   "outputs": [o.__dict__ for o in report.outputs]}}
 
 
 def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) -> None:
@@ -140,10 +294,13 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
     console.print(table)
     console.print(f"total: {r['total_ms_median']:.2f} ms median over {r['runs']} run(s)")
     if report is not None:
+        sets = len(report.inputs)
         for o in report.outputs:
+            worst = f", worst of {sets} input sets: {o.input}" if sets > 1 else ""
             console.print(f"verify {o.name}: max |diff| {o.max_abs_diff:.3g}, relative {o.rel_diff:.3g} "
-                          f"{'ok' if o.ok else 'MISMATCH'} (rtol {rtol:g})")
-        console.print("verify: outputs match the unsliced model" if report.ok else "verify: FAILED")
+                          f"{'ok' if o.ok else 'MISMATCH'} (rtol {rtol:g}{worst})", markup=False)
+        console.print(f"verify: outputs match the unsliced model on {sets} input set(s)" if report.ok
+                      else "verify: FAILED")
 
 
 def _print_hardware(console: Any, reports: list, restored: Any, keep: bool) -> None:
@@ -167,14 +324,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     variant = getattr(args, "variant", None)
     model = getattr(args, "model", None)
-    inputs = _load_inputs(args.input)
+    given = _input_args(args.input)
     apply_hw = getattr(args, "apply_hardware", False)
     keep = apply_hw and getattr(args, "keep_hardware", False)
     ex = Executor(args.dir, strict_providers=args.strict_providers,
                   local_fallback=getattr(args, "local_fallback", False), variant=variant,
                   apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep)
     try:
-        results = _run_all(ex, args, inputs, model)
+        results = _run_all(ex, args, given, model)
     finally:
         restored = ex.close()
     failed = any(r["report"] is not None and not r["report"].ok for _, r in results)
@@ -186,7 +343,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if apply_hw:
             doc["hardware"] = {"applied": [r.to_json() for r in ex.hardware_reports], "kept": keep,
                                "restored": None if restored is None else restored.to_json()}
-        print(json.dumps(doc, indent=2, default=float))
+        print(json_text(doc))
     else:
         console = _console()
         if apply_hw:
@@ -199,10 +356,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             bad = [n for n, r in results if not r["report"].ok]
             console.print(f"verify: all {len(results)} model(s) match" if not bad
                           else f"verify: FAILED for {', '.join(bad)}")
+    if failed:
+        print(f"hetcc: error: {_verify_failure(results)}", file=sys.stderr)
     return VERIFY_FAILED if failed else 0
 
 
-def _run_all(ex: Any, args: argparse.Namespace, inputs: dict[str, Any], model: str | None) -> list:
+def _verify_failure(results: list) -> str:
+    """One line for a failed --verify: the first differing output, by how much, on which input."""
+    n, r = next((n, r) for n, r in results if r["report"] is not None and not r["report"].ok)
+    report = r["report"]
+    o = next(o for o in report.outputs if not o.ok)
+    whose = f"model {n!r}: " if n is not None else ""
+    how = ("has another shape than the unsliced model's" if o.rel_diff == float("inf") and o.max_abs_diff == float("inf")
+           else f"differs from the unsliced model by {o.rel_diff:.3g} relative (rtol {report.rtol:g})")
+    return (f"verify: {whose}output {o.name!r} {how} on input {o.input}; the sliced artifact is wrong for that "
+            "input: recompile (another --planner, or --max-cut-tensors 1) and report it if it persists")
+
+
+def _run_all(ex: Any, args: argparse.Namespace, given: dict[str, str], model: str | None) -> list:
     if ex.kind == "workload":
         names = [model] if model is not None else list(ex.models)
         for n in names:
@@ -212,12 +383,9 @@ def _run_all(ex: Any, args: argparse.Namespace, inputs: dict[str, Any], model: s
         pipes = [(n, ex.pipeline(model=n)) for n in names]
     else:
         pipes = [(None, ex.pipeline(model=model))]
-    if inputs:
-        known = {s.name for _, p in pipes for s in p.inputs}
-        unknown = sorted(set(inputs) - known)
-        if unknown:
-            raise UsageError(f"--input {unknown[0]}: no such input (inputs: {', '.join(sorted(known))})")
-    return [(n, _run_one(p, _feeds(p, inputs, args.seed), args)) for n, p in pipes]
+    inputs = _read_inputs(given, pipes)
+    feeds = [(n, p, _feeds(p, inputs, args.seed, args.random_missing, n)) for n, p in pipes]  # all checked first
+    return [(n, _run_one(p, f, args, bool(given))) for n, p, f in feeds]
 
 
 # ---------------------------------------------------------------- inspect
@@ -326,10 +494,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                                    "models": {n: (m.to_json() if not args.costs else
                                                   {"manifest": m.to_json(), "costs": _costs(r)})
                                               for n, r, m in subs}}
-            print(json.dumps(doc, indent=2))
+            print(json_text(doc))
         else:
             doc = manifest.to_json()
-            print(json.dumps({"manifest": doc, "costs": _costs(root)} if args.costs else doc, indent=2))
+            print(json_text({"manifest": doc, "costs": _costs(root)} if args.costs else doc))
         return 0
     console = _console()
     if manifest.kind == "workload":

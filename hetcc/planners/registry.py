@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import time
 import types
 import typing
@@ -26,6 +27,8 @@ from .context import PlanContext
 from .metrics import Objective
 from .problem import Plan, PlanningProblem, WorkloadPlan, WorkloadProblem
 
+#: bounds every integer option takes (counts, sizes, steps; docs/limits.md); a float option is finite
+INT_OPTION_RANGE = (0, 2**31 - 1)
 #: what a planner plans: one model, several models at once, or a run-time policy
 KINDS = ("model", "workload", "policy")
 CONSTRAINTS = ("deadline", "power_cap")
@@ -192,7 +195,7 @@ def _convert(tp: Any, value: Any) -> Any:
         if isinstance(value, int):
             return value
         try:
-            return int(str(value))
+            return int(str(value).strip())
         except ValueError:
             raise ValueError("expected an integer") from None
     if tp is float:
@@ -200,7 +203,7 @@ def _convert(tp: Any, value: Any) -> Any:
             raise ValueError("expected a number")
         try:
             return float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError("expected a number") from None
     if tp is str:
         return str(value)
@@ -232,7 +235,22 @@ def parse_options(spec: PlannerSpec, raw: Mapping[str, Any] | None) -> Any:
         problem = check()
         if problem:
             raise UsageError(f"planner {spec.name!r}: {problem}")
+    for key, value in values.items():   # the planner's own check speaks first; these bounds hold for all
+        problem = _out_of_bounds(value)
+        if problem:
+            raise UsageError(f"planner {spec.name!r}: option {key}={raw[key]!r}: {problem}")
     return opts
+
+
+def _out_of_bounds(value: Any) -> str | None:
+    """Why an option value is refused whatever the planner: a float that is not finite (nan, inf,
+    1e999) or an integer outside ``INT_OPTION_RANGE``; None when it is fine."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "expected a finite number"
+    lo, hi = INT_OPTION_RANGE
+    if isinstance(value, int) and not isinstance(value, bool) and not lo <= value <= hi:
+        return f"expected an integer from {lo} to {hi}"
+    return None
 
 
 def parse_option_args(items: list[str] | None) -> dict[str, str]:
