@@ -24,6 +24,7 @@ runtime).
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from hetcc.errors import TargetError
@@ -36,9 +37,17 @@ Fail = Callable[[str, str], TargetError]
 CLOCK_UNITS = ("Hz", "kHz", "MHz")
 
 
+#: where a control may point: under /sys, no '.', '..' or empty parts, no control characters (the
+#: runtime writes numbers there as root). The manifest's ``SYSFS_PATTERN`` (hetcc.runtime.manifest)
+#: is the same; a test keeps them equal (the targets do not import the runtime).
+SYSFS_PATTERN = r"^/sys(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f]+)+$"
+
+
 def _check_path(value: str, key: str, fail: Fail) -> None:
-    if not value.startswith("/"):
-        raise fail(key, f"must be an absolute path (e.g. /sys/...), got {value!r}")
+    if not re.fullmatch(SYSFS_PATTERN, value):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise fail(key, f"must be an absolute path under /sys without '.' or '..' parts (e.g. "
+                   f"/sys/devices/system/cpu/cpu0/cpufreq), got {shown!r}")
 
 
 def _rule_device_controls(doc: Mapping[str, Any], fail: Fail) -> None:

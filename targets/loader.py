@@ -15,6 +15,8 @@ from .schema import parse
 
 logger = logging.getLogger(__name__)
 _PACKAGE = __package__ or "hetcc.targets"
+#: the largest target file read (the built-in boards are under 16 KiB)
+MAX_TARGET_BYTES = 1 << 20
 
 
 def builtin_targets() -> list[str]:
@@ -40,15 +42,31 @@ def load_target(name_or_path: str | Path) -> Target:
     if not path.is_file():
         raise TargetError(f"{path}: target file not found; built-in targets are "
                           f"{', '.join(builtin_targets())}")
-    return load_bytes(path.read_bytes(), path, str(path))
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_TARGET_BYTES + 1)   # never more, whatever the file is
+    except OSError as e:
+        raise TargetError(f"{path}: cannot read the target file ({e.strerror or e})") from None
+    return load_bytes(data, path, str(path))
 
 
 def load_bytes(data: bytes, path: Path, label: str) -> Target:
     """Parse, validate and build a target from the bytes of its file (``label`` names it in errors)."""
+    if len(data) > MAX_TARGET_BYTES:
+        raise TargetError(f"{label}: larger than {MAX_TARGET_BYTES >> 10} KiB; a board file is a few KiB "
+                          "(is this the right file?)")
     try:
         doc = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise TargetError(f"{label}: not valid TOML: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as e:
         raise TargetError(f"{label}: not valid TOML: {e}") from None
+    except ValueError:   # int() of an integer literal of thousands of digits
+        raise TargetError(f"{label}: not valid TOML: an integer of thousands of digits (TOML integers are "
+                          "64-bit); give a realistic value") from None
+    except RecursionError:
+        raise TargetError(f"{label}: not valid TOML for a board: arrays or inline tables nested hundreds of "
+                          "levels deep; a board file nests at most 4") from None
     target = parse(doc, path, hashlib.sha256(data).hexdigest(), label)
     logger.debug("loaded target %s from %s (%d devices, %d states)", target.name, path,
                  len(target.devices), len(target.states()))

@@ -15,6 +15,7 @@ doc); the validator that walks it is short.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -28,6 +29,13 @@ from .controls import CLOCK_UNITS, device_control, knob_control, rule_controls
 from .predicates import PREDICATES
 
 Fail = Callable[[str, str], TargetError]
+
+#: what a device, knob or link may be called: it becomes part of slice file names, --hardware
+#: KNOB=VALUE and provider overrides, so no '/', '=', ',', spaces or control characters
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+#: TOML integers are 64-bit (tomllib reads longer ones; float() of one overflows)
+INT_MAX = 2**63 - 1
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -253,11 +261,34 @@ class _Walker:
     def fail(self, key: str, msg: str) -> TargetError:
         return TargetError(f"{self.label}: {key}: {msg}" if key else f"{self.label}: {msg}")
 
+    def printable(self, v: str, path: str) -> None:
+        bad = _CONTROL.search(v)
+        if bad:
+            raise self.fail(path, f"holds the control character {bad.group()!r} (a NUL, newline, escape, ...); "
+                            "write it on one line without control characters")
+
+    def int_range(self, v: Any, path: str) -> None:
+        if isinstance(v, int) and not -INT_MAX - 1 <= v <= INT_MAX:
+            raise self.fail(path, "must be within the 64-bit integer range of TOML (about +-9.2e18); give a realistic value")
+
+    def scalar(self, v: Any, path: str) -> None:
+        if isinstance(v, str):
+            self.printable(v, path)
+        elif isinstance(v, int):
+            self.int_range(v, path)
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise self.fail(path, "must be finite")
+
     def table(self, doc: Mapping[str, Any], pattern: str, path: str, ctx: dict[str, Any]) -> None:
         children = _CHILDREN.get(pattern, [])
         named = [k for k in children if k.name == "*"]
         if named:  # a table of named entries
             for name, value in doc.items():
+                if pattern in ("devices", "knobs", "links") and not re.fullmatch(NAME_PATTERN, name):
+                    shown = name if len(name) <= 40 else name[:37] + "..."
+                    raise self.fail(f"{path}.{shown!r}", f"{pattern[:-1]} names are 1-64 letters, digits, '_', "
+                                    "'.' or '-', starting with a letter or digit (they name slice files and "
+                                    "--hardware values); rename it")
                 sub = dict(ctx)
                 if pattern in ("devices", "knobs"):
                     sub["device" if pattern == "devices" else "knob"] = value if isinstance(value, dict) else {}
@@ -304,6 +335,7 @@ class _Walker:
         elif t == "str":
             if not isinstance(v, str):
                 raise self.fail(path, f"must be a string, got {type(v).__name__}")
+            self.printable(v, path)
             if k.nonempty and not v:
                 raise self.fail(path, k.empty_msg)
             choices = k.choices() if callable(k.choices) else k.choices
@@ -316,6 +348,7 @@ class _Walker:
         elif t == "number":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise self.fail(path, f"must be a number, got {type(v).__name__}")
+            self.int_range(v, path)
             x = float(v)
             if not math.isfinite(x):
                 raise self.fail(path, "must be finite")
@@ -327,17 +360,20 @@ class _Walker:
         elif t == "int":
             if isinstance(v, bool) or not isinstance(v, int):
                 raise self.fail(path, f"must be an integer, got {type(v).__name__}")
+            self.int_range(v, path)
             if k.lo is not None and v < k.lo:
                 raise self.fail(path, f"must be >= {k.lo:g}")
         elif t == "bool":
             if not isinstance(v, bool):
                 raise self.fail(path, f"must be true or false, got {type(v).__name__}")
         elif t == "scalar":
-            if isinstance(v, (dict, list)):
-                raise self.fail(path, "must be a string, number or boolean")
+            if isinstance(v, (dict, list)) or not isinstance(v, (str, int, float, bool)):
+                raise self.fail(path, f"must be a string, number or boolean, got {type(v).__name__}")
+            self.scalar(v, path)
         elif t == "knob_value":
             if isinstance(v, bool) or not isinstance(v, (int, float, str)):
                 raise self.fail(path, f"must be a number or string, got {type(v).__name__}")
+            self.scalar(v, path)
         else:  # pragma: no cover
             raise AssertionError(f"schema key {k.path} has unknown type {t}")
 

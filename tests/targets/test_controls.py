@@ -60,24 +60,24 @@ def _knob(block: str, control: str) -> str:
     (_device('"cpu0"'), "devices.cpu.control", "must be a table (cpufreq or devfreq)"),
     (_device('{ speed = "/x" }'), "devices.cpu.control.speed", "unknown key; allowed keys: cpufreq, devfreq"),
     (_device('{ cpufreq = "sys/cpu0" }'), "devices.cpu.control.cpufreq", "must be an absolute path"),
-    (_device('{ cpufreq = "/a", devfreq = "/b" }'), "devices.cpu.control", "give one of cpufreq or devfreq"),
+    (_device('{ cpufreq = "/sys/a", devfreq = "/sys/b" }'), "devices.cpu.control", "give one of cpufreq or devfreq"),
     (_device('{ cpufreq = 3 }'), "devices.cpu.control.cpufreq", "must be a string"),
-    (MINIMAL + GPU.replace('dtypes = ["float32"]', 'dtypes = ["float32"]\ncontrol = { cpufreq = "/c" }'),
+    (MINIMAL + GPU.replace('dtypes = ["float32"]', 'dtypes = ["float32"]\ncontrol = { cpufreq = "/sys/c" }'),
      "devices.gpu.control.cpufreq", "cpufreq sets cpu devices (use devfreq)"),
     (_knob(KNOB, "{}"), "knobs.cores.control", "give hotplug (active_cores) or clock (memory_frequency)"),
     (_knob(KNOB, "{ hotplug = [] }"), "knobs.cores.control.hotplug", "must not be empty"),
     (_knob(KNOB, "{ hotplug = [0] }"), "knobs.cores.control.hotplug", "lists 1 CPU(s) but values go up to 2"),
     (_knob(KNOB, "{ hotplug = [0, 0, 1] }"), "knobs.cores.control.hotplug", "CPU ids must be distinct"),
     (_knob(KNOB, "{ hotplug = [0, -1, 2] }"), "knobs.cores.control.hotplug[1]", "must be >= 0"),
-    (_knob(KNOB, '{ clock = "/r", unit = "Hz" }'), "knobs.cores.control.clock",
+    (_knob(KNOB, '{ clock = "/sys/r", unit = "Hz" }'), "knobs.cores.control.clock",
      'only for effect = "memory_frequency"'),
     (_knob(EMC, '{ hotplug = [0] }'), "knobs.emc.control.hotplug", 'only for effect = "active_cores"'),
-    (_knob(EMC, '{ clock = "/r" }'), "knobs.emc.control.unit",
+    (_knob(EMC, '{ clock = "/sys/r" }'), "knobs.emc.control.unit",
      "missing required key (a clock needs the unit its file takes)"),
-    (_knob(EMC, '{ clock = "/r", unit = "GHz" }'), "knobs.emc.control.unit", "must be one of Hz, kHz, MHz"),
+    (_knob(EMC, '{ clock = "/sys/r", unit = "GHz" }'), "knobs.emc.control.unit", "must be one of Hz, kHz, MHz"),
     (_knob(EMC, '{ lock = "/l" }'), "knobs.emc.control.lock", "only with clock"),
     (_knob(EMC, '{ clock = "r", unit = "Hz" }'), "knobs.emc.control.clock", "must be an absolute path"),
-    (_knob(EMC, '{ clock = "/r", unit = "Hz", lock = "l" }'), "knobs.emc.control.lock", "must be an absolute path"),
+    (_knob(EMC, '{ clock = "/sys/r", unit = "Hz", lock = "l" }'), "knobs.emc.control.lock", "must be an absolute path"),
 ])
 def test_malformed_control_names_file_and_key(tmp_path: Path, text: str, key: str, what: str) -> None:
     p = write(tmp_path, text, "bad.toml")
@@ -108,6 +108,22 @@ def test_a_remote_device_has_no_control(tmp_path: Path) -> None:
 def test_a_control_needs_a_frequency(tmp_path: Path) -> None:
     host = Path(load_target("host").path).read_text()
     assert load_target("host").device("cpu").dvfs[0].freq_mhz is None
-    text = host.replace("[devices.cpu]", '[devices.cpu]\ncontrol = { cpufreq = "/c" }', 1)
+    text = host.replace("[devices.cpu]", '[devices.cpu]\ncontrol = { cpufreq = "/sys/c" }', 1)
     with pytest.raises(TargetError, match=r"devices\.cpu\.control: a control sets the device's frequency"):
         load_target(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "/sys/../etc/shadow", "/sys/a/./b", "/sys//a", "/sys",
+                                  "/sys/a\n", "/sys/a\u0000b"])
+def test_a_control_path_outside_sys_is_refused(tmp_path: Path, path: str) -> None:
+    """The runtime writes numbers as root where a control points: only /sys/... is a target."""
+    text = _knob(EMC, '{ clock = "%s", unit = "Hz" }' % path.replace("\n", "\\n").replace("\u0000", "\\u0000"))
+    with pytest.raises(TargetError, match="under /sys without|control character"):
+        load_target(write(tmp_path, text, "bad.toml"))
+
+
+def test_the_control_path_rule_is_the_manifest_s() -> None:
+    from hetcc.runtime.manifest import SYSFS_PATTERN
+    from hetcc.targets.controls import SYSFS_PATTERN as TARGETS
+
+    assert TARGETS == SYSFS_PATTERN
