@@ -436,7 +436,7 @@ def init_ray(address: str | None, workers: int | None) -> Any:
             raise UsageError(f"--address {address}: cannot connect to a Ray cluster ({_one_line(e)}); "
                              "start one with `ray start --head` or drop --address to run here") from None
     else:
-        ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+        ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
                  logging_level=logging.ERROR, log_to_driver=False,
                  object_store_memory=256 * 1024 * 1024)
     return ray
@@ -472,7 +472,9 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
         if todo:
             ray = init_ray(address, workers)
             task = ray.remote(num_cpus=1, max_retries=0)(plan_group)
-            pending = [task.remote(paths[m], spec._target_arg(t), cs, settings) for (m, t), cs in groups.items()]
+            # largest models first, so that no long task starts last (a shorter tail on few workers)
+            order = sorted(groups, key=lambda g: -os.path.getsize(paths[g[0]]) * len(groups[g]))
+            pending = [task.remote(paths[m], spec._target_arg(t), groups[(m, t)], settings) for m, t in order]
             bar = _bar(console, len(todo), progress)
             try:
                 while pending:
