@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
@@ -21,24 +22,35 @@ from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 from .errors import ModelError, UsageError
 from .runtime import _ort
 from .runtime.manifest import sha256_file
+from .passes.shapes import MAX_DIM, data_dependent_shapes, over_limit, size_text
 from .program import Program
 
 logger = logging.getLogger(__name__)
 
-_SHAPE_RE = re.compile(r"^\s*([^=\s]+)\s*=\s*(\d+(?:\s*[x,]\s*\d+)*)\s*$")
-
-
 def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
-    """Parse ``NAME=1x3x224x224`` (or ``NAME=1,3,224,224``) strings."""
+    """Parse ``NAME=1x3x224x224`` (or ``NAME=1,3,224,224``) strings; each dimension a positive
+    integer up to 2**31-1 (the byte size is checked against the model's dtype on loading)."""
     shapes: dict[str, tuple[int, ...]] = {}
     for spec in specs or ():
-        m = _SHAPE_RE.match(spec)
-        if not m:
+        name, sep, text = spec.rpartition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or not name or not text:
             raise UsageError(f"malformed --input-shape {spec!r}; expected NAME=1x3x224x224")
-        dims = tuple(int(d) for d in re.split(r"\s*[x,]\s*", m.group(2)))
-        if any(d <= 0 for d in dims):
-            raise UsageError(f"--input-shape {spec!r}: every dimension must be a positive integer")
-        shapes[m.group(1)] = dims
+        dims = []
+        for part in re.split(r"\s*[x,]\s*", text):
+            if not re.fullmatch(r"[+-]?\d+", part):
+                raise UsageError(f"--input-shape {spec!r}: dimension {part!r} is not an integer; "
+                                 "expected NAME=1x3x224x224")
+            digits = part.lstrip("+-").lstrip("0") or "0"
+            if len(digits) > 10 or int(part) > MAX_DIM:
+                raise UsageError(f"--input-shape {spec!r}: dimension {part} is over hetcc's limit of "
+                                 f"{MAX_DIM} (2**31-1)")
+            if int(part) <= 0:
+                raise UsageError(f"--input-shape {spec!r}: every dimension must be a positive integer, got {part}")
+            dims.append(int(part))
+        if name in shapes:
+            raise UsageError(f"--input-shape gives input {name!r} twice; give each input once")
+        shapes[name] = tuple(dims)
     return shapes
 
 
@@ -48,12 +60,23 @@ def _read(path: Path) -> ir.Model:
     if path.is_dir():
         raise ModelError(f"{path}: is a directory, not an ONNX model file")
     try:
-        model = ir.load(str(path))
+        empty = path.stat().st_size == 0
+        proto = onnx.load(str(path), load_external_data=False)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the model ({exc.strerror or exc})") from None
     except Exception as exc:  # protobuf DecodeError, ...
         raise ModelError(f"{path}: not a readable ONNX model ({_first_line(exc)}); "
                          "export one with torch.onnx.export or 'hetcc zoo export'") from None
-    if len(model.graph) == 0:
+    if empty:
+        raise ModelError(f"{path}: the file is empty, not an ONNX model; export one with torch.onnx.export or 'hetcc zoo export'")
+    if len(proto.graph.node) == 0:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes); export one with torch.onnx.export or 'hetcc zoo export'")
+    _check_proto(proto, path)
+    try:
+        model = ir.serde.deserialize_model(proto)
+    except Exception as exc:
+        raise ModelError(f"{path}: not a readable ONNX model ({_first_line(exc)}); "
+                         "export one with torch.onnx.export or 'hetcc zoo export'") from None
     _check_external_data(model, path)
     # external data is relative to the model file, never to the current directory: an absolute
     # base directory keeps it readable wherever hetcc runs and whatever it changes directory to
@@ -66,7 +89,209 @@ def _read(path: Path) -> ir.Model:
         if isinstance(t, ir.ExternalTensor) and not Path(t.path).exists():
             raise ModelError(f"{path}: initializer {name!r} refers to missing external data file {t.location!r}; "
                              "keep the data file next to the model")
+    _outputs_from_nodes(model, path)
     return model
+
+
+#: the newest opset of each domain this onnx knows (other domains are checked op by op)
+_NEWEST_OPSET = {"": onnx.defs.onnx_opset_version(), "ai.onnx": onnx.defs.onnx_opset_version(),
+                 "ai.onnx.ml": onnx.defs.onnx_ml_opset_version()}
+
+
+def _node_label(node: onnx.NodeProto, index: int) -> str:
+    return f"node {node.name!r} ({node.op_type})" if node.name else f"node #{index} ({node.op_type})"
+
+
+def _check_proto(proto: onnx.ModelProto, path: Path) -> None:
+    """Refuse, naming the culprit, what the checker reports obscurely or not at all: versions
+    newer than this onnx, tensors written twice, duplicate node names, outputs nothing produces,
+    no inputs, cycles, unknown (custom) ops. A graph whose nodes are merely out of order is sorted."""
+    export = "re-export the model with torch.onnx.export(..., opset_version=17)"
+    if proto.ir_version > onnx.IR_VERSION:
+        raise ModelError(f"{path}: ir_version {proto.ir_version} is newer than onnx {onnx.__version__} reads "
+                         f"(up to {onnx.IR_VERSION}); {export} or upgrade onnx")
+    for imp in proto.opset_import:
+        newest = _NEWEST_OPSET.get(imp.domain)
+        if newest is not None and imp.version > newest:
+            raise ModelError(f"{path}: opset {imp.version} of domain {imp.domain or 'ai.onnx'!r} is newer than "
+                             f"onnx {onnx.__version__} knows (up to {newest}); {export}")
+    graph = proto.graph
+    defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    producer: dict[str, int] = {}
+    names: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        if node.name:
+            if node.name in names:
+                raise ModelError(f"{path}: two nodes are named {node.name!r} (#{names[node.name]} and #{i}); "
+                                 "onnxruntime refuses such a model: give every node a unique name")
+            names[node.name] = i
+        for out in node.output:
+            if not out:
+                continue
+            if out in producer:
+                raise ModelError(f"{path}: tensor {out!r} is written by two nodes ({_node_label(graph.node[producer[out]], producer[out])} "
+                                 f"and {_node_label(node, i)}); every tensor name must be produced once")
+            if out in defined:
+                raise ModelError(f"{path}: tensor {out!r} is a model input or initializer and also written by "
+                                 f"{_node_label(node, i)}; every tensor name must be produced once")
+            producer[out] = i
+    for out in graph.output:
+        if out.name not in defined and out.name not in producer:
+            raise ModelError(f"{path}: model output {out.name!r} is produced by no node, input or initializer; "
+                             "remove it from the graph's outputs or produce it")
+    weights = {t.name for t in graph.initializer}
+    if not [v for v in graph.input if v.name not in weights]:
+        raise ModelError(f"{path}: the model has no inputs, so its outputs are constants and there is nothing "
+                         "to compile; give it at least one input")
+    _sort_nodes(graph, producer, defined, path)
+    _check_ops(proto, path)
+
+
+def _graph_reads(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name the nodes of ``graph`` read, subgraphs included (outer-scope captures)."""
+    reads: set[str] = set()
+    for node in graph.node:
+        reads.update(node.input)
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                reads |= _graph_reads(g)
+    return reads
+
+
+def _sort_nodes(graph: onnx.GraphProto, producer: Mapping[str, int], defined: set[str], path: Path) -> None:
+    """Put the nodes in a topological order (stable: the file's order where it is one); a cycle
+    or a read of a tensor nothing produces is a ModelError naming the tensor."""
+    import heapq
+
+    n = len(graph.node)
+    needs: list[set[int]] = []
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, node in enumerate(graph.node):
+        reads = set(node.input)
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                reads |= {r for r in _graph_reads(g) if r in producer}
+        for r in node.input:
+            if r and r not in producer and r not in defined:
+                raise ModelError(f"{path}: {_node_label(node, i)} reads tensor {r!r}, which no node, "
+                                 "input or initializer produces; fix the model's export")
+        deps = {producer[r] for r in reads if r in producer and producer[r] != i}
+        if any(r in producer and producer[r] == i for r in reads):
+            raise ModelError(f"{path}: {_node_label(node, i)} reads its own output; "
+                             "ONNX graphs must be acyclic")
+        needs.append(deps)
+        for d in deps:
+            users[d].append(i)
+    left = [len(d) for d in needs]
+    ready = [i for i in range(n) if not left[i]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in users[i]:
+            left[j] -= 1
+            if not left[j]:
+                heapq.heappush(ready, j)
+    if len(order) < n:
+        stuck = min(i for i in range(n) if left[i])
+        node = graph.node[stuck]
+        via = next(r for r in node.input if r in producer and left[producer[r]])
+        raise ModelError(f"{path}: the nodes form a cycle: {_node_label(node, stuck)} reads "
+                         f"{via!r}, which depends on that node's own output; ONNX graphs must be acyclic")
+    if order != list(range(n)):
+        logger.info("%s: nodes are not in topological order; sorted", path)
+        nodes = [graph.node[i] for i in order]
+        copies = [onnx.NodeProto() for _ in nodes]
+        for c, node in zip(copies, nodes):
+            c.CopyFrom(node)
+        del graph.node[:]
+        graph.node.extend(copies)
+
+
+def _known_ops() -> set[tuple[str, str]]:
+    """(domain, op type) of every op onnxruntime registers (its contrib ops included)."""
+    global _ORT_OPS
+    if _ORT_OPS is None:
+        try:
+            _ort.load()
+            from onnxruntime.capi import onnxruntime_pybind11_state as C
+
+            _ORT_OPS = {(s.domain, s.name) for s in C.get_all_operator_schema()}
+        except Exception as exc:  # pragma: no cover - a build without schemas: onnx's only
+            logger.debug("onnxruntime's op schemas are unavailable: %s", exc)
+            _ORT_OPS = set()
+    return _ORT_OPS
+
+
+_ORT_OPS: set[tuple[str, str]] | None = None
+
+
+def _check_ops(proto: onnx.ModelProto, path: Path) -> None:
+    """Every op must be known to onnx or onnxruntime, or be one of the model's local functions:
+    hetcc infers shapes and runs slices with them."""
+    functions = {(f.domain, f.name) for f in proto.functions}
+
+    def nodes(g: onnx.GraphProto):
+        for node in g.node:
+            yield node
+            for attr in node.attribute:
+                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                    yield from nodes(sub)
+
+    bodies = [n for f in proto.functions for n in f.node]
+    for i, node in enumerate(list(nodes(proto.graph)) + bodies):
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        if (node.domain, node.op_type) in functions or onnx.defs.has(node.op_type, domain):
+            continue
+        if (domain, node.op_type) in _known_ops():
+            continue
+        label = f"node {node.name!r}" if node.name else f"a node (op {node.op_type})"
+        if domain in ("", "ai.onnx.ml"):
+            raise ModelError(f"{path}: {label} uses op {node.op_type!r}, which is not an operator of the ONNX "
+                             f"domain {domain or 'ai.onnx'!r}; fix the op type (spelling) in the model's export")
+        raise ModelError(f"{path}: {label} uses op {node.op_type!r} of domain {domain!r}, a custom op that neither "
+                         f"onnx nor onnxruntime knows, so hetcc can neither infer its shapes nor run it; export the "
+                         "model with standard ONNX ops (or the op as a model-local function)")
+
+
+def _outputs_from_nodes(model: ir.Model, path: Path) -> None:
+    """Every model output must be computed by a node that some slice runs. An output that is an
+    initializer or a constant (a Constant node, ...) gets its own Identity node (the constant is
+    renamed, the output keeps its name); an output that is a model input cannot: refused."""
+    from .passes.constants import constant_values
+
+    graph = model.graph
+    inputs = {id(v) for v in graph.inputs}
+    const_ids, _ = constant_values(graph, outputs_computed=False)
+    taken = {v.name for v in graph.inputs} | set(graph.initializers)
+    taken |= {o.name for node in graph for o in node.outputs} | {node.name for node in graph}
+    done: dict[int, ir.Value] = {}
+    for i, value in enumerate(list(graph.outputs)):
+        if id(value) in inputs:
+            raise ModelError(f"{path}: model output {value.name!r} is the model input {value.name!r} passed through "
+                             "unchanged; hetcc's slices return computed outputs only: drop it from the model's "
+                             "outputs (the caller has it already)")
+        if id(value) not in const_ids:
+            continue
+        if id(value) not in done:
+            name = value.name
+            value.name = _fresh(f"{name}_constant", taken)
+            out = ir.Value(name=name, shape=value.shape, type=value.type)
+            node = ir.Node("", "Identity", [value], outputs=[out], name=_fresh(f"{name}_output", taken))
+            graph.append(node)
+            done[id(value)] = out
+            logger.info("model output %r is a constant; an Identity node computes it", name)
+        graph.outputs[i] = done[id(value)]
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
 
 
 def _external_tensors(model: ir.Model):
@@ -243,11 +468,16 @@ _SMALL_INIT = 1024  # elements; shape-like constants (Reshape targets, ...) stay
 
 
 def _fix_input_shapes(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Give every model input its static shape (from --input-shape where given); each must stay
+    under the per-tensor limit, checked before anything is allocated."""
     inputs = {v.name: v for v in model.graph.inputs if v.name not in model.graph.initializers}
     for name in shapes:
         if name not in inputs:
             raise UsageError(f"--input-shape names {name!r}, but the model's inputs are: {', '.join(inputs)}")
     for name, value in inputs.items():
+        if not isinstance(value.type, ir.TensorType) or value.dtype is None:
+            raise ModelError(f"input {name!r} is not a tensor (type {value.type}); hetcc compiles models whose "
+                             "inputs are tensors")
         dims = list(value.shape) if value.shape is not None else None
         if name in shapes:
             want = shapes[name]
@@ -256,6 +486,9 @@ def _fix_input_shapes(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) ->
             for d, w in zip(dims or [], want):
                 if isinstance(d, int) and d != w:
                     raise UsageError(f"--input-shape {name}: dimension {d} is fixed in the model, got {w}")
+            why = over_limit(f"input {name!r}", _np_name(value.dtype), tuple(want), value.dtype.itemsize)
+            if why:
+                raise UsageError(f"--input-shape {name}={'x'.join(map(str, want))}: {why}")
             value.shape = ir.Shape(want)
             continue
         if dims is None:
@@ -264,6 +497,16 @@ def _fix_input_shapes(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) ->
             if not isinstance(d, int) or d <= 0:
                 example = "x".join(str(x) if isinstance(x, int) and x > 0 else "1" for x in dims)
                 raise ModelError(f"input {name!r} has a dynamic dimension {str(d)!r}; pass --input-shape {name}={example}")
+        why = over_limit(f"input {name!r}", _np_name(value.dtype), tuple(dims), value.dtype.itemsize)
+        if why:
+            raise ModelError(f"{why}; export the model with smaller input dimensions")
+
+
+def _np_name(dtype: ir.DataType) -> str:
+    try:
+        return str(dtype.numpy())
+    except Exception:  # types without a numpy equivalent (e.g. float8)
+        return dtype.name.lower()
 
 
 def _static(vi: onnx.ValueInfoProto) -> bool:
@@ -273,7 +516,11 @@ def _static(vi: onnx.ValueInfoProto) -> bool:
     return all(d.HasField("dim_value") for d in t.tensor_type.shape.dim)
 
 
-def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None) -> onnx.ModelProto:
+def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None,
+           dynamic: frozenset[str] = frozenset()) -> onnx.ModelProto:
+    """Static shapes for every tensor: onnx's inference, else onnxruntime's symbolic inference,
+    else (and always for the tensors in ``dynamic``, whose shapes depend on the input values)
+    the shapes one onnxruntime run on random inputs gives."""
     for out in proto.graph.output:  # symbolic output dims are re-inferred from the fixed inputs
         if out.type.HasField("tensor_type"):
             for d in out.type.tensor_type.shape.dim:
@@ -289,14 +536,42 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None) ->
         if symbolic is not None:
             inferred = symbolic
             logger.info("used onnxruntime's symbolic shape inference")
+    _check_sizes(inferred, path, dynamic)  # before the run below allocates them
     missing = _missing_shapes(inferred)
-    if missing and model is not None:
-        inferred = _shapes_by_running(model, inferred, missing, path)
+    need = list(dict.fromkeys(missing + [n for n in _produced(inferred) if n in dynamic]))
+    error = None
+    if need and model is not None:
+        inferred, error = _shapes_by_running(model, inferred, need, path)
         missing = _missing_shapes(inferred)
     if missing:
+        what = "has a shape that depends on the input values" if missing[0] in dynamic else "has no static shape"
+        if error is not None:
+            raise ModelError(f"{path}: tensor {missing[0]!r} {what} ({len(missing)} tensors without one) and running "
+                             f"the model once on random inputs to measure it failed ({error}); check that "
+                             "onnxruntime runs the model with these input shapes")
         raise ModelError(f"{path}: cannot infer a static shape for tensor {missing[0]!r} "
                          f"({len(missing)} tensors without one); fix the input shapes with --input-shape")
     return inferred
+
+
+def _produced(proto: onnx.ModelProto) -> list[str]:
+    return [o for node in proto.graph.node for o in node.output if o]
+
+
+def _check_sizes(inferred: onnx.ModelProto, path: Path, dynamic: frozenset[str]) -> None:
+    """Refuse a tensor with a static shape over the per-tensor limit (naming it) before any run."""
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        if vi.name in dynamic or not _static(vi):
+            continue
+        elem = vi.type.tensor_type.elem_type
+        try:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+        except Exception:  # strings, float8, ...: one byte is a lower bound
+            dtype = np.dtype(np.uint8)
+        dims = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+        why = over_limit(f"tensor {vi.name!r}", str(dtype), dims, dtype.itemsize)
+        if why:
+            raise ModelError(f"{path}: {why}; pass smaller --input-shape dimensions")
 
 
 def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
@@ -337,12 +612,13 @@ def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
     return engine.out_mp_
 
 
-def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list[str], path: Path) -> onnx.ModelProto:
-    """Last resort for shapes that static inference cannot propagate (e.g. a Where over shape
-    values, as in ViT's class token): run the model once on random inputs with onnxruntime and read the
-    shapes of the tensors still missing. Valid because every input shape is fixed."""
-    import numpy as np
-
+def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list[str],
+                       path: Path) -> tuple[onnx.ModelProto, str | None]:
+    """Shapes that static inference cannot give: run the model once on random inputs with
+    onnxruntime and read the shapes of the tensors ``missing``. For shapes static inference
+    cannot propagate (e.g. a Where over shape values, as in ViT's class token) they are the
+    shapes; for data-dependent ones (NonZero, ...) one run's, which the frontend keeps apart.
+    Returns the proto with those shapes and None, or ``inferred`` unchanged and why the run failed."""
     from .runtime import random_inputs
     from .runtime.executor import TensorSpec
 
@@ -367,7 +643,7 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
         values = dict(zip(names, sess.run(names, feeds)))
     except Exception as exc:
         logger.debug("running the model for shapes failed: %s", exc)
-        return inferred
+        return inferred, _first_line(exc)[:300]
     out = onnx.ModelProto()
     out.CopyFrom(inferred)
     for name in missing:
@@ -376,7 +652,7 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
             elem = onnx.helper.np_dtype_to_tensor_dtype(v.dtype)
             out.graph.value_info.append(onnx.helper.make_tensor_value_info(name, elem, list(v.shape)))
     logger.info("%s: %d tensor shapes taken from one onnxruntime run", path, len(missing))
-    return out
+    return out, None
 
 
 def _missing_shapes(model: onnx.ModelProto) -> list[str]:
@@ -385,20 +661,31 @@ def _missing_shapes(model: onnx.ModelProto) -> list[str]:
     return [o for node in model.graph.node for o in node.output if o and o not in known]
 
 
-def _apply_shapes(model: ir.Model, inferred: onnx.ModelProto) -> None:
+def _apply_shapes(model: ir.Model, inferred: onnx.ModelProto, dynamic: frozenset[str]) -> dict[str, tuple[int, ...]]:
+    """Type every value from ``inferred``. A tensor in ``dynamic`` keeps an unknown shape in the
+    IR (slices must not freeze it); its shape from one run is returned, name -> shape."""
     values = {v.name: v for v in model.graph.inputs}
     for node in model.graph:
         for o in node.outputs:
             if o.name:
                 values[o.name] = o
+    observed: dict[str, tuple[int, ...]] = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         v = values.get(vi.name)
         if v is None or not _static(vi):
             continue
         tt = vi.type.tensor_type
-        v.shape = ir.Shape([d.dim_value for d in tt.shape.dim])
+        dims = tuple(d.dim_value for d in tt.shape.dim)
         if tt.elem_type:
             v.dtype = ir.DataType(tt.elem_type)
+        if vi.name in dynamic:
+            observed[vi.name] = dims
+        else:
+            v.shape = ir.Shape(list(dims))
+    for name in dynamic:
+        if name in values:
+            values[name].shape = None
+    return observed
 
 
 def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Program:
@@ -411,11 +698,16 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
         onnx.checker.check_model(proto)
     except Exception as exc:
         raise ModelError(f"{path}: invalid ONNX model ({_first_line(exc)})") from None
-    _apply_shapes(model, _infer(proto, path, model))
+    dynamic = data_dependent_shapes(model)
+    observed = _apply_shapes(model, _infer(proto, path, model, dynamic), dynamic)
+    if dynamic:
+        logger.info("%s: %d tensors have shapes that depend on the input values; no cut crosses them",
+                    path, len(dynamic))
     RemoveUnusedNodesPass()(model)  # dead nodes never run and would confuse slice extraction
     TopologicalSortPass()(model)
     _name_nodes(model.graph)
-    return Program(model=model, source_path=path.resolve(), source_sha256=sha256_file(path), name=path.stem)
+    return Program(model=model, source_path=path.resolve(), source_sha256=sha256_file(path), name=path.stem,
+                   observed_shapes=observed)
 
 
 def _name_nodes(graph: ir.Graph) -> None:

@@ -25,12 +25,17 @@ ARTIFACT = "artifact"      # Path of the written artifact dir  passes.codegen
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """Static type of one value: element type name (onnx, e.g. 'float32'), shape, size in bytes."""
+    """Static type of one value: element type name (onnx, e.g. 'float32'), shape, size in bytes.
+
+    ``data_dependent``: the shape depends on the input values (NonZero, a Reshape to a computed
+    shape, ...); ``shape`` and ``nbytes`` are then one run's, an estimate, and no cut crosses it.
+    """
 
     name: str
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
+    data_dependent: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,9 @@ class Program:
     source_sha256: str = ""
     name: str = "model"
     analyses: dict[str, Any] = field(default_factory=dict)
+    #: tensor -> the shape one onnxruntime run on random inputs gave, for the tensors whose shape
+    #: depends on the input values (their IR shape is unknown); the frontend fills it
+    observed_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def graph(self) -> ir.Graph:

@@ -1,6 +1,8 @@
 """FindConstants: fold shape queries of static tensors, then mark every value and node that is
 computable from initializers alone. Such nodes are never a layer and never cut: codegen copies
-them into each slice that reads them (torch's Identity-of-initializer and Shape/Gather chains)."""
+them into each slice that reads them (torch's Identity-of-initializer and Shape/Gather chains).
+A node that produces a model output is never constant: some slice must compute that output (the
+frontend gives a constant model output its own Identity, so only that Identity is kept)."""
 from __future__ import annotations
 
 import logging
@@ -58,6 +60,24 @@ def fold_shape_queries(graph: ir.Graph) -> int:
     return folded
 
 
+def constant_values(graph: ir.Graph, *, outputs_computed: bool = True) -> tuple[set[int], set[str]]:
+    """(ids of the values computable from initializers alone, names of the nodes computing them).
+
+    Graph order is topological. Random ops are never constant. With ``outputs_computed`` a node
+    producing a model output is not constant either (its slice must compute the output)."""
+    graph_inputs = {id(v) for v in graph.inputs}
+    const_ids = {id(v) for v in graph.initializers.values() if id(v) not in graph_inputs}
+    outputs = {id(v) for v in graph.outputs} if outputs_computed else set()
+    const_nodes: set[str] = set()
+    for node in graph:
+        if node.op_type in NONDETERMINISTIC or any(id(o) in outputs for o in node.outputs):
+            continue
+        if all(id(v) in const_ids for v in node_reads(node)):
+            const_nodes.add(node.name)
+            const_ids.update(id(o) for o in node.outputs)
+    return const_ids, const_nodes
+
+
 class FindConstants(Pass):
     name: ClassVar[str] = "constants"
     ensures: ClassVar[tuple[str, ...]] = (CONSTANTS,)
@@ -70,16 +90,7 @@ class FindConstants(Pass):
         folded = fold_shape_queries(graph) if self.fold_shapes else 0
         graph_inputs = {id(v) for v in graph.inputs}
         const_values: set[str] = {name for name, v in graph.initializers.items() if id(v) not in graph_inputs}
-        const_ids = {id(v) for v in graph.initializers.values() if id(v) not in graph_inputs}
-        const_nodes: set[str] = set()
-        for node in graph:  # graph order is topological
-            if node.op_type in NONDETERMINISTIC:
-                continue
-            if all(id(v) in const_ids for v in node_reads(node)):
-                const_nodes.add(node.name)
-                for out in node.outputs:
-                    const_ids.add(id(out))
-                    if out.name:
-                        const_values.add(out.name)
+        _, const_nodes = constant_values(graph)
+        const_values |= {o.name for node in graph if node.name in const_nodes for o in node.outputs if o.name}
         program.put(CONSTANTS, ConstantInfo(values=frozenset(const_values), nodes=frozenset(const_nodes)))
         return PassResult(folded > 0, f"{len(const_nodes)} constant nodes, {folded} shape queries folded")

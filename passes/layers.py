@@ -10,7 +10,7 @@ order; those prefixes nest, and nodes between two of them keep the model's own o
 from __future__ import annotations
 
 import logging
-from typing import ClassVar, Mapping
+from typing import ClassVar, Container, Mapping
 
 import numpy as np
 import onnx_ir as ir
@@ -92,8 +92,9 @@ def cut_order(deps: _Deps) -> list[int]:
     return order
 
 
-def cut_widths(deps: _Deps, order: list[int]) -> np.ndarray:
-    """widths[x] = number of tensors crossing the cut after position x of ``order``."""
+def cut_widths(deps: _Deps, order: list[int], only: Container[str] | None = None) -> np.ndarray:
+    """widths[x] = number of tensors crossing the cut after position x of ``order`` (with
+    ``only``: of those tensors only)."""
     n = len(order)
     pos = np.empty(n, dtype=np.int64)
     pos[np.array(order, dtype=np.int64)] = np.arange(n)
@@ -106,6 +107,8 @@ def cut_widths(deps: _Deps, order: list[int]) -> np.ndarray:
             last[name] = max(last.get(name, -1), int(pos[j]))
     diff = np.zeros(n + 1, dtype=np.int64)
     for name, q in last.items():
+        if only is not None and name not in only:
+            continue
         p = first[name]
         if q > p:
             diff[p + 1] += 1  # crosses cuts p, p+1, ..., q-1 (index shifted by one)
@@ -191,7 +194,8 @@ def _conv_geometry(node: ir.Node, tensors: Mapping[str, TensorInfo], geometry: d
 
 class GroupLayers(Pass):
     """Ensures every non-constant node is in exactly one layer and consecutive layers meet at a
-    cut crossed by at most ``max_cut_tensors`` tensors."""
+    cut crossed by at most ``max_cut_tensors`` tensors, none of them with a data-dependent shape
+    (a slice input typed with one run's shape would fail on other inputs)."""
 
     name: ClassVar[str] = "layers"
     requires: ClassVar[tuple[str, ...]] = (TENSORS, CONSTANTS)
@@ -208,7 +212,9 @@ class GroupLayers(Pass):
         deps = _Deps(program.graph, consts)
         order = cut_order(deps)
         widths = cut_widths(deps, order)
-        cuts = [x for x in range(len(order) - 1) if widths[x] <= self.max_cut_tensors]
+        dynamic = {name for name, info in tensors.items() if info.data_dependent}
+        blocked = cut_widths(deps, order, dynamic) if dynamic else np.zeros(len(order), dtype=np.int64)
+        cuts = [x for x in range(len(order) - 1) if widths[x] <= self.max_cut_tensors and not blocked[x]]
         layers = build_layers(deps, order, cuts, tensors, consts)
         program.put(LAYERS, layers)
         return PassResult(False, f"{len(deps.nodes)} nodes -> {len(layers)} layers (k={self.max_cut_tensors})")
