@@ -2,15 +2,20 @@
 
 C_tot[0] = 0, C_tot[l] = min over k < l and states s of C_tot[k] + C(k+1..l, s), where C is the
 slice cost of problem.py (+inf for an illegal slice). For latency only each device's maximum
-frequency is a candidate (MOSAIC's Eq. 6), for energy every state (Eq. 7). O(L^2 S), vectorised:
-the costs of every slice come from prefix sums over layers in one numpy expression.
+frequency is a candidate (MOSAIC's Eq. 6), for energy every state (Eq. 7).
 
-The helpers here (per-cell costs, the [end, start, state] slice-cost tensor, the scalar DP) are
-shared with ``exact``.
+``optimal`` runs in O(L S) time and memory: with prefix sums P over layers a slice k..l-1 on s
+costs (P[l] - P[k]) + in[k] + out[l-1], so C_tot[l] = min_s (P[l, s] + out[l-1, s] + min_k A[k, s])
+with A[k, s] = C_tot[k] - P[k, s] + in[k, s], over the legal starts k of a slice ending at l on
+s: a window [lo(l, s), l-1] whose left end never moves back (no unusable layer inside, parameters
+within the capacity), so a monotone queue per state gives each minimum in amortised O(1). The
+dense [end, start, state] tensors (``SliceTables``: (L+1)^2 S cells, 3.9 GB at 3000 layers) stay
+for ``exact`` and ``dqn``, which need every slice's cost.
 """
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,10 +131,16 @@ def require_runnable(problem: PlanningProblem, tables: SliceTables, cost: np.nda
     if L == 0:
         raise InfeasibleError("the model has no layers to plan")
     idx = np.arange(L)
-    alone = np.isfinite(cost[idx + 1, idx, :]).any(axis=1)
+    require_alone(problem, np.isfinite(cost[idx + 1, idx, :]).any(axis=1), tables.states, where)
+
+
+def require_alone(problem: PlanningProblem, alone: np.ndarray, states: np.ndarray, where: str = "device") -> None:
+    """``require_runnable`` given ``alone[l]``: whether some state runs layer l as a slice."""
+    if problem.num_layers == 0:
+        raise InfeasibleError("the model has no layers to plan")
     if not alone.all():
         i = int(np.flatnonzero(~alone)[0])
-        if not np.asarray(problem.legal, dtype=bool)[i, tables.states].any():
+        if not np.asarray(problem.legal, dtype=bool)[i, states].any():
             why = "no device supports it"
         else:
             why = "it exceeds the memory of every device that supports it, or its costs are not finite"
@@ -177,18 +188,91 @@ def path_sum(cost: np.ndarray, path: list[tuple[int, int, int]]) -> float:
 
 
 def optimal(problem: PlanningProblem, metric: str) -> Plan:
-    """MOSAIC Algorithm 1: the optimal plan for latency (max-frequency states) or energy (all)."""
+    """MOSAIC Algorithm 1: the optimal plan for latency (max-frequency states) or energy (all),
+    in O(L S) memory (see the module docstring); ties go to the smallest start, then state."""
     if metric == "latency":
         states = np.flatnonzero(problem.states.is_fmax)
         where = "device at its maximum frequency"
     else:
         states = np.arange(problem.num_states)
         where = "device"
-    tables = SliceTables(problem, cell_costs(problem), states)
-    cost = tables.latency() if metric == "latency" else tables.energy()
-    require_runnable(problem, tables, cost, where)
-    _, path = scalar_dp(cost)
+    cells = cell_costs(problem)
+    if metric == "latency":
+        layer, tin, tout = cells.layer_ms, cells.in_ms, cells.out_ms
+    else:
+        layer, tin, tout = cells.layer_mj, cells.in_mj, cells.out_mj
+    path = _windowed_dp(problem, cells, states, layer, tin, tout, where)
     return problem.evaluate([Slice(first, last, int(states[s])) for first, last, s in path])
+
+
+def _windowed_dp(problem: PlanningProblem, cells: CellCosts, states: np.ndarray, layer: np.ndarray,
+                 tin: np.ndarray, tout: np.ndarray, where: str) -> list[tuple[int, int, int]]:
+    """The optimal path [(first, last, column of ``states``)] of Eq. 9 with a monotone queue per
+    state over the legal slice starts (the same costs and tie order as ``scalar_dp``)."""
+    L, S = problem.num_layers, states.size
+    usable = cells.usable[:, states]
+    lay = layer[:, states]
+    prefix = np.zeros((L + 1, S))
+    np.cumsum(np.where(np.isfinite(lay), lay, 0.0), axis=0, out=prefix[1:])
+    tin_k = np.full((L + 1, S), INF)
+    tin_k[:L] = tin[:, states]
+    tout_l = np.full((L + 1, S), INF)
+    tout_l[1:] = tout[:, states]
+    params = np.zeros(L + 1, dtype=np.int64)
+    np.cumsum(np.asarray(problem.param_bytes, dtype=np.int64), out=params[1:])
+    cap = np.asarray(problem.capacity_bytes, dtype=np.float64)[states]
+    # lo[l, s]: the first legal start of a slice ending at boundary l on s (after the last unusable
+    # layer before l, and late enough that the parameters fit the capacity)
+    bad_at = np.where(~usable, np.arange(L)[:, None] + 1, 0)
+    lo = np.zeros((L + 1, S), dtype=np.int64)
+    np.maximum.accumulate(bad_at, axis=0, out=lo[1:])
+    for j in range(S):
+        if np.isfinite(cap[j]):
+            # the smallest k with params[l] - params[k] <= cap, i.e. params[k] >= params[l] - cap
+            need = params.astype(np.float64) - cap[j]
+            lo[:, j] = np.maximum(lo[:, j], np.searchsorted(params.astype(np.float64), need, side="left"))
+    idx = np.arange(L)
+    with np.errstate(invalid="ignore"):
+        alone = (lo[idx + 1] <= idx[:, None]) & np.isfinite(tin_k[:L] + lay + tout_l[1:]) & usable
+    require_alone(problem, alone.any(axis=1), states, where)
+
+    total = np.full(L + 1, INF)
+    total[0] = 0.0
+    arg = np.zeros((L + 1, 2), dtype=np.int64)
+    queues: list[deque[int]] = [deque() for _ in range(S)]
+    a = np.full((L + 1, S), INF)           # A[k, s] = C_tot[k] - P[k, s] + in[k, s]
+    for l in range(1, L + 1):
+        k = l - 1
+        with np.errstate(invalid="ignore"):
+            a[k] = total[k] - prefix[k] + tin_k[k]
+        tail = prefix[l] + tout_l[l]
+        best, best_k, best_s = INF, 0, 0
+        for j in range(S):
+            q = queues[j]
+            ak = a[k, j]
+            if ak < INF:                    # finite (NaN and +inf never start a slice)
+                while q and a[q[-1], j] > ak:
+                    q.pop()
+                q.append(k)
+            first = lo[l, j]
+            while q and q[0] < first:
+                q.popleft()
+            if q:
+                v = a[q[0], j] + tail[j]
+                if v < best or (v == best and q[0] < best_k):
+                    best, best_k, best_s = v, q[0], j
+        total[l] = best
+        arg[l] = (best_k, best_s)
+    if not np.isfinite(total[L]):  # pragma: no cover - every layer runs alone (checked above)
+        raise InfeasibleError(f"no plan runs every layer on a {where}")
+    path = []
+    l = L
+    while l > 0:
+        k, j = int(arg[l, 0]), int(arg[l, 1])
+        path.append((k, l - 1, j))
+        l = k
+    path.reverse()
+    return path
 
 
 def plan_dp(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
@@ -197,5 +281,5 @@ def plan_dp(problem: PlanningProblem, objective: Objective, ctx: PlanContext) ->
 
 
 SPECS = (PlannerSpec("dp", "MOSAIC's dynamic program (Alg. 1): optimal latency (max-frequency states) or "
-                     "energy (all states), O(L^2 S); ignores deadline and power cap", plan_dp,
+                     "energy (all states), O(L S); ignores deadline and power cap", plan_dp,
                      metrics=("latency", "energy"), exact=True),)

@@ -145,3 +145,158 @@ def test_shape_of_a_static_activation_is_folded(analyse):
     assert "Shape" not in {n.op_type for n in p.graph}
     folded = p.graph.initializers["s"].const_value.numpy()
     assert folded.tolist() == [1]
+
+
+# NonZero in the middle: its output and everything shaped by it change with the input values
+NONZERO = HEADER + """
+nonzero (float[1,8] x) => (float y) {
+    a = Relu(x)
+    b = Sigmoid(a)
+    nz = NonZero(b)
+    f = Cast<to = 1>(nz)
+    r = Relu(f)
+    fl = Flatten<axis = 0>(r)
+    y = ReduceSum<keepdims = 0>(fl)
+}
+"""
+
+# a Reshape to a shape computed from the input's values (not from its shape)
+RESHAPE_BY_DATA = HEADER + """
+reshapedata (float[1,8] x) => (float[1,8] y) <float[1] two = {2.0}> {
+    a = Relu(x)
+    s = ReduceMax<keepdims = 0>(a)
+    big = Greater(s, two)
+    c = Where(big, two, two)
+    k = Cast<to = 7>(c)
+    one = Constant<value = int64[1] {1}>()
+    k1 = Reshape(k, one)
+    minus = Constant<value = int64[1] {-1}>()
+    shp = Concat<axis = 0>(k1, minus)
+    r = Reshape(a, shp)
+    t = Tanh(r)
+    back = Constant<value = int64[2] {1, 8}>()
+    u = Reshape(t, back)
+    y = Relu(u)
+}
+"""
+
+
+def test_no_cut_crosses_a_data_dependent_shape(analyse):
+    p = analyse(NONZERO)
+    tensors = p.get("tensors")
+    assert {n for n, i in tensors.items() if i.data_dependent} == {"nz", "f", "r", "fl", "y"}
+    assert op_of(p) == [["Relu"], ["Sigmoid"], ["NonZero", "Cast", "Relu", "Flatten", "ReduceSum"]]
+    crossing = {name for layer in p.get(LAYERS)[1:] for name in layer.inputs}
+    assert crossing == {"a", "b"}
+    assert tensors["nz"].shape[0] == 2          # one run's shape, for cost estimates
+    by_name = {o.name: o for n in p.graph for o in n.outputs}
+    assert by_name["nz"].shape is None          # never frozen into a slice
+
+
+def test_reshape_to_a_computed_shape_is_data_dependent_but_static_ones_are_not(analyse):
+    p = analyse(RESHAPE_BY_DATA)
+    dynamic = {n for n, i in p.get("tensors").items() if i.data_dependent}
+    assert dynamic == {"r", "t", "u", "y"}      # u's target is constant, but t's shape is not
+    ops = op_of(p)
+    assert ops[-1][-4:] == ["Reshape", "Tanh", "Reshape", "Relu"]
+
+
+def test_shape_of_a_data_dependent_tensor_is_not_folded(analyse):
+    p = analyse(HEADER + """
+shapeofnz (float[1,8] x) => (int64[2] y) {
+    a = Relu(x)
+    nz = NonZero(a)
+    y = Shape(nz)
+}
+""")
+    assert "Shape" in {n.op_type for n in p.graph}
+
+
+def _old_cut_order(deps):
+    """The ancestor-matrix cut_order this module had (quadratic), kept as the reference."""
+    import numpy as np
+
+    n = len(deps.nodes)
+    if n == 0:
+        return []
+    anc = np.zeros((n, n), dtype=bool)
+    for i, reads in enumerate(deps.reads):
+        anc[i, i] = True
+        for name in reads:
+            p = deps.producer.get(name)
+            if p is not None:
+                anc[i] |= anc[p]
+    names: dict[str, int] = {}
+    src, dst, tid = [], [], []
+    for j, reads in enumerate(deps.reads):
+        for name in reads:
+            src.append(deps.producer.get(name, -1))
+            dst.append(j)
+            tid.append(names.setdefault(name, len(names)))
+    src, dst, tid = (np.array(a, dtype=np.int64) for a in (src, dst, tid))
+    from_input = src < 0
+    src_safe = np.where(from_input, 0, src)
+    candidates = []
+    for i, node in enumerate(deps.nodes):
+        outs = [names[o] for o in node if o in names]
+        if len(outs) != 1:
+            continue
+        a = anc[i]
+        crossing = (from_input | a[src_safe]) & ~a[dst]
+        if crossing.any() and np.all(tid[crossing] == outs[0]):
+            candidates.append((int(a.sum()), i))
+    candidates.sort()
+    order, placed = [], np.zeros(n, dtype=bool)
+    for size, i in candidates:
+        a = anc[i]
+        if size <= int(placed.sum()) or np.any(placed & ~a):
+            continue
+        order.extend(int(j) for j in np.flatnonzero(a & ~placed))
+        placed |= a
+    order.extend(int(j) for j in np.flatnonzero(~placed))
+    return order
+
+
+class _FakeDeps:
+    """_Deps' fields for a random DAG: node i writes t{i}_0.. and reads earlier tensors/inputs."""
+
+    def __init__(self, outputs, reads):
+        self.nodes = outputs                     # per node: its output names
+        self.reads = reads
+        self.producer = {o: i for i, outs in enumerate(outputs) for o in outs}
+
+
+def _random_dag(rng, n):
+    outputs, reads = [], []
+    for i in range(n):
+        outputs.append([f"t{i}_{k}" for k in range(1 + (rng.random() < 0.15))])
+        pool = [o for outs in outputs[:-1][-6:] for o in outs] + ["x0", "x1"]
+        r = sorted(set(rng.choice(pool, size=int(rng.integers(0, 3)), replace=True).tolist())) if rng.random() > 0.05 else []
+        if i and rng.random() < 0.6:             # mostly chain-like, so that cuts exist
+            r = sorted(set(r + [outputs[i - 1][0]]))
+        if i == 0:                               # a model reads its input (the frontend refuses
+            r = sorted(set(r + ["x0"]))          # one without; the orders differ only then)
+        reads.append(r)
+    return _FakeDeps(outputs, reads)
+
+
+def test_linear_cut_order_equals_the_ancestor_matrix_one():
+    import numpy as np
+
+    from hetcc.passes.layers import cut_order
+
+    class Node(list):
+        @property
+        def outputs(self):
+            return [type("V", (), {"name": o})() for o in self]
+
+    rng = np.random.default_rng(0)
+    cuts_seen = 0
+    for trial in range(600):
+        deps = _random_dag(rng, int(rng.integers(1, 25)))
+        expected = _old_cut_order(deps)
+        deps.nodes = [Node(o) for o in deps.nodes]
+        got = cut_order(deps)
+        assert got == expected, (trial, deps.reads)
+        cuts_seen += len(got) > 1
+    assert cuts_seen > 100

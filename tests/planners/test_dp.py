@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, settings, strategies as st
 
 from hetcc.errors import InfeasibleError, UsageError
 import importlib.util
@@ -119,3 +119,74 @@ def test_energy_is_optimal_over_all_states(problem):
             dp(problem, Objective("energy"))
         return
     assert close(dp(problem, Objective("energy")).energy_mj, best)
+
+
+def _dense(problem, metric):
+    """The dense (L+1)^2 S formulation dp used to run (SliceTables + scalar_dp): the reference.
+    Returns (cost tensor, states, optimal total, path)."""
+    from hetcc.planners.dp import SliceTables, cell_costs, scalar_dp
+
+    states = np.flatnonzero(problem.states.is_fmax) if metric == "latency" else np.arange(problem.num_states)
+    tables = SliceTables(problem, cell_costs(problem), states)
+    cost = tables.latency() if metric == "latency" else tables.energy()
+    total, path = scalar_dp(cost)
+    return cost, states, total, path
+
+
+def _same_as_dense(problem, metric, exact_ties):
+    """The linear-memory dp finds the dense optimum; the same slices where sums are exact (integer
+    costs), else the same slices up to ties within rounding (both paths optimal by the dense costs)."""
+    from hetcc.planners.dp import path_sum
+
+    cost, states, total, path = _dense(problem, metric)
+    if not path:
+        with pytest.raises(InfeasibleError):
+            optimal(problem, metric)
+        return
+    got = optimal(problem, metric)
+    dense = tuple(Slice(first, last, int(states[s])) for first, last, s in path)
+    value = got.latency_ms if metric == "latency" else got.energy_mj
+    assert close(value, total)
+    if exact_ties or got.slices == dense:
+        assert got.slices == dense
+        return
+    column = {int(st): j for j, st in enumerate(states)}
+    mine = [(s.first, s.last, column[s.state]) for s in got.slices]
+    assert path_sum(cost, mine) == pytest.approx(total, rel=1e-12, abs=1e-12)
+
+
+@SETTINGS
+@given(problems(max_layers=9, max_states=5), st.sampled_from(["latency", "energy"]))
+def test_linear_memory_dp_equals_the_dense_one(problem, metric):
+    _same_as_dense(problem, metric, exact_ties=False)
+
+
+def test_linear_memory_dp_breaks_ties_like_the_dense_one():
+    # integer costs sum exactly: many exact ties (equal layers, two identical devices)
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        L, S = int(rng.integers(1, 12)), int(rng.integers(1, 4))
+        lat = rng.integers(1, 4, size=(L, S)).astype(float)
+        p = make_problem(lat.tolist(), legal=(rng.random((L, S)) > 0.2).tolist(),
+                         params=rng.integers(0, 50, size=L).tolist(),
+                         capacity=rng.choice([np.inf, 60.0, 120.0], size=S).tolist(),
+                         t_in=rng.integers(0, 3, size=(L, S)).astype(float).tolist(),
+                         t_out=rng.integers(0, 3, size=(L, S)).astype(float).tolist())
+        _same_as_dense(p, "latency", exact_ties=True)
+        _same_as_dense(p, "energy", exact_ties=True)
+
+
+def test_dp_memory_is_linear_in_layers():
+    """5k layers x 8 states: the dense tables would take (L+1)^2 S = 2e8 cells (1.6 GB per tensor)."""
+    import tracemalloc
+
+    L, S = 5_000, 8
+    rng = np.random.default_rng(1)
+    p = make_problem(rng.uniform(1, 2, size=(L, S)).tolist(), t_in=rng.uniform(0, 1, size=(L, S)).tolist(),
+                     t_out=rng.uniform(0, 1, size=(L, S)).tolist())
+    tracemalloc.start()
+    plan = optimal(p, "energy")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert plan.slices[0].first == 0 and plan.slices[-1].last == L - 1
+    assert peak < 200 * L * S          # a few [L, S] arrays, not [L, L, S]
