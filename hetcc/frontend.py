@@ -31,19 +31,21 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]
     """Parse ``NAME=1x3x224x224`` (or ``NAME=1,3,224,224``) strings; each dimension a positive
     integer up to 2**31-1 (the byte size is checked against the model's dtype on loading)."""
     shapes: dict[str, tuple[int, ...]] = {}
-    for spec in specs or ():
-        name, sep, text = spec.rpartition("=")
+    for full in specs or ():
+        spec = full if len(full) <= 80 else full[:60] + "..."   # as the messages quote it
+        name, sep, text = full.rpartition("=")
         name, text = name.strip(), text.strip()
         if not sep or not name or not text:
             raise UsageError(f"malformed --input-shape {spec!r}; expected NAME=1x3x224x224")
         dims = []
         for part in re.split(r"\s*[x,]\s*", text):
             if not re.fullmatch(r"[+-]?\d+", part):
-                raise UsageError(f"--input-shape {spec!r}: dimension {part!r} is not an integer; "
+                raise UsageError(f"--input-shape {spec!r}: dimension {part[:30]!r} is not an integer; "
                                  "expected NAME=1x3x224x224")
             digits = part.lstrip("+-").lstrip("0") or "0"
             if len(digits) > 10 or int(part) > MAX_DIM:
-                raise UsageError(f"--input-shape {spec!r}: dimension {part} is over hetcc's limit of "
+                shown = part if len(part) <= 30 else f"{part[:12]}... ({len(digits)} digits)"
+                raise UsageError(f"--input-shape {spec!r}: dimension {shown} is over hetcc's limit of "
                                  f"{MAX_DIM} (2**31-1)")
             if int(part) <= 0:
                 raise UsageError(f"--input-shape {spec!r}: every dimension must be a positive integer, got {part}")
@@ -143,6 +145,16 @@ def _check_proto(proto: onnx.ModelProto, path: Path) -> None:
     if not [v for v in graph.input if v.name not in weights]:
         raise ModelError(f"{path}: the model has no inputs, so its outputs are constants and there is nothing "
                          "to compile; give it at least one input")
+    for t in graph.initializer:
+        if t.HasField("raw_data") and t.data_location != onnx.TensorProto.EXTERNAL:
+            try:
+                itemsize = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+            except Exception:  # strings, sub-byte and float8 types: the checker judges them
+                continue
+            want = math.prod(t.dims) * itemsize
+            if want != len(t.raw_data):
+                raise ModelError(f"{path}: initializer {t.name!r} of shape {list(t.dims)} needs {want} bytes of "
+                                 f"raw_data but holds {len(t.raw_data)}; the model file is damaged, re-export it")
     _sort_nodes(graph, producer, defined, path)
     _check_ops(proto, path)
 
@@ -246,7 +258,7 @@ def _check_ops(proto: onnx.ModelProto, path: Path) -> None:
             continue
         if (domain, node.op_type) in _known_ops():
             continue
-        label = f"node {node.name!r}" if node.name else f"a node (op {node.op_type})"
+        label = f"node {node.name!r}" if node.name else "an unnamed node"
         if domain in ("", "ai.onnx.ml"):
             raise ModelError(f"{path}: {label} uses op {node.op_type!r}, which is not an operator of the ONNX "
                              f"domain {domain or 'ai.onnx'!r}; fix the op type (spelling) in the model's export")

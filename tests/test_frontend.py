@@ -1,6 +1,8 @@
 """Frontend: loading, checking, fixing dynamic dims, and the one-line errors for bad models."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hetcc.errors import ModelError, UsageError
@@ -82,3 +84,81 @@ def test_shapes_static_inference_cannot_propagate_come_from_one_run(tmp_path, wr
     p = load_model(path)
     by_name = {o.name: o for n in p.graph for o in n.outputs}
     assert list(by_name["e"].shape) == [2, 3]
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("x=1x3x99999999999999999999x8", "2147483647"),
+    ("x=1x3x2147483648x8", "2**31-1"),
+    ("x=1x3x-2x8", "positive integer"),
+    ("x=1x3x8x", "not an integer"),
+])
+def test_input_shape_limits(spec, words):
+    with pytest.raises(UsageError, match=re.escape(words)):
+        parse_input_shapes([spec])
+
+
+def test_input_shape_largest_dimension_parses():
+    assert parse_input_shapes(["x=1x2147483647"]) == {"x": (1, 2147483647)}
+
+
+def test_input_shape_given_twice():
+    with pytest.raises(UsageError, match="twice"):
+        parse_input_shapes(["x=1x3", "x=1x4"])
+
+
+def test_input_shape_over_the_byte_limit_is_refused_before_loading_data(tmp_path, write_text_model, monkeypatch):
+    path = write_text_model(DYNAMIC, tmp_path / "d.onnx")
+    with pytest.raises(UsageError, match=r"input 'x' float32\[100000, 3, 8, 8\] would take 76.8 MB"):
+        monkeypatch.setenv("HETCC_MAX_TENSOR_BYTES", str(10**6))
+        load_model(path, {"x": (100000, 3, 8, 8)})
+    monkeypatch.setenv("HETCC_MAX_TENSOR_BYTES", str(10**8))
+    assert load_model(path, {"x": (100000, 3, 8, 8)}).graph.inputs[0].shape[0] == 100000
+
+
+CONSTANT_OUTPUTS = """<ir_version: 8, opset_import: ["" : 17]>
+constouts (float[1,4] x) => (float[1,4] y, float[1,4] w, float[2] c) <float[1,4] w = {1,2,3,4}> {
+    c = Constant<value = float[2] {1, 2}>()
+    a = Add(x, w)
+    y = Relu(a)
+}
+"""
+
+
+def test_constant_outputs_get_their_own_identity(tmp_path, write_text_model):
+    p = load_model(write_text_model(CONSTANT_OUTPUTS, tmp_path / "c.onnx"))
+    outs = {v.name: v for v in p.graph.outputs}
+    assert list(outs) == ["y", "w", "c"]
+    for name in ("w", "c"):
+        node = outs[name].producer()
+        assert node is not None and node.op_type == "Identity"
+    assert "w" not in p.graph.initializers and "w_constant" in p.graph.initializers
+    add = next(n for n in p.graph if n.op_type == "Add")
+    assert add.inputs[1] is p.graph.initializers["w_constant"]    # the Add reads the same weight
+
+
+def test_unsorted_nodes_are_sorted(tmp_path):
+    import onnx
+    from onnx import TensorProto as T, helper as h
+
+    g = h.make_graph([h.make_node("Relu", ["a"], ["y"]), h.make_node("Sigmoid", ["x"], ["a"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [h.make_tensor_value_info("y", T.FLOAT, [1, 4])])
+    path = tmp_path / "u.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    assert [n.op_type for n in load_model(path).graph] == ["Sigmoid", "Relu"]
+
+
+NONZERO = """<ir_version: 8, opset_import: ["" : 17]>
+nz (float[1,8] x) => (float[2,M] y) {
+    a = Relu(x)
+    n = NonZero(a)
+    y = Cast<to = 1>(n)
+}
+"""
+
+
+def test_data_dependent_shapes_stay_unknown_in_the_ir(tmp_path, write_text_model):
+    p = load_model(write_text_model(NONZERO, tmp_path / "n.onnx"))
+    by_name = {o.name: o for n in p.graph for o in n.outputs}
+    assert by_name["n"].shape is None and by_name["y"].shape is None
+    assert list(by_name["a"].shape) == [1, 8]
+    assert set(p.observed_shapes) == {"n", "y"} and p.observed_shapes["n"][0] == 2
