@@ -43,6 +43,7 @@ backup or temp) and lock belongs to the same contract; split, the rules would dr
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -56,7 +57,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UsageError
-from .runtime.manifest import COSTS_NAME, MANIFEST_NAME
+from .runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES
 
 try:  # POSIX; without it (Windows) there is no lock
     import fcntl
@@ -86,8 +87,12 @@ def artifact_identity(root: Path) -> tuple[dict | None, str]:
     if not path.is_file():
         return None, f"it has no {MARKER}"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        with open(path, "rb") as f:
+            data = f.read(MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            return None, f"its {MARKER} is larger than any hetcc writes"
+        doc = json.loads(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None, f"its {MARKER} is not valid JSON"
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if not (isinstance(schema, str) and schema.startswith(_SCHEMA_PREFIX)):
@@ -396,13 +401,20 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
     temporary directory is removed and ``final`` is left as it was.
     """
     shown = os.fspath(final)
+    if not shown:
+        raise UsageError("the output directory is empty (-o ''); name a directory, e.g. -o out")
     given = Path(final)
     if not given.name or given.name in (".", ".."):
         given = Path(os.path.abspath(given))
     if not given.name:
         raise UsageError(f"refusing to write {shown}: name a directory below it")
-    given.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.islink(given) and not os.path.exists(given):   # (os.path: False on ENAMETOOLONG)
+        raise UsageError(f"refusing to write {shown}: it is a symbolic link to {os.readlink(given)}, which does not "
+                         "exist; remove the link or choose another -o")
+    _make_parent(given.parent, shown)
     final = Path(os.path.realpath(given))  # one lock for every spelling of the same directory
+    if os.path.lexists(final) and not final.is_dir():   # before a lock file is made beside /dev/null
+        _check_replaceable(final, shown)
     lock_path = final.parent / f".{final.name}.lock"
     fd = tmp = None
     try:
@@ -410,8 +422,18 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
             fd = _lock(lock_path, shown)
             _recover(final, shown)
             _check_replaceable(final, shown)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-        yield tmp
+            try:
+                tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+            except OSError as exc:
+                raise UsageError(f"cannot write {shown}: cannot create a directory in {final.parent} "
+                                 f"({exc.strerror}); choose another -o") from None
+        try:
+            yield tmp
+        except OSError as exc:
+            if not _write_failure(exc, tmp):
+                raise
+            raise UsageError(f"cannot write {shown}: {exc.strerror or exc} while writing "
+                             f"{_inside(exc.filename, tmp)}; {_fix(exc)} (nothing was changed in {shown})") from None
         _swap(tmp, final, shown)
     except BaseException:
         if tmp is not None:  # gone already if the swap happened
@@ -422,6 +444,53 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
         if fd is not None:
             with _signals_deferred():
                 _unlock(lock_path, fd)
+
+
+#: errors that say the output's file system is full, read-only or refuses the size: the write
+#: failed, whatever file it was writing (a full disk gives no file name)
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def _write_failure(exc: OSError, tmp: Path) -> bool:
+    """Whether ``exc`` (raised while the artifact was written into ``tmp``) is a failure to write
+    the output (full, read-only, or about a file inside ``tmp``), not a failure to read an input."""
+    if exc.errno in _FULL:
+        return True
+    name = exc.filename
+    if not isinstance(name, (str, os.PathLike)):
+        return False
+    try:
+        Path(os.path.abspath(name)).relative_to(os.path.abspath(tmp))
+    except ValueError:
+        return False
+    return True
+
+
+def _inside(name: Any, tmp: Path) -> str:
+    if not isinstance(name, (str, os.PathLike)):
+        return "the artifact"
+    try:
+        return Path(os.path.abspath(name)).relative_to(os.path.abspath(tmp)).as_posix()
+    except ValueError:
+        return os.fspath(name)
+
+
+def _fix(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "free some space there or choose another -o"
+    return "choose another -o"
+
+
+def _make_parent(parent: Path, shown: str) -> None:
+    """Create the output's parent directories; UsageError naming the part in the way."""
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [parent, *parent.parents] if os.path.lexists(p) and not p.is_dir()), parent)
+        raise UsageError(f"cannot write {shown}: {blocker} is a file, not a directory; choose another -o") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {shown}: cannot create {exc.filename or parent} ({exc.strerror}); "
+                         "choose another -o") from None
 
 
 def _swap(tmp: Path, final: Path, shown: str) -> None:
@@ -454,9 +523,12 @@ def _swap(tmp: Path, final: Path, shown: str) -> None:
             if os.path.lexists(final):
                 os.replace(final, backup)
             os.replace(tmp, final)
-        except BaseException:
+        except BaseException as exc:
             if not os.path.lexists(final) and os.path.lexists(backup):
                 os.replace(backup, final)  # put the old output back
+            if isinstance(exc, OSError):   # e.g. EBUSY: final is a mount point
+                raise UsageError(f"cannot replace {shown}: {exc.strerror} (renaming {exc.filename}); "
+                                 f"{shown} is left as it was; choose another -o") from None
             raise
         kept = _retire(backup, final) if os.path.lexists(backup) else None
         if kept:

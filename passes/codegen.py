@@ -77,6 +77,13 @@ def _jsonable(value: Any) -> Any:
     return clean(json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o))))
 
 
+def _out_dir(out_dir: str | Path) -> Path:
+    """``out_dir`` as a Path; UsageError for an empty one (Path("") would be the cwd)."""
+    if not str(out_dir):
+        raise UsageError("the output directory is empty (-o ''); name a directory, e.g. -o out")
+    return Path(out_dir)
+
+
 @dataclass(frozen=True)
 class SliceBoundary:
     """Which tensors a slice reads from outside (and from where) and which it must export."""
@@ -386,14 +393,14 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
         default_variant=str(default_variant), variants=variants, policy=policy_ref, workload=None,
     )
     _write_manifest(root, manifest)
-    (root / COSTS_FILE).write_text(json.dumps(program.get(COSTS).to_json()) + "\n")
+    (root / COSTS_FILE).write_text(json.dumps(program.get(COSTS).to_json(), allow_nan=False) + "\n")
     return manifest
 
 
 def _write_manifest(root: Path, manifest: Manifest) -> None:
     doc = manifest.to_json()
     parse_manifest(doc, str(root / MANIFEST))  # what we write is what the runtime reads
-    (root / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
+    (root / MANIFEST).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")  # the reader refuses NaN
 
 
 def _has_power(target: Any, has_power_model: bool | None) -> bool:
@@ -414,7 +421,7 @@ def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Map
     recorded with its sha256 (it picks a variant at run time). ``objective``: recorded for a
     plan that carries none. Energies are null unless the target has a power model.
     """
-    out = Path(out_dir)
+    out = _out_dir(out_dir)
     with atomic_directory(out) as tmp:
         _write_model(tmp, program, target, plans, default_variant=default_variant, runtime=runtime,
                      policy=policy, has_power=_has_power(target, has_power_model), objective=objective)
@@ -433,7 +440,7 @@ def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str,
     if dup:
         raise UsageError(f"two workload models are named {dup[0]!r}")
     has_power = _has_power(target, has_power_model)
-    out = Path(out_dir)
+    out = _out_dir(out_dir)
     with atomic_directory(out) as tmp:
         (tmp / "models").mkdir()
         members = []

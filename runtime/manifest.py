@@ -1011,10 +1011,12 @@ def _check_tree(doc: Any, shown: str) -> None:
                                 "which hetcc never writes; the file is damaged, recompile")
 
 
-def read_json(path: Path, shown: str, max_bytes: int = MAX_MANIFEST_BYTES) -> Any:
+def read_json(path: Path, shown: str, max_bytes: int | None = None) -> Any:
     """A JSON file of an artifact; ManifestError naming ``shown`` when unreadable, larger than
-    ``max_bytes``, not JSON, nested deeper than MAX_JSON_DEPTH, or holding a number that is not
+    ``max_bytes`` (default: MAX_COSTS_BYTES for costs.json, else MAX_MANIFEST_BYTES), not JSON, nested deeper than MAX_JSON_DEPTH, or holding a number that is not
     finite (NaN, Infinity, 1e999: Python's json accepts them) or an integer over MAX_INT_DIGITS."""
+    if max_bytes is None:
+        max_bytes = MAX_COSTS_BYTES if Path(path).name == COSTS_NAME else MAX_MANIFEST_BYTES
     try:
         with open(path, "rb") as f:
             data = f.read(max_bytes + 1)   # never more, whatever the file (or /dev/zero) holds
@@ -1050,6 +1052,8 @@ def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]
     if not mpath.is_file():
         raise ManifestError(f"{artifact_dir}: no {MANIFEST_NAME}; is this a hetcc compile output directory?")
     doc = read_json(mpath, shown)
+    if isinstance(doc, dict):
+        _check_counts(doc, shown)
     listed = _listed_files(doc)
     if len(listed) > FILES_CHECKED_ABOVE:   # cheap before the parse: are those files even there?
         present = _count_files(root, len(listed))
