@@ -72,6 +72,8 @@ __all__ = [
     "validate_manifest",
     "load_manifest",
     "read_manifest",
+    "read_json",
+    "check_costs",
     "artifact_root",
     "slice_path",
     "artifact_file",
@@ -1042,6 +1044,28 @@ def read_json(path: Path, shown: str, max_bytes: int | None = None) -> Any:
                             "the file is damaged, recompile") from None
     _check_tree(doc, shown)
     return doc
+
+
+def check_costs(doc: Any, shown: str) -> None:
+    """ManifestError naming ``shown`` and the key unless ``doc`` (a parsed ``costs.json``) has what
+    ``hetcc inspect`` reads: an object whose ``layers`` is an array of objects, each with an
+    ``op_types`` array of strings."""
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{shown}: expected a JSON object; the file is damaged, recompile")
+    layers = doc.get("layers")
+    if layers is None:
+        raise ManifestError(f"{shown}: layers: required key is missing; the file is damaged, recompile")
+    if not isinstance(layers, list):
+        raise ManifestError(f"{shown}: layers: expected an array, got {_type_name(layers)}; the file is damaged, "
+                            "recompile")
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, dict):
+            raise ManifestError(f"{shown}: layers[{i}]: expected an object, got {_type_name(layer)}; the file is "
+                                "damaged, recompile")
+        ops = layer.get("op_types")
+        if not isinstance(ops, list) or not all(isinstance(op, str) for op in ops):
+            raise ManifestError(f"{shown}: layers[{i}].op_types: expected an array of strings; the file is "
+                                "damaged, recompile")
 
 
 def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]:

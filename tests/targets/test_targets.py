@@ -2,14 +2,18 @@
 with the file and the key path named."""
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hetcc.errors import TargetError
 from hetcc.targets import PREDICATES, Target, builtin_targets, load_target
+from hetcc.targets.schema import NAME_PATTERN
 
 # MOSAIC Table II: (volt, MHz) per device.
 TABLE_II = {
@@ -497,3 +501,50 @@ def test_active_cores_knob_checks_device_kind_and_affinity(tmp_path: Path) -> No
         load_target(write(tmp_path, text, "aff.toml"))
     t = load_target(write(tmp_path, MINIMAL.replace("[devices.cpu]", KNOB + "[devices.cpu]"), "ok.toml"))
     assert t.knobs["cores"].values == (0, 1, 2) and t.knobs["cores"].default == 2
+
+
+# ---------------------------------------------------------------- hostile mutations of the built-ins
+_HOSTILE_VALUES = ("-1", "0", "-0.0", "nan", "inf", "-inf", "1e308", "9" * 30, "9" * 5000, '""', '"/"',
+                   '"a/b"', '"\\u0000"', '".."', '"x" ', "[]", "[[]]", "{}", "{ a = [1] }", "true",
+                   "1979-05-27", '"' + "x" * 5000 + '"', "[" * 300 + "]" * 300, '"\\u001b[2J"',
+                   '"/sys/../etc/passwd"', '"/etc/passwd"')
+_HOSTILE_NAMES = ('"a/b"', '"\\u0000"', '".."', '""', "x" * 300, '"a=b"', '"a b"', "big", "gpu")
+
+
+@st.composite
+def _mutated_board(draw):
+    name = draw(st.sampled_from(builtin_targets()))
+    lines = load_target(name).path.read_text().splitlines()
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        line = lines[i]
+        how = draw(st.sampled_from(("value", "name", "drop")))
+        if how == "value" and "=" in line and not line.lstrip().startswith("#"):
+            key = line.split("=", 1)[0]
+            lines[i] = f"{key}= {draw(st.sampled_from(_HOSTILE_VALUES))}"
+        elif how == "name" and line.startswith("[") and "." in line:
+            head = line.strip("[]").rsplit(".", 1)[0]
+            lines[i] = f"[{head}.{draw(st.sampled_from(_HOSTILE_NAMES))}]"
+        else:
+            del lines[i]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_mutated_board())
+def test_a_mutated_builtin_board_loads_or_fails_on_one_line(tmp_path: Path, text: str) -> None:
+    """Whatever is changed in a built-in board file, it loads (and its states are usable) or the
+    loader raises one TargetError line that names the file: never another exception."""
+    path = tmp_path / "board.toml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        target = load_target(path)
+    except TargetError as e:
+        msg = str(e)
+        assert msg.startswith(f"{path}: ") and "\n" not in msg, msg
+        return
+    for d in target.devices:
+        assert re.fullmatch(NAME_PATTERN, d.name), d.name
+        for lvl in d.dvfs:
+            assert lvl.freq_mhz is None or math.isfinite(lvl.freq_mhz)
+    assert target.states()
