@@ -36,6 +36,12 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
   exit 2). The lock file is removed when released (its inode is re-checked after locking, so
   removal cannot let two writers in).
 
+* **Hostile destinations, failed writes.** An empty ``final``, ``/``, a dangling symlink or a
+  parent that is a file is a one-line UsageError before anything is made; a full disk, quota,
+  read-only file system (or any OSError on a file inside the temporary directory) while the
+  artifact is written, or a failed swap rename, is a UsageError naming ``final``, with the
+  temporary removed and ``final`` unchanged.
+
 Why one module of ~500 lines: every write of an artifact goes through one swap, and what that
 swap may drop (the old manifest's files), keep (a user's files), recover (a crashed compile's
 backup or temp) and lock belongs to the same contract; split, the rules would drift apart.
