@@ -268,6 +268,8 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     names = [p.name for p in passes] + list(PLAN_PASSES)
     if dump_after is not None and dump_after not in names:
         raise UsageError(f"--dump-after {dump_after!r}: no such pass; passes: {', '.join(names)}")
+    if dump_after is not None:
+        dump_path(dump_after)   # refuse an unusable dump file before the work, not after
     t0 = time.perf_counter()
     program = load_model(resolve_model(model, input_shapes, seed), input_shapes)
     load = PassTiming("load", time.perf_counter() - t0, f"{len(program.graph)} nodes")
@@ -412,5 +414,23 @@ def _dump(program: Program, pass_name: str) -> None:
             return o
         return repr(o)
 
+    from .fsutil import atomic_write_text
+
+    path = dump_path(pass_name)
+    text = json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1, allow_nan=False)
+    try:
+        atomic_write_text(path, text)   # a temporary file renamed over it: never half-written
+    except OSError as exc:
+        raise UsageError(f"--dump-after {pass_name}: cannot write {path} ({exc.strerror or exc}); "
+                         "run hetcc in a writable directory") from None
+
+
+def dump_path(pass_name: str) -> Path:
+    """``./hetcc-dump-PASS.json``, which ``--dump-after PASS`` (re)writes; refused when that name is
+    a directory, a symlink or anything but a regular file (it is never followed or replaced)."""
     path = Path(f"hetcc-dump-{pass_name}.json")
-    path.write_text(json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1, allow_nan=False))
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+        raise UsageError(f"--dump-after {pass_name}: {path} is {kind}, which hetcc does not replace; "
+                         "move it away or run hetcc in another directory")
+    return path

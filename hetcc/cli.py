@@ -3,15 +3,19 @@
 Exit codes: 0 ok, 1 internal error, 2 bad usage or bad input, 3 no feasible plan."""
 from __future__ import annotations
 
+if __name__ == "__main__":  # python -m hetcc.cli: enter like the console script (signals during the imports)
+    from hetcc._entry import main as _entry_main
+
+    _entry_main()
+
 import argparse
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
+from ._entry import interrupted, terminate_as_interrupt
 from .cli_artifact import (SEED_MAX, _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run,
                            float_in, int_in, json_text)
 from .errors import UsageError, is_user_error
@@ -38,6 +42,19 @@ def _budget(args: argparse.Namespace) -> Any:
         return Budget(steps=args.budget_steps, seconds=args.budget_seconds)
     except ValueError as exc:
         raise UsageError(f"--budget-steps/--budget-seconds: {exc}") from None
+
+
+def _variants(text: str | None) -> list[str] | None:
+    """``--variants P1,P2,...`` -> planner names; empty or repeated names refused."""
+    if text is None:
+        return None
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        raise UsageError(f"--variants {text!r} names no planner; give planners separated by commas, e.g. dp,exact")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"--variants {text!r} names {dup[0]!r} twice; give each planner once")
+    return names
 
 
 def _check_planner_options(planner: str, options: dict[str, str], variants: str | None) -> None:
@@ -89,7 +106,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.verbose:
         def on_pass(t: Any) -> None:
             console.print(f"  [dim]pass[/dim] {t.name:<10} {t.seconds * 1e3:9.1f} ms  {t.summary}")
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    variants = _variants(args.variants)
     common = dict(objective=args.objective, deadline_ms=args.deadline, power_cap_mw=args.power_cap,
                   planner=args.planner, planner_options=options, output_dir=args.output, seed=args.seed,
                   allow_infeasible=args.allow_infeasible, progress=progress)
@@ -256,7 +273,10 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             table.add_row(e.name, "x".join(map(str, e.input_shape)), "yes" if e.core else "", e.description)
         _console().print(table)
         return 0
-    path = zoo.export(args.name, args.output, seed=args.seed)
+    out = Path(args.output)
+    if not args.output.strip() or out.is_dir():
+        raise UsageError(f"zoo export -o {args.output!r}: give a file name, e.g. -o {args.name}.onnx")
+    path = zoo.export(args.name, out, seed=args.seed)
     print(f"wrote {path}")
     return 0
 
@@ -327,26 +347,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. SIGTERM and SIGHUP are handled like Ctrl-C (SIGINT): a KeyboardInterrupt,
     so an output being written is removed and the old one kept; exit 128 + the signal number
-    (130 SIGINT, 143 SIGTERM, 129 SIGHUP) with one line on stderr."""
+    (130 SIGINT, 143 SIGTERM, 129 SIGHUP) with one line on stderr. The console script enters
+    through ``hetcc._entry.main``, which extends this to the imports before it."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:   # --help, --version, or a one-line usage error (exit 2): return, not raise
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
-    received: list[int] = []
-
-    def on_signal(signum: int, frame: Any) -> None:
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for name in ("SIGTERM", "SIGHUP"):
-            signum = getattr(signal, name, None)
-            if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:  # not if ignored (nohup)
-                previous[signum] = signal.signal(signum, on_signal)
     try:
-        return args.func(args)
+        with terminate_as_interrupt():
+            return args.func(args)
     except Exception as exc:
         if args.debug or not is_user_error(exc):
             raise
@@ -354,14 +364,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hetcc: error: {msg}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        signum = received[0] if received else signal.SIGINT
-        word = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
-        print(f"hetcc: {word}", file=sys.stderr)
-        return 128 + int(signum)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+        return interrupted()

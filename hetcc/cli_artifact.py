@@ -13,6 +13,7 @@ import math
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -464,6 +465,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     every variant of a model artifact and every model of a workload."""
     from .runtime.manifest import artifact_root, load_manifest
 
+    if args.plot is not None:
+        _plot_path(args.plot)   # a bad --plot is refused before anything is read
     root = artifact_root(args.dir)
     manifest = load_manifest(args.dir)
     variant = getattr(args, "variant", None)
@@ -481,13 +484,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             subs.append((n, sub_root, load_manifest(sub_root)))
     elif model is not None and model != manifest.model.name:
         raise UsageError(f"--model: not a workload artifact; its one model is {manifest.model.name!r}")
-    if args.plot:
+    if args.plot is not None:
+        plot = _plot_path(args.plot)
         if manifest.kind == "workload":
             if len(subs) != 1:
                 raise UsageError("--plot: a workload has several models; pick one with --model")
-            _plot(subs[0][2], Path(args.plot), variant)
+            _plot(subs[0][2], plot, variant)
         else:
-            _plot(manifest, Path(args.plot), variant)
+            _plot(manifest, plot, variant)
     if args.json:
         if manifest.kind == "workload":
             doc: dict[str, Any] = {"manifest": manifest.to_json(),
@@ -518,6 +522,27 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+#: image formats --plot writes (matplotlib's, without those needing LaTeX or extra packages)
+PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg")
+
+
+def _plot_path(text: str) -> Path:
+    """The --plot file: a name ending in one of PLOT_FORMATS in an existing directory; an
+    existing directory, symlink or non-regular file of that name is refused (never replaced)."""
+    path = Path(text)
+    fmt = path.suffix[1:].lower()
+    if not text.strip() or fmt not in PLOT_FORMATS:
+        raise UsageError(f"--plot {text!r}: name an image file ending in .{', .'.join(PLOT_FORMATS)}, "
+                         "e.g. --plot schedule.png")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+        raise UsageError(f"--plot {text}: it is {kind}, which hetcc does not replace; name another file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"--plot {text}: no directory {str(parent)!r}; create it first or name another file")
+    return path
+
+
 def _plot(manifest: Any, path: Path, variant: str | None = None) -> None:
     try:
         import matplotlib
@@ -542,5 +567,15 @@ def _plot(manifest: Any, path: Path, variant: str | None = None) -> None:
     suffix = f" ({name})" if len(manifest.variants) > 1 else ""
     ax.set_title(f"{manifest.model.name} on {manifest.target.name}{suffix}")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=path.suffix[1:].lower())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)   # complete or not there: never a half-written image
+    except OSError as exc:
+        raise UsageError(f"--plot {path}: cannot write it ({exc.strerror or exc}); name a writable file") from None
+    finally:
+        plt.close(fig)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
