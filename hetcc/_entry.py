@@ -4,41 +4,72 @@ Importing the CLI (and, from there, numpy, onnx and onnxruntime) takes a while; 
 time used to print a traceback, because the script imported ``hetcc.cli`` before ``main`` could
 catch anything. Here the imports run inside the same handling as a command: Ctrl-C (SIGINT) ends
 with ``hetcc: interrupted`` and exit 130, SIGTERM with ``hetcc: terminated (SIGTERM)`` and 143,
-SIGHUP with 129. This module imports only the standard library's smallest modules.
+SIGHUP with 129.
+
+This module runs before the handlers are in place, so it imports only ``_thread``, ``signal``
+and ``sys`` (no typing, contextlib or threading: under load each costs milliseconds in which a
+signal would still get Python's traceback).
 """
 from __future__ import annotations
 
-import contextlib
+import _thread
 import signal
 import sys
-import threading
-from typing import Any, Iterator
 
-#: signals received by ``_on_signal`` and not yet reported (a KeyboardInterrupt stands for them)
+#: signals received and not yet reported (a KeyboardInterrupt, or what an import turned it into)
 _received: list[int] = []
+_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
-def _on_signal(signum: int, frame: Any) -> None:
+def _on_signal(signum: int, frame: object) -> None:
     _received.append(signum)
     raise KeyboardInterrupt
 
 
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Inside, SIGTERM and SIGHUP raise KeyboardInterrupt like SIGINT does, so that whatever is
-    being written is cleaned up the same way; a signal that is ignored (nohup) or already
-    handled (an enclosing use of this) is left alone. The old handlers come back on exit."""
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for name in ("SIGTERM", "SIGHUP"):
+def pending() -> bool:
+    """Whether a signal arrived that is not reported yet: an exception raised meanwhile is its
+    consequence (a C extension being imported turns a KeyboardInterrupt into an ImportError)."""
+    return bool(_received)
+
+
+class terminate_as_interrupt:
+    """Inside, SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt and are recorded, so whatever
+    is being written is cleaned up the same way and the exit code names the signal. A signal
+    that is ignored (nohup) or handled by someone else is left alone; an interrupt raised where
+    Python ignores exceptions (a finaliser, a weakref callback in importlib) is delivered to the
+    main thread again instead of printing "Exception ignored". Restored on exit; nestable."""
+
+    def __enter__(self) -> "terminate_as_interrupt":
+        self.previous: dict[int, object] = {}
+        self.hook = sys.unraisablehook
+        for name in _NAMES:
             signum = getattr(signal, name, None)
-            if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
-                previous[signum] = signal.signal(signum, _on_signal)
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
+            if signum is None:
+                continue
+            current = signal.getsignal(signum)
+            if current == (signal.default_int_handler if name == "SIGINT" else signal.SIG_DFL):
+                try:
+                    self.previous[signum] = signal.signal(signum, _on_signal)
+                except ValueError:      # not the main thread: signals are not ours to handle
+                    break
+        if self.previous and not getattr(self.hook, "redelivers", False):
+            sys.unraisablehook = _redeliver(self.hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.unraisablehook = self.hook
+        for signum, handler in self.previous.items():
             signal.signal(signum, handler)
+
+
+def _redeliver(previous):  # noqa: ANN001, ANN202 (typing is not imported here)
+    def hook(unraisable) -> None:  # noqa: ANN001
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            _thread.interrupt_main(_received[-1] if _received else signal.SIGINT)
+            return
+        previous(unraisable)
+    hook.redelivers = True
+    return hook
 
 
 def interrupted() -> int:
@@ -50,25 +81,22 @@ def interrupted() -> int:
     return 128 + int(signum)
 
 
-def _quiet_exit(code: int) -> None:
-    """Exit with ``code``; a signal from now on ends the process at once, without a traceback."""
-    if threading.current_thread() is threading.main_thread():
-        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-            signum = getattr(signal, name, None)
-            if signum is not None and signal.getsignal(signum) in (signal.default_int_handler, _on_signal):
-                signal.signal(signum, signal.SIG_DFL)
-    sys.exit(code)
-
-
 def main() -> None:
-    """``hetcc`` itself: import the CLI and run it, with the start-up under the signal handling."""
+    """``hetcc`` itself: import the CLI and run it, with the start-up under the signal handling.
+    Once the command is over, a signal ends the process at once (no traceback at exit)."""
     try:
         with terminate_as_interrupt():
             from hetcc.cli import main as cli_main
 
             code = cli_main()
     except KeyboardInterrupt:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.SIG_DFL)   # a second Ctrl-C now just ends it
-        code = interrupted()
-    _quiet_exit(code)
+        code = None
+    except Exception:
+        if not pending():
+            raise
+        code = None
+    for name in _NAMES:
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) in (signal.default_int_handler, _on_signal):
+            signal.signal(signum, signal.SIG_DFL)
+    sys.exit(interrupted() if code is None else code)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from ._entry import interrupted, terminate_as_interrupt
+from ._entry import interrupted, pending, terminate_as_interrupt
 from .cli_artifact import (SEED_MAX, _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run,
                            float_in, int_in, json_text)
 from .errors import UsageError, is_user_error
@@ -356,8 +356,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
     try:
         with terminate_as_interrupt():
-            return args.func(args)
+            code = args.func(args)
+        if pending():       # a signal whose KeyboardInterrupt a library swallowed (an import it cut short)
+            return interrupted()
+        return code
     except Exception as exc:
+        if pending():       # raised because of a signal (e.g. an import a Ctrl-C cut short)
+            return interrupted()
         if args.debug or not is_user_error(exc):
             raise
         msg = " ".join(str(exc).split())
