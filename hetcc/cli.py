@@ -57,7 +57,7 @@ def _variants(text: str | None) -> list[str] | None:
     return names
 
 
-def _check_planner_options(planner: str, options: dict[str, str], variants: str | None) -> None:
+def _check_planner_options(planner: str, options: dict[str, str], variants: list[str] | None) -> None:
     """Parse --planner-option values against a named planner's options now, before the model is
     loaded (``auto`` is resolved from the objective later; the same check runs then)."""
     from .planners import get_spec
@@ -99,14 +99,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
     parse_deadline(args.deadline)   # refuse a bad --deadline / --power-cap before loading anything
     parse_power(args.power_cap)
     options = parse_option_args(args.planner_option)
-    _check_planner_options(args.planner, options, args.variants)
+    variants = _variants(args.variants)
+    _check_planner_options(args.planner, options, variants)
     console = _console(stderr=args.json)
     progress = default_progress(quiet=args.quiet or args.json)
     on_pass = None
     if args.verbose:
         def on_pass(t: Any) -> None:
             console.print(f"  [dim]pass[/dim] {t.name:<10} {t.seconds * 1e3:9.1f} ms  {t.summary}")
-    variants = _variants(args.variants)
     common = dict(objective=args.objective, deadline_ms=args.deadline, power_cap_mw=args.power_cap,
                   planner=args.planner, planner_options=options, output_dir=args.output, seed=args.seed,
                   allow_infeasible=args.allow_infeasible, progress=progress)
