@@ -43,6 +43,22 @@ def _node(op, ins, outs, name="", domain=""):
     return h.make_node(op, ins, outs, name=name, domain=domain)
 
 
+def _compiled_proto(build, *flags: str):
+    """A setup writing ``build()`` to work/m.onnx and compiling it into work/art."""
+    def setup(work: Path) -> None:
+        from harness import _run_in_process
+
+        _proto(build)(work)
+        o = _run_in_process(Case("setup", ["compile", "m.onnx", "-o", "art", "-q", *flags], 0), work)
+        if o.code != 0:
+            raise RuntimeError(f"setup compile failed: {o.stderr}{o.escaped or ''}")
+    return setup
+
+
+def _unsorted():
+    return _graph([_node("Relu", ["a"], ["y"]), _node("Sigmoid", ["x"], ["a"])])
+
+
 def _bytes(data: bytes, name: str = "m.onnx"):
     def setup(work: Path) -> None:
         (work / name).write_bytes(data)
@@ -214,7 +230,8 @@ CASES = [
     Case("models/reads-undefined-tensor", ["compile", "m.onnx", "-o", "out"], 2, ["'ghost'", "no node"],
          setup=_proto(lambda: _graph([_node("Add", ["x", "ghost"], ["y"])]))),
     Case("models/unsorted-nodes-compile", ["compile", "m.onnx", "-o", "art", "-q"], 0, outputs=ART,
-         setup=_proto(lambda: _graph([_node("Relu", ["a"], ["y"]), _node("Sigmoid", ["x"], ["a"])]))),
+         setup=_proto(_unsorted)),
+    Case("models/unsorted-nodes-verify", ["run", "art", "--verify"], 0, setup=_compiled_proto(_unsorted, "--planner", "even:2")),
     Case("models/orphan-output", ["compile", "m.onnx", "-o", "out"], 2, ["'z'", "produced by no node"],
          setup=_proto(lambda: _graph([_node("Relu", ["x"], ["y"])], outputs=(("y", [1, 8]), ("z", [1, 8]))))),
     Case("models/raw-data-wrong-size", ["compile", "m.onnx", "-o", "out"], 2, ["'w'", "256 bytes", "40"],
