@@ -282,6 +282,15 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- main
+def _lazy(parser: argparse.ArgumentParser, module: str) -> None:
+    """Arguments and command of hetcc.sweep / hetcc.tune (their modules import Ray only when run)."""
+    import importlib
+
+    mod = importlib.import_module(f"hetcc.{module}")
+    mod.add_arguments(parser)
+    parser.set_defaults(func=getattr(mod, f"cmd_{module}"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hetcc", description="Heterogeneity-aware compiler for ONNX models.")
     p.add_argument("--version", action="version", version=f"hetcc {__version__}")
@@ -332,6 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("name", nargs="?")
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=cmd_targets)
+
+    sw = sub.add_parser("sweep", help="many compiles at once on Ray: models x targets x objectives x deadlines x planners")
+    _lazy(sw, "sweep")
+    tu = sub.add_parser("tune", help="tune a planner's options with Ray Tune (median gap to exact)")
+    _lazy(tu, "tune")
 
     z = sub.add_parser("zoo", help="torchvision architectures with random weights")
     zs = z.add_subparsers(dest="zoo_cmd", required=True, parser_class=_Parser)

@@ -38,6 +38,7 @@ import math
 import os
 import socket
 import sys
+import tempfile
 import time
 import tomllib
 from collections import defaultdict
@@ -238,7 +239,8 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
             ps = get_spec(name.split(":")[0])
             if ps.kind != "model":
                 raise UsageError(f"planner {ps.name!r} plans a {ps.kind}; a sweep plans single models")
-            opts = split_name("single" if name == "single:*" else name, ps, spec.options.get(ps.name, {}))
+            given = spec.options.get(ps.name, {}) if where == "planners" else {}   # gap_to: its defaults
+            opts = split_name("single" if name == "single:*" else name, ps, given)
             if name == "single:*":                # device names come from each target
                 opts[ps.positional] = "any"
             parse_options(ps, opts)
@@ -418,6 +420,31 @@ class SweepResult:
     seconds: float
 
 
+def _check_reachable(address: str) -> None:
+    """Ray waits minutes for a head that is not there; a TCP probe of 5 s tells at once."""
+    where = address
+    if address == "auto":
+        where = os.environ.get("RAY_ADDRESS", "")
+        if not where:
+            try:
+                where = Path(tempfile.gettempdir(), "ray", "ray_current_cluster").read_text().strip()
+            except OSError:
+                where = ""
+        if not where:
+            raise UsageError("--address auto: no Ray cluster was started on this machine; start one with "
+                             "`ray start --head`, name it as HOST:PORT, or drop --address to run here")
+    if where.startswith("ray://"):
+        return                                        # Ray Client: its own connection handling
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--address {address!r}: use auto or HOST:PORT, e.g. --address 10.0.0.1:6379")
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as e:
+        raise UsageError(f"--address {address}: no Ray head answers at {where} ({e.strerror or e}); start one "
+                         "with `ray start --head`, or drop --address to run here") from None
+
+
 def init_ray(address: str | None, workers: int | None) -> Any:
     """Connect to ``address`` (``auto`` or HOST:PORT) or start Ray embedded with ``workers`` CPUs."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")    # no usage reports to the Ray project
@@ -430,6 +457,7 @@ def init_ray(address: str | None, workers: int | None) -> Any:
     if ray.is_initialized():
         return ray
     if address:
+        _check_reachable(address)
         try:
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as e:

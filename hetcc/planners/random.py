@@ -21,6 +21,9 @@ from .registry import PlannerSpec
 class RandomOptions:
     samples: int = field(default=1000, metadata={"doc": "plans to draw (a step budget stops earlier)"})
 
+    def validate(self) -> str | None:
+        return None if self.samples >= 1 else f"samples must be at least 1, got {self.samples}"
+
 
 def plan_random(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
     L, S = problem.num_layers, problem.num_states

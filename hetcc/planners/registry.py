@@ -254,14 +254,37 @@ def _out_of_bounds(value: Any) -> str | None:
 
 
 def parse_option_args(items: list[str] | None) -> dict[str, str]:
-    """``--planner-option KEY=VALUE`` (repeatable) -> {KEY: VALUE}."""
+    """``--planner-option KEY=VALUE`` (repeatable) -> {KEY: VALUE}; ``@FILE`` reads ``key = value``
+    lines of a TOML file (what ``hetcc tune`` writes), later items override earlier ones."""
     out: dict[str, str] = {}
     for item in items or ():
+        if item.startswith("@"):
+            out.update(_option_file(item[1:]))
+            continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"malformed --planner-option {item!r}; use KEY=VALUE, e.g. --planner-option beam=16")
         out[key.strip()] = value.strip()
     return out
+
+
+def _option_file(path: str) -> dict[str, str]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read((1 << 20) + 1)
+        if len(data) > 1 << 20:
+            raise UsageError(f"--planner-option @{path}: larger than 1 MiB; an options file is a few lines")
+        doc = tomllib.loads(data.decode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"--planner-option @{path}: cannot read it ({e.strerror or e})") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise UsageError(f"--planner-option @{path}: not a TOML file of key = value lines ({e})") from None
+    bad = [k for k, v in doc.items() if isinstance(v, (dict, list))]
+    if bad:
+        raise UsageError(f"--planner-option @{path}: {bad[0]!r} is a table or list; write key = value lines")
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
 
 
 # ---- running ------------------------------------------------------------------------------

@@ -82,6 +82,8 @@ def _listing(root: Path) -> dict[str, str]:
                 out[rel] = "link:" + os.readlink(p)
             elif p.is_dir():
                 out[rel] = "dir"
+            elif not p.is_file():                 # a FIFO, socket or device: never opened
+                out[rel] = f"special:{p.stat().st_mode:o}"
             else:
                 try:
                     out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
@@ -185,7 +187,7 @@ def problems(case: Case, o: Outcome, base: Path, before: dict[str, str],
     for rel, sig in after.items():
         if rel not in before and not _under(rel, allowed):
             found.append(("outside", f"{rel} appeared"))
-        if before.get(rel) == sig or sig == "dir" or sig.startswith(("link:", "unreadable:")):
+        if before.get(rel) == sig or sig == "dir" or sig.startswith(("link:", "unreadable:", "special:")):
             continue
         p = base / rel                         # new or changed: it must not hold the secret
         with contextlib.suppress(OSError):

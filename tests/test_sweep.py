@@ -1,0 +1,240 @@
+"""hetcc sweep and hetcc tune: spec validation (one line, exit 2), a sweep on embedded Ray that
+agrees with single compiles, resumption after an interrupt, failure isolation, the --address path
+against a head started with `ray start --head`, and a small tune run."""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ray  # noqa: E402  (the sweep extra)
+
+import hetcc  # noqa: E402
+from hetcc.errors import UsageError  # noqa: E402
+from hetcc.sweep import COLUMNS, load_spec, read_table, run_sweep  # noqa: E402
+from text_models import CHAIN  # noqa: E402
+
+WIDE = """<ir_version: 8, opset_import: ["" : 17]>
+wide (float[1,64,32,32] x) => (float[1,64,32,32] y)
+<float[64,64,3,3] w1, float[64,64,3,3] w2> {
+    a = Conv <pads = [1,1,1,1]> (x, w1)
+    b = Relu(a)
+    c = Conv <pads = [1,1,1,1]> (b, w2)
+    y = Relu(c)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    import numpy as np
+    import onnx
+    import onnx.parser
+    from onnx import numpy_helper
+
+    d = tmp_path_factory.mktemp("sweep-models")
+    onnx.save(onnx.parser.parse_model(CHAIN), str(d / "chain.onnx"))
+    m = onnx.parser.parse_model(WIDE)
+    rng = np.random.default_rng(0)
+    for name in ("w1", "w2"):
+        m.graph.initializer.append(numpy_helper.from_array(rng.standard_normal((64, 64, 3, 3)).astype("float32"), name))
+    onnx.save(m, str(d / "wide.onnx"))
+    (d / "broken.onnx").write_bytes(b"not a model")
+    return d
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shutdown_ray():
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def write_spec(d: Path, text: str, name: str = "spec.toml") -> Path:
+    p = d / name
+    p.write_text(text)
+    return p
+
+
+SPEC = """models = ["chain.onnx", "wide.onnx"]
+targets = ["hikey970", "jetson-tx2"]
+objectives = ["latency", "energy", "edp"]
+deadlines = ["none", "medium"]
+planners = ["dp", "exact", "single:*"]
+"""
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('models = ["nosuchnet"]', "models[0] 'nosuchnet'"),
+    ('models = ["chain.onnx"]\ntargets = ["mars"]', "targets[0] 'mars'"),
+    ('models = ["chain.onnx"]\nplanners = ["quantum"]', "unknown planner 'quantum'"),
+    ('models = ["chain.onnx"]\nplanners = ["exact"]\n[options.exact]\nwarp = 9', "no option 'warp'"),
+    ('models = ["chain.onnx"]\nobjectives = ["speed"]', "objectives[0] 'speed'"),
+    ('models = ["chain.onnx"]\ndeadlines = ["soon"]', "deadlines[0]"),
+    ('models = ["chain.onnx"]\nseeds = [-1]', "'seeds'"),
+    ('models = ["chain.onnx"]\ncolour = "red"', "unknown key 'colour'"),
+    ('models = ["missing.onnx"]', "no such file"),
+    ('models = "chain.onnx" = 1', "not valid TOML"),
+    ('models = ["chain.onnx"]\nplanners = ["dp"]\n[options.exact]\nbeam = 4', "[options.exact]"),
+])
+def test_bad_specs_are_one_line_errors_with_exit_2(models, tmp_path, capsys, text, needle):
+    spec = write_spec(models, text, f"bad-{abs(hash(text))}.toml")
+    with pytest.raises(UsageError, match=None) as e:
+        load_spec(spec)
+    assert needle in str(e.value) and str(spec) in str(e.value)
+    from hetcc.cli import main
+
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hetcc: error: ") and needle in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_agrees_with_single_compiles_and_resumes(models, tmp_path):
+    spec = load_spec(write_spec(models, SPEC))
+    cells = spec.cells()
+    # single:* expands to each target's devices: hikey970 has 4, jetson-tx2 its own
+    assert len(cells) == 2 * 3 * 2 * sum(2 + len(hetcc.targets.load_target(t).devices) for t in spec.targets)
+    out = tmp_path / "out"
+    first = run_sweep(spec, out, workers=2, progress=False)
+    assert first.ran == len(cells) and first.skipped_done == 0
+    rows = read_table(out / "cells.csv")
+    assert len(rows) == len(cells) and list(rows[0]) == list(COLUMNS)
+    assert {r["status"] for r in rows} <= {"ok", "infeasible", "skipped"}
+    assert all(r["status"] == "skipped" for r in rows if r["planner"] == "dp" and r["objective"] == "edp")
+    exact = [r for r in rows if r["planner"] == "exact" and r["status"] == "ok"]
+    assert exact and all(float(r["gap_pct"]) == 0 for r in exact)
+    assert all(float(r["gap_pct"]) >= -1e-6 for r in rows if r["gap_pct"])       # nothing beats the optimum
+    # sampled cells agree with `hetcc compile` (same analysis, planner and objective)
+    for r in [r for r in rows if r["status"] == "ok"][::17]:
+        res = hetcc.compile(str(models / r["model"]), r["target"], r["objective"],
+                            deadline_ms=None if r["deadline"] == "none" else r["deadline"], planner=r["planner"],
+                            allow_infeasible=True)
+        assert res.plan.latency_ms == pytest.approx(float(r["latency_ms"]), rel=1e-5)
+        assert res.plan.energy_mj == pytest.approx(float(r["energy_mj"]), rel=1e-5)
+    assert (out / "summary.csv").is_file() and (out / "gap.png").is_file()
+
+    # an interrupted sweep: the last rows are missing and the last line is cut short
+    text = (out / "cells.csv").read_text().splitlines(keepends=True)
+    (out / "cells.csv").write_text("".join(text[:-5]) + text[-5][:20])
+    again = run_sweep(spec, out, workers=2, progress=False)
+    assert again.ran == 5 and again.skipped_done == len(cells) - 5
+    rows2 = read_table(out / "cells.csv")
+    assert sorted(r["cell"] for r in rows2) == sorted(r["cell"] for r in rows)
+    # nothing left to do: a third run plans nothing
+    assert run_sweep(spec, out, workers=2, progress=False).ran == 0
+
+
+def test_a_failing_cell_is_recorded_and_the_sweep_goes_on(models, tmp_path):
+    spec = load_spec(write_spec(models, 'models = ["chain.onnx", "broken.onnx"]\nplanners = ["dp", "exact"]\n',
+                                "fail.toml"))
+    result = run_sweep(spec, tmp_path / "out", workers=2, progress=False)
+    by = {}
+    for r in result.rows:
+        by.setdefault(r["model"], []).append(r)
+    assert {r["status"] for r in by["chain.onnx"]} == {"ok"}
+    assert {r["status"] for r in by["broken.onnx"]} == {"error"}
+    assert all("analysis" in r["error"] for r in by["broken.onnx"])
+    # the next run retries the failed cells only
+    assert run_sweep(spec, tmp_path / "out", workers=2, progress=False).ran == len(by["broken.onnx"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
+    if ray.is_initialized():
+        ray.shutdown()
+    port = _free_port()
+    ray_bin = Path(sys.executable).with_name("ray")
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
+                             "--include-dashboard=false", "--block", "--disable-usage-stats"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        spec = load_spec(write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "addr.toml"))
+        deadline = time.monotonic() + 60
+        while True:                                  # the head takes a few seconds to accept drivers
+            try:
+                result = run_sweep(spec, tmp_path / "out", address=f"127.0.0.1:{port}", progress=False)
+                break
+            except UsageError:
+                if time.monotonic() > deadline or head.poll() is not None:
+                    raise
+                time.sleep(1)
+        assert result.ran == 2 and {r["status"] for r in result.rows} == {"ok"}
+        nodes = ray.nodes()
+        assert any(n["Alive"] for n in nodes)
+        assert ray.get_runtime_context().gcs_address.endswith(f":{port}")
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(timeout=60)
+
+
+def test_an_unreachable_address_is_one_line(models, tmp_path, capsys):
+    if ray.is_initialized():
+        ray.shutdown()
+    from hetcc.cli import main
+
+    spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp"]\n', "unreach.toml")
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "--address", f"127.0.0.1:{_free_port()}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--address" in err[0]
+
+
+def test_tune_writes_options_that_compile_reads(models, tmp_path, capsys):
+    from hetcc.cli import main
+    from hetcc.tune import load_tune_spec
+
+    spec = write_spec(models, 'models = ["chain.onnx", "wide.onnx"]\nobjectives = ["latency", "energy"]\n'
+                      'samples = 3\n[space]\nsamples = {int = [1, 60]}\n', "tune.toml")
+    assert load_tune_spec("random", spec).space == {"samples": ("int", 1, 60)}
+    best = tmp_path / "best.toml"
+    assert main(["tune", "random", str(spec), "-o", str(best), "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "median gap to exact" in out
+    text = best.read_text()
+    n = int(next(line for line in text.splitlines() if line.startswith("samples")).split("=")[1])
+    assert 1 <= n <= 60
+    art = tmp_path / "art"
+    assert main(["compile", str(models / "chain.onnx"), "--planner", "random", "--planner-option", f"@{best}",
+                 "-o", str(art), "-q"]) == 0
+    import json
+
+    doc = json.loads((art / "manifest.json").read_text())
+    assert doc["variants"][doc["default_variant"]]["planner"]["options"]["samples"] == n
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[space]\nlr = {uniform = [1, 0]}", "lo < hi"),
+    ("[space]\nwarp = {choice = [1]}", "no such option"),
+    ("[space]\nlr = {normal = [0, 1]}", "use one of"),
+    ("scheduler = \"bohb\"", "'scheduler'"),
+    ("[fixed]\nlr = \"fast\"", "lr"),
+])
+def test_bad_tune_specs_are_one_line(models, text, needle):
+    from hetcc.tune import load_tune_spec
+
+    spec = write_spec(models, 'models = ["chain.onnx"]\n' + text, f"tbad-{abs(hash(text))}.toml")
+    with pytest.raises(UsageError) as e:
+        load_tune_spec("dqn", spec)
+    assert needle in str(e.value)
+
+
+def test_exact_planners_have_nothing_to_tune(models):
+    from hetcc.tune import load_tune_spec
+
+    with pytest.raises(UsageError, match="nothing to tune"):
+        load_tune_spec("exact", write_spec(models, 'models = ["chain.onnx"]\n', "tex.toml"))
