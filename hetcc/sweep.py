@@ -32,6 +32,7 @@ planner and objective, and two plots (gap to the reference and planner time per 
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -74,7 +75,7 @@ class Cell:
     seed: int
     ident: str = ""
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         doc = asdict(self) | {"model": None, "target": None}     # what the files hold, not their names
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -521,7 +522,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
                 for gen in pending:
                     ray.cancel(gen, force=True)
         table.close()
-        rows = [r for r in read_table(root / "cells.csv") if r["cell"] in {c.key for c in cells}]
+        keys = {c.key for c in cells}
+        rows = [r for r in read_table(root / "cells.csv") if r["cell"] in keys]
         write_summary(root, rows)
         return SweepResult(root, len(cells), ran, len(cells) - len(todo), rows, time.perf_counter() - t0)
     finally:
