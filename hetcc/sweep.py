@@ -449,14 +449,29 @@ def _check_reachable(address: str) -> None:
 def init_ray(address: str | None, workers: int | None) -> Any:
     """Connect to ``address`` (``auto`` or HOST:PORT) or start Ray embedded with ``workers`` CPUs."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")    # no usage reports to the Ray project
-    import logging
-
     try:
         import ray
     except ImportError:
         raise UsageError("hetcc sweep needs Ray: pip install 'hetcc[sweep]'") from None
     if ray.is_initialized():
         return ray
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    try:
+        _start_ray(ray, address, workers)
+    finally:                                          # ray.init takes SIGTERM over: hetcc's exits 143
+        for signum, handler in saved.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+    return ray
+
+
+def _start_ray(ray: Any, address: str | None, workers: int | None) -> None:
+    import logging
+
     if address:
         _check_reachable(address)
         try:
@@ -468,7 +483,6 @@ def init_ray(address: str | None, workers: int | None) -> Any:
         ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
                  logging_level=logging.ERROR, log_to_driver=False,
                  object_store_memory=256 * 1024 * 1024)
-    return ray
 
 
 def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = None,
