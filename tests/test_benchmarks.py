@@ -126,3 +126,32 @@ def test_planners_benchmark(tmp_path):
         assert a["gap"] >= 0 and a["value"] >= a["lower_bound"] * (1 - 1e-9)
         assert a["excess_over_optimum"] >= -1e-9
     assert "PASS" in proc.stdout or "MISS" in proc.stdout
+
+
+def test_hostile_benchmark_counts_the_catalogue(tmp_path):
+    """--quick runs the first two cases of each area and prints the five counts."""
+    out = tmp_path / "hostile.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "hostile.py"), "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    doc = json.loads(out.read_text())
+    assert doc["script"] == "hostile" and doc["args"]["quick"] is True
+    areas = {r["id"].split("/")[0] for r in doc["cases"]}
+    assert len(doc["cases"]) == 2 * len(areas) and {"flags", "models"} <= areas
+    total = doc["summary"]["total"]
+    assert total["cases"] == len(doc["cases"])
+    assert proc.returncode == (1 if any(r["problems"] for r in doc["cases"]) else 0), proc.stderr[-3000:]
+    for head in ("tracebacks", "wrong exit codes", "files lost", "written/read outside"):
+        assert head in proc.stdout
+
+
+def test_sweep_scaling_benchmark(tmp_path):
+    """--quick: 1 and 2 embedded Ray workers on a 48-cell grid, the per-task overhead, the JSON."""
+    out = tmp_path / "sweep.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "sweep_scaling.py"), "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    assert doc["cells"] == 48 and set(doc["median_sweep_s"]) == {"1", "2"}
+    assert all(r["cells"] == 48 and r["errors"] == 0 for w in doc["runs"].values() for r in w)
+    assert doc["ray_task_overhead_ms"]["batched_ms"] > 0 and doc["embedded_start_s"] > 0
+    assert "speed-up" in proc.stdout.lower()
