@@ -394,7 +394,7 @@ def _costs(root: Path) -> dict | None:
     """The artifact's ``costs.json`` (None when it has none); one-line ManifestError when it is a
     symlink out of the artifact, not a regular file, or not JSON."""
     from .runtime.errors import ManifestError
-    from .runtime.manifest import COSTS_NAME, artifact_file, read_json
+    from .runtime.manifest import COSTS_NAME, artifact_file, check_costs, read_json
 
     shown = str(root / COSTS_NAME)
     path = artifact_file(root, COSTS_NAME, shown)  # never follow a symlink out of the artifact
@@ -403,8 +403,7 @@ def _costs(root: Path) -> dict | None:
     if not path.is_file():
         raise ManifestError(f"{shown}: not a regular file; the artifact is damaged, recompile")
     doc = read_json(path, shown)
-    if not isinstance(doc, dict):
-        raise ManifestError(f"{shown}: expected a JSON object; the file is damaged, recompile")
+    check_costs(doc, shown)               # an object whose layers inspect can read, or one line
     return doc
 
 

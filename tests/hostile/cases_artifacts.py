@@ -207,3 +207,17 @@ CASES = [
     Case("artifacts/costs-symlink-out", INSPECT, 2, ["costs.json", "outside the artifact"],
          setup=_link_out("costs.json")),
 ]
+
+# costs.json whose layers are not what inspect reads (a traceback before check_costs was called)
+def _costs(text: str):
+    def then(work):
+        (work / "art" / "costs.json").write_text(text)
+    return then
+
+
+CASES += [
+    Case("artifacts/costs-layers-not-a-list", ["inspect", "art"], 2, ["costs.json", "layers"],
+         setup=compiled(CHAIN, then=_costs('{"layers": 3}'))),
+    Case("artifacts/costs-layers-of-numbers", ["inspect", "art"], 2, ["costs.json"],
+         setup=compiled(CHAIN, then=_costs('{"layers": [3]}'))),
+]

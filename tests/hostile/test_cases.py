@@ -15,3 +15,9 @@ def test_hostile_case(case, tmp_path):
     outcome, found = run_case(case, tmp_path)
     assert not found, describe(case, outcome, found)
 
+
+
+def test_the_catalogue_covers_every_area():
+    areas = {c.id.split("/")[0] for c in CASES}
+    assert {"flags", "models", "artifacts", "targets", "outputs"} <= areas, areas
+    assert len(CASES) >= 250
