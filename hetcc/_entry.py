@@ -65,11 +65,20 @@ class terminate_as_interrupt:
 def _redeliver(previous):  # noqa: ANN001, ANN202 (typing is not imported here)
     def hook(unraisable) -> None:  # noqa: ANN001
         if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-            _thread.interrupt_main(_received[-1] if _received else signal.SIGINT)
+            # from another thread, 50 ms later: raised here (in the hook, on the main thread) it
+            # would be "ignored in sys.unraisablehook" with a traceback, and lost
+            _thread.start_new_thread(_interrupt_later, (_received[-1] if _received else signal.SIGINT,))
             return
         previous(unraisable)
     hook.redelivers = True
     return hook
+
+
+def _interrupt_later(signum: int) -> None:
+    wait = _thread.allocate_lock()
+    wait.acquire()
+    wait.acquire(True, 0.05)                 # a sleep without importing time
+    _thread.interrupt_main(signum)
 
 
 def interrupted() -> int:
