@@ -8,6 +8,7 @@ depends on the data); each output reports its worst set.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from . import _ort
-from .errors import ManifestError
+from .errors import InputError, ManifestError
 from .executor import CPU_PROVIDER, Executor, Pipeline, make_session_options
 from .manifest import MANIFEST_NAME, TensorSpec, sha256_file, slice_path
 
@@ -26,6 +27,8 @@ ort = _ort.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
 __all__ = ["random_inputs", "verify", "VerifyReport", "OutputDiff"]
 
 _TINY = np.finfo(np.float64).tiny
+#: random inputs are drawn in 64 bits; more than this is refused before any allocation
+MAX_RANDOM_INPUT_BYTES = 4 << 30
 
 
 def random_inputs(specs: Iterable[TensorSpec | Mapping[str, Any]], seed: int = 0) -> dict[str, np.ndarray]:
@@ -39,6 +42,11 @@ def random_inputs(specs: Iterable[TensorSpec | Mapping[str, Any]], seed: int = 0
         if not isinstance(spec, TensorSpec):
             spec = TensorSpec.from_manifest(spec)
         dtype = np.dtype(spec.dtype)
+        size = math.prod(int(d) for d in spec.shape) * 8     # float64 / int64 draws before the cast
+        if size > MAX_RANDOM_INPUT_BYTES:
+            raise InputError(f"input {spec.name!r}: shape {'x'.join(map(str, spec.shape))} needs "
+                             f"{size / 2**30:.1f} GiB of random data, over the {MAX_RANDOM_INPUT_BYTES >> 30} GiB "
+                             "limit; give it with --input NAME=x.npy (the manifest may be damaged)")
         if dtype.kind == "f":
             value = np.asarray(rng.standard_normal(spec.shape), dtype=dtype)
         elif dtype.kind in "iu":

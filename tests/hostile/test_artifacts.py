@@ -102,3 +102,14 @@ def test_check_costs_accepts_what_codegen_writes(capsys, tmp_path, model):
     assert main(["compile", str(model), "-o", str(tmp_path / "art"), "-q"]) == 0
     path = tmp_path / "art" / "costs.json"
     check_costs(read_json(path, str(path)), str(path))
+
+
+def test_random_inputs_refuse_a_huge_shape_before_allocating():
+    """A tampered manifest input no slice reads (so no session check sees it) with a 1e11-element
+    shape: one InputError naming it, not a MemoryError."""
+    from hetcc.runtime.errors import InputError
+    from hetcc.runtime.verification import random_inputs
+
+    with pytest.raises(InputError, match="'unused'.*limit"):
+        random_inputs([{"name": "unused", "dtype": "float32", "shape": [100000, 1000000]}])
+    assert random_inputs([{"name": "x", "dtype": "float32", "shape": [2, 3]}])["x"].shape == (2, 3)
