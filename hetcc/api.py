@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import UsageError
+from .limits import check_seed
 from .passmanager import PassManager, PassTiming
 from .planners import METRICS, Budget, Objective, Plan, PlanContext, PlanningProblem, Progress, WorkloadPlan
 from .planners import WorkloadProblem
@@ -34,14 +35,15 @@ DEADLINE_PRESETS = {"short": 0.25, "medium": 0.5, "long": 1.0}
 DEADLINE_MAX_MS = 86_400_000.0      # one day
 DEADLINE_FACTOR_MAX = 1000.0        # "<k>x" the fastest plan
 POWER_CAP_MAX_MW = 100_000_000.0    # 100 kW
-SEED_MAX = 2**32 - 1
 
 
-def check_seed(seed: Any) -> int:
-    """``seed`` as an int in [0, 2**32 - 1] (what numpy's generators take); UsageError otherwise."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
-        raise UsageError(f"--seed {seed!r}: give an integer from 0 to {SEED_MAX} (2**32-1)")
-    return seed
+def _in_range(flag: str, text: Any, value: float, hi: float, limit: str, example: str) -> float:
+    """``value`` if finite and in (0, hi]; UsageError naming ``flag``, its ``limit`` and an example."""
+    if not math.isfinite(value):
+        raise UsageError(f"{flag} {text!r} is not a finite number; give at most {limit}, e.g. {example}")
+    if not 0 < value <= hi:
+        raise UsageError(f"{flag} {text!r} is out of range; give more than 0 and at most {limit}, e.g. {example}")
+    return value
 
 
 def parse_deadline(text: str | float | None) -> tuple[float | None, str | None]:
@@ -66,13 +68,7 @@ def parse_deadline(text: str | float | None) -> tuple[float | None, str | None]:
             raise UsageError(f"malformed --deadline {text!r}; use e.g. 170ms, 0.17s, 170 (ms), "
                              "short|medium|long or 1.3x (relative to the fastest plan)")
         value = float(m.group(1)) * {"ms": 1.0, "s": 1e3, "us": 1e-3, None: 1.0}[m.group(3)]
-    if not math.isfinite(value):
-        raise UsageError(f"--deadline {text!r} is not a finite number; give at most 1 day "
-                         f"({DEADLINE_MAX_MS:.0f} ms), e.g. 170ms")
-    if not 0 < value <= DEADLINE_MAX_MS:
-        raise UsageError(f"--deadline {text!r} is out of range; give more than 0 and at most 1 day "
-                         f"({DEADLINE_MAX_MS:.0f} ms), e.g. 170ms")
-    return value, None
+    return _in_range("--deadline", text, value, DEADLINE_MAX_MS, f"1 day ({DEADLINE_MAX_MS:.0f} ms)", "170ms"), None
 
 
 def reference_latencies(problem: PlanningProblem, energy: bool = True) -> tuple[float, float | None]:
@@ -106,13 +102,7 @@ def parse_power(text: str | float | None) -> float | None:
         if not m:
             raise UsageError(f"malformed --power-cap {text!r}; use e.g. 5W, 5000mW or 5 (W)")
         value = float(m.group(1)) * (1.0 if (m.group(3) or "W").lower() == "mw" else 1e3)
-    if not math.isfinite(value):
-        raise UsageError(f"--power-cap {text!r} is not a finite number; give at most 100 kW "
-                         f"({POWER_CAP_MAX_MW / 1e3:.0f} W), e.g. 5W")
-    if not 0 < value <= POWER_CAP_MAX_MW:
-        raise UsageError(f"--power-cap {text!r} is out of range; give more than 0 and at most 100 kW "
-                         f"({POWER_CAP_MAX_MW / 1e3:.0f} W), e.g. 5W")
-    return value
+    return _in_range("--power-cap", text, value, POWER_CAP_MAX_MW, f"100 kW ({POWER_CAP_MAX_MW / 1e3:.0f} W)", "5W")
 
 
 def parse_hardware(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -428,9 +418,8 @@ def _dump(program: Program, pass_name: str) -> None:
 def dump_path(pass_name: str) -> Path:
     """``./hetcc-dump-PASS.json``, which ``--dump-after PASS`` (re)writes; refused when that name is
     a directory, a symlink or anything but a regular file (it is never followed or replaced)."""
+    from .fsutil import check_replaceable_file
+
     path = Path(f"hetcc-dump-{pass_name}.json")
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
-        raise UsageError(f"--dump-after {pass_name}: {path} is {kind}, which hetcc does not replace; "
-                         "move it away or run hetcc in another directory")
+    check_replaceable_file(path, f"--dump-after {pass_name}")
     return path

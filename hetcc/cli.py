@@ -16,9 +16,10 @@ from typing import Any, Sequence
 
 from . import __version__
 from ._entry import interrupted, pending, terminate_as_interrupt
-from .cli_artifact import (SEED_MAX, _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run,
-                           float_in, int_in, json_text)
+from .cli_artifact import _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run, float_in, int_in
+from .cli_artifact import json_text
 from .errors import UsageError, is_user_error
+from .limits import SEED_MAX
 
 #: command-line limits (docs/limits.md, "Command-line values")
 BUDGET_SECONDS_MAX = 86_400.0          # one day

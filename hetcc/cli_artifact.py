@@ -8,24 +8,23 @@ model artifact with one or more variants (``--variant``) and a workload artifact
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from .errors import UsageError
+from .limits import SEED_MAX
 
 __all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect", "int_in", "float_in",
-           "json_text", "SEED_MAX"]
+           "json_text"]
 
 #: exit status of ``hetcc run --verify`` when an output differs from the unsliced model
 VERIFY_FAILED = 4
-#: the largest --seed (numpy's legacy seeding and most RNGs take 32 bits)
-SEED_MAX = 2**32 - 1
 #: command-line limits (docs/limits.md, "Command-line values")
 REPEAT_MAX = 100_000
 VERIFY_INPUTS_MAX = 100
@@ -533,9 +532,9 @@ def _plot_path(text: str) -> Path:
     if not text.strip() or fmt not in PLOT_FORMATS:
         raise UsageError(f"--plot {text!r}: name an image file ending in .{', .'.join(PLOT_FORMATS)}, "
                          "e.g. --plot schedule.png")
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
-        raise UsageError(f"--plot {text}: it is {kind}, which hetcc does not replace; name another file")
+    from .fsutil import check_replaceable_file
+
+    check_replaceable_file(path, "--plot")
     parent = path.parent
     if not parent.is_dir():
         raise UsageError(f"--plot {text}: no directory {str(parent)!r}; create it first or name another file")
@@ -566,15 +565,12 @@ def _plot(manifest: Any, path: Path, variant: str | None = None) -> None:
     suffix = f" ({name})" if len(manifest.variants) > 1 else ""
     ax.set_title(f"{manifest.model.name} on {manifest.target.name}{suffix}")
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    from .fsutil import atomic_write_bytes
+
+    image = io.BytesIO()
+    fig.savefig(image, format=path.suffix[1:].lower())
+    plt.close(fig)
     try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format=path.suffix[1:].lower())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)   # complete or not there: never a half-written image
+        atomic_write_bytes(path, image.getvalue())   # complete or not there: never a half-written image
     except OSError as exc:
         raise UsageError(f"--plot {path}: cannot write it ({exc.strerror or exc}); name a writable file") from None
-    finally:
-        plt.close(fig)
-        if os.path.lexists(tmp):
-            os.unlink(tmp)

@@ -71,7 +71,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "MARKER", "OWN_FILES",
-           "artifact_identity"]
+           "artifact_identity", "check_replaceable_file", "read_toml"]
 
 logger = logging.getLogger(__name__)
 
@@ -569,3 +569,31 @@ def _umask() -> int:
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
     """``atomic_write_bytes`` for text."""
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+def check_replaceable_file(path: Path, what: str) -> None:
+    """UsageError unless ``path`` (the file ``what`` writes, e.g. ``--plot x.png``) is absent or a
+    regular file: a symlink, a directory or a special file there is never followed or replaced."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+        raise UsageError(f"{what}: {path} is {kind}, which hetcc does not replace; move it away or name "
+                         "another file")
+
+
+def read_toml(path: str | os.PathLike, what: str, max_bytes: int = 1 << 20) -> dict:
+    """A small TOML file the user wrote (a sweep or tune spec, an options file), at most
+    ``max_bytes`` read; one-line UsageError naming ``what`` when unreadable, too large or not TOML."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)    # never more, whatever the file is
+    except OSError as e:
+        raise UsageError(f"{what}: cannot read it ({e.strerror or e})") from None
+    if len(data) > max_bytes:
+        raise UsageError(f"{what}: larger than {max_bytes >> 20} MiB; it should be a few lines")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UsageError(f"{what}: not valid TOML ({first})") from None

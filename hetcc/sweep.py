@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -41,13 +42,13 @@ import socket
 import sys
 import tempfile
 import time
-import tomllib
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import UsageError
+from .limits import SEED_MAX
 
 #: the columns of cells.csv, in order
 COLUMNS = ("cell", "model", "target", "objective", "deadline", "power_cap", "planner", "options", "seed",
@@ -58,6 +59,8 @@ FINAL = ("ok", "infeasible", "skipped")
 SPEC_KEYS = ("models", "targets", "objectives", "deadlines", "power_caps", "planners", "seeds",
              "max_cut_tensors", "gap_to", "artifacts", "options")
 MAX_CELLS = 1_000_000
+#: --workers of the embedded Ray
+MAX_WORKERS = 4096
 
 
 @dataclass(frozen=True)
@@ -97,18 +100,16 @@ class SweepSpec:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_paths: dict[str, Path] = field(default_factory=dict)   # spec spelling -> .onnx path
     idents: dict[str, str] = field(default_factory=dict)         # model/target spelling -> identity
+    devices: dict[str, list[str]] = field(default_factory=dict)  # target spelling -> its devices
 
     def cells(self) -> list[Cell]:
-        from .targets import load_target
-
         out = []
         for model in self.models:
             for target in self.targets:
-                devices = [d.name for d in load_target(self._target_arg(target)).devices]
                 ident = f"{self.idents[model]}@{self.idents[target]}/k{self.max_cut_tensors}"
                 for planner in self.planners:
-                    names = [f"single:{d}" for d in devices] if planner == "single:*" else [planner]
-                    for name, objective, deadline, cap, seed in _product(
+                    names = [f"single:{d}" for d in self.devices[target]] if planner == "single:*" else [planner]
+                    for name, objective, deadline, cap, seed in itertools.product(
                             names, self.objectives, self.deadlines, self.power_caps, self.seeds):
                         opts = json.dumps(self.options.get(name.split(":")[0], {}), sort_keys=True)
                         out.append(Cell(model, target, objective, deadline, cap, name, opts, seed, ident))
@@ -116,12 +117,6 @@ class SweepSpec:
 
     def _target_arg(self, target: str) -> str:
         return str(self.path.parent / target) if target.endswith(".toml") else target
-
-
-def _product(*lists: Sequence[Any]) -> Iterator[tuple]:
-    import itertools
-
-    return itertools.product(*lists)
 
 
 # ---------------------------------------------------------------- the spec
@@ -149,18 +144,10 @@ def _strings(doc: Mapping[str, Any], key: str, spec: Path, default: list[str] | 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep spec; every problem is a one-line UsageError naming the key."""
+    from .fsutil import read_toml
+
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise UsageError(f"cannot read sweep spec {p}: {e.strerror or e}") from None
-    if len(data) > 1 << 20:
-        raise _fail(p, "larger than 1 MiB; a sweep spec is a short list of names")
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
-        raise _fail(p, f"not valid TOML ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    return parse_spec(doc, p)
+    return parse_spec(read_toml(p, str(p)), p)
 
 
 def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
@@ -170,6 +157,7 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
     from .errors import HetccError
     from .planners import METRICS
     from .planners.registry import get_spec, parse_options, split_name
+    from .runtime.manifest import sha256_file
     from .targets import load_target
 
     unknown = sorted(set(doc) - set(SPEC_KEYS))
@@ -183,7 +171,7 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
     spec.planners = _strings(doc, "planners", p, spec.planners)
     seeds = doc.get("seeds", spec.seeds)
     if not isinstance(seeds, list) or not seeds or any(
-            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**32 for s in seeds):
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= SEED_MAX for s in seeds):
         raise _fail(p, "'seeds' must be a non-empty list of integers in [0, 2**32)")
     spec.seeds = list(dict.fromkeys(seeds))
     k = doc.get("max_cut_tensors", 1)
@@ -209,32 +197,26 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
             if not f.is_file():
                 raise _fail(p, f"models[{i}] {m!r}: no such file (paths are relative to the spec)")
             spec.model_paths[m] = f
-            spec.idents[m] = _file_sha(f)
+            spec.idents[m] = sha256_file(f)[:16]
         elif m in zoo.ZOO:
             spec.idents[m] = f"zoo:{m}"
         else:
             raise _fail(p, f"models[{i}] {m!r}: not a zoo model (hetcc zoo list) or an .onnx path")
     for i, t in enumerate(spec.targets):
         try:
-            load_target(spec._target_arg(t))
+            spec.devices[t] = [d.name for d in load_target(spec._target_arg(t)).devices]
         except HetccError as e:
             raise _fail(p, f"targets[{i}] {t!r}: {e}") from None
-        spec.idents[t] = f"target:{t}" if not t.endswith(".toml") else _file_sha(Path(spec._target_arg(t)))
+        spec.idents[t] = f"target:{t}" if not t.endswith(".toml") else sha256_file(spec._target_arg(t))[:16]
     for i, o in enumerate(spec.objectives):
         if o not in METRICS:
             raise _fail(p, f"objectives[{i}] {o!r}: choose from {', '.join(METRICS)}")
-    for i, d in enumerate(spec.deadlines):
-        if d != "none":
+    for key, parse in (("deadlines", parse_deadline), ("power_caps", parse_power)):
+        for i, value in enumerate(getattr(spec, key)):
             try:
-                parse_deadline(d)
+                parse(None if value == "none" else value)
             except UsageError as e:
-                raise _fail(p, f"deadlines[{i}]: {e}") from None
-    for i, c in enumerate(spec.power_caps):
-        if c != "none":
-            try:
-                parse_power(c)
-            except UsageError as e:
-                raise _fail(p, f"power_caps[{i}]: {e}") from None
+                raise _fail(p, f"{key}[{i}]: {e}") from None
     for where, name in [("planners", n) for n in spec.planners] + ([("gap_to", spec.gap_to)] if spec.gap_to else []):
         try:
             ps = get_spec(name.split(":")[0])
@@ -255,14 +237,6 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
     if n > MAX_CELLS:
         raise _fail(p, f"{n} cells is more than {MAX_CELLS}; split the sweep into several specs")
     return spec
-
-
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------- one (model, target): runs in a Ray worker
@@ -307,8 +281,7 @@ def _plan_rows(model_path: str, target: str, cells: list[Cell], settings: dict[s
     references: dict[tuple, float | None] = {}
     for cell in cells:
         try:
-            obj = analysis.objective(cell.objective, None if cell.deadline == "none" else cell.deadline,
-                                     None if cell.power_cap == "none" else cell.power_cap)
+            obj = objective_of(analysis, cell.objective, cell.deadline, cell.power_cap)
         except HetccError as e:
             yield _row(cell, status="skipped", error=_one_line(e))
             continue
@@ -338,6 +311,12 @@ def _plan_rows(model_path: str, target: str, cells: list[Cell], settings: dict[s
                    planner_seconds=plan.seconds, slices=len(plan.slices),
                    devices=",".join(dict.fromkeys(analysis.problem.states.device[s.state] for s in plan.slices)),
                    artifact=artifact, error="; ".join(plan.violations) or None)
+
+
+def objective_of(analysis: Any, metric: str, deadline: str, power_cap: str) -> Any:
+    """The Objective of a spec's (objective, deadline, power cap) for ``analysis`` ("none": no limit)."""
+    return analysis.objective(metric, None if deadline == "none" else deadline,
+                              None if power_cap == "none" else power_cap)
 
 
 def _reference(analysis: Any, obj: Any, cell: Cell, gap_to: str | None, cache: dict, plan: Any,
@@ -542,7 +521,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
             # largest models first, so that no long task starts last (a shorter tail on few workers)
             order = sorted(groups, key=lambda g: -os.path.getsize(paths[g[0]]) * len(groups[g]))
             pending = [task.remote(paths[m], spec._target_arg(t), groups[(m, t)], settings) for m, t in order]
-            bar = _bar(console, len(todo), progress)
+            bar = _Bar(console, len(todo), progress)
             try:
                 while pending:
                     ready, _ = ray.wait(pending, num_returns=1)
@@ -592,10 +571,6 @@ class _Bar:
     def close(self) -> None:
         if self.p is not None:
             self.p.stop()
-
-
-def _bar(console: Any, total: int, show: bool) -> _Bar:
-    return _Bar(console, total, show)
 
 
 # ---------------------------------------------------------------- summary and plots
@@ -687,7 +662,10 @@ def add_arguments(parser: Any) -> Any:
     parser.add_argument("spec", help="the sweep spec (TOML; see examples/sweep.toml)")
     parser.add_argument("-o", "--output", required=True, help="results directory (cells.csv, summary.csv, plots)")
     parser.add_argument("--address", help="a Ray cluster to run on: auto or HOST:PORT (default: start Ray here)")
-    parser.add_argument("--workers", type=int, help="CPUs of the embedded Ray (default: all of this machine's)")
+    from .cli_artifact import int_in
+
+    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS),
+                        help="CPUs of the embedded Ray (default: all of this machine's)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     return parser
 
@@ -695,8 +673,6 @@ def add_arguments(parser: Any) -> Any:
 def cmd_sweep(args: Any) -> int:
     from rich.console import Console
 
-    if args.workers is not None and not 1 <= args.workers <= 4096:
-        raise UsageError(f"--workers {args.workers}: give 1 to 4096 CPUs")
     if args.workers is not None and args.address:
         raise UsageError("--workers sizes the embedded Ray; a cluster given by --address has its own CPUs")
     spec = load_spec(args.spec)

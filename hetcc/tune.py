@@ -20,13 +20,13 @@ trials after a few problems. The best options go to ``BEST.toml`` as ``key = val
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
 import sys
 import tempfile
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -36,6 +36,7 @@ from .errors import UsageError
 KINDS = ("loguniform", "uniform", "int", "choice")
 SCHEDULERS = ("asha", "hyperband", "fifo")
 INFEASIBLE_GAP = 100.0
+MAX_SAMPLES = 10_000
 TUNE_KEYS = ("samples", "scheduler", "space", "fixed", "reference")
 
 
@@ -76,11 +77,10 @@ def load_tune_spec(planner: str, path: str | os.PathLike) -> TuneSpec:
     from .planners.registry import get_spec, option_fields, parse_options
     from .sweep import parse_spec
 
+    from .fsutil import read_toml
+
     p = Path(path)
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
-        raise UsageError(f"cannot read tune spec {p}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    doc = read_toml(p, str(p))
     ps = get_spec(planner)
     if ps.kind != "model" or ps.exact:
         raise UsageError(f"planner {planner!r} has nothing to tune (it is {'exact' if ps.exact else 'a ' + ps.kind} "
@@ -88,13 +88,12 @@ def load_tune_spec(planner: str, path: str | os.PathLike) -> TuneSpec:
     problems = {k: v for k, v in doc.items() if k not in TUNE_KEYS and k != "planners"}
     sweep = parse_spec(problems | {"planners": [ps.name]}, p)      # the problems: a sweep of one planner
     samples = doc.get("samples", 16)
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000:
-        raise UsageError(f"{p}: 'samples' must be an integer from 1 to 10000")
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= MAX_SAMPLES:
+        raise UsageError(f"{p}: 'samples' must be an integer from 1 to {MAX_SAMPLES}")
     scheduler = doc.get("scheduler", "asha")
     if scheduler not in SCHEDULERS:
         raise UsageError(f"{p}: 'scheduler' {scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
-    fields = {name: meta for name, meta in
-              ((f.name, f.metadata) for f in __import__("dataclasses").fields(ps.options))}
+    fields = {f.name: f.metadata for f in dataclasses.fields(ps.options)}
     declared = {n: m["tune"] for n, m in fields.items() if "tune" in m}
     raw_space = doc.get("space", declared)
     if not isinstance(raw_space, dict):
@@ -132,6 +131,7 @@ def prepare_problems(spec: TuneSpec, console: Any = None) -> list[Problem]:
     """Analyse each (model, target) once; resolve every objective; the reference value of each."""
     from .api import analyse, resolve_model
     from .errors import HetccError
+    from .sweep import objective_of
 
     sw = spec.sweep
     out = []
@@ -143,8 +143,7 @@ def prepare_problems(spec: TuneSpec, console: Any = None) -> list[Problem]:
                 for deadline in sw.deadlines:
                     for cap in sw.power_caps:
                         try:
-                            obj = a.objective(objective, None if deadline == "none" else deadline,
-                                              None if cap == "none" else cap)
+                            obj = objective_of(a, objective, deadline, cap)
                             ref = a.plan(obj, planner=spec.reference)
                             value = obj.value(ref.latency_ms, ref.energy_mj)
                         except HetccError:                # does not apply here: not a problem
@@ -159,7 +158,7 @@ def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], 
              report: Any = None) -> float:
     """The median gap (%) of ``planner`` with ``options`` over the problems (x seeds); calls
     ``report({"gap": median so far, "problems": n})`` after each."""
-    from .errors import HetccError, InfeasibleError
+    from .errors import HetccError
     from .planners import PlanContext
     from .planners import plan as run_planner
 
@@ -171,9 +170,7 @@ def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], 
                                    allow_infeasible=True)
                 value = pr.objective.value(plan.latency_ms, plan.energy_mj)
                 gap = (value - pr.reference) / pr.reference * 100.0 if plan.feasible else INFEASIBLE_GAP
-            except InfeasibleError:
-                gap = INFEASIBLE_GAP
-            except HetccError:                          # options the planner refuses: worst
+            except HetccError:             # no plan (InfeasibleError) or options it refuses: the worst
                 gap = INFEASIBLE_GAP
             gaps.append(max(gap, 0.0))
             if report is not None:
@@ -269,9 +266,12 @@ def add_arguments(parser: Any) -> Any:
     parser.add_argument("planner", help="the planner whose options to tune (dqn, evosh, random, ...)")
     parser.add_argument("spec", help="problems and search space (TOML; see examples/tune.toml)")
     parser.add_argument("-o", "--output", required=True, help="where to write the best options (TOML)")
-    parser.add_argument("--samples", type=int, help="trials (overrides the spec's samples)")
+    from .cli_artifact import int_in
+    from .sweep import MAX_WORKERS
+
+    parser.add_argument("--samples", type=int_in(1, MAX_SAMPLES), help="trials (overrides the spec's samples)")
     parser.add_argument("--address", help="a Ray cluster: auto or HOST:PORT (default: start Ray here)")
-    parser.add_argument("--workers", type=int, help="CPUs of the embedded Ray (default: all)")
+    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), help="CPUs of the embedded Ray (default: all)")
     return parser
 
 
@@ -280,8 +280,6 @@ def cmd_tune(args: Any) -> int:
 
     spec = load_tune_spec(args.planner, args.spec)
     if args.samples is not None:
-        if not 1 <= args.samples <= 10_000:
-            raise UsageError(f"--samples {args.samples}: give 1 to 10000 trials")
         spec.samples = args.samples
     out = Path(args.output)
     if out.is_dir():

@@ -22,3 +22,16 @@ chain (float[1,8] x) => (float[1,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0
     y = Relu(d)
 }
 """
+
+#: NonZero in the middle: its output and everything shaped by it change with the input values
+NONZERO = """<ir_version: 8, opset_import: ["" : 17]>
+nonzero (float[1,8] x) => (float y) {
+    a = Relu(x)
+    b = Sigmoid(a)
+    nz = NonZero(b)
+    f = Cast<to = 1>(nz)
+    r = Relu(f)
+    fl = Flatten<axis = 0>(r)
+    y = ReduceSum<keepdims = 0>(fl)
+}
+"""

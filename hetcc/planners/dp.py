@@ -15,6 +15,7 @@ for ``exact`` and ``dqn``, which need every slice's cost.
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -148,45 +149,6 @@ def require_alone(problem: PlanningProblem, alone: np.ndarray, states: np.ndarra
                               "no plan can run it")
 
 
-def scalar_dp(cost: np.ndarray) -> tuple[float, list[tuple[int, int, int]]]:
-    """MOSAIC's Eq. 9 on a [l, k, s] cost tensor: (optimal total, [(first, last, s)]) or (inf, []).
-
-    Ties go to the smallest k, then the smallest s (the longest last slice, deterministically).
-    """
-    L = cost.shape[0] - 1
-    S = cost.shape[2]
-    total, arg = forward_totals(cost)
-    if not np.isfinite(total[L]):
-        return INF, []
-    out = []
-    l = L
-    while l > 0:
-        k, s = divmod(int(arg[l]), S)
-        out.append((k, l - 1, s))
-        l = k
-    out.reverse()
-    return float(total[L]), out
-
-
-def forward_totals(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """C_tot[l] for every boundary l (Eq. 9) and the flat argmin over (k, s) that achieves it."""
-    L = cost.shape[0] - 1
-    total = np.full(L + 1, INF)
-    total[0] = 0.0
-    arg = np.zeros(L + 1, dtype=np.int64)
-    for l in range(1, L + 1):
-        m = total[:l, None] + cost[l, :l, :]
-        j = int(np.argmin(m))
-        total[l] = m.flat[j]
-        arg[l] = j
-    return total, arg
-
-
-def path_sum(cost: np.ndarray, path: list[tuple[int, int, int]]) -> float:
-    """Total of ``cost`` ([l, k, s]) along a path from ``scalar_dp``."""
-    return float(sum(cost[last + 1, first, s] for first, last, s in path))
-
-
 def optimal(problem: PlanningProblem, metric: str) -> Plan:
     """MOSAIC Algorithm 1: the optimal plan for latency (max-frequency states) or energy (all),
     in O(L S) memory (see the module docstring); ties go to the smallest start, then state."""
@@ -208,7 +170,8 @@ def optimal(problem: PlanningProblem, metric: str) -> Plan:
 def _windowed_dp(problem: PlanningProblem, cells: CellCosts, states: np.ndarray, layer: np.ndarray,
                  tin: np.ndarray, tout: np.ndarray, where: str) -> list[tuple[int, int, int]]:
     """The optimal path [(first, last, column of ``states``)] of Eq. 9 with a monotone queue per
-    state over the legal slice starts (the same costs and tie order as ``scalar_dp``)."""
+    state over the legal slice starts (the same costs and tie order as the dense Eq. 9 over
+    ``SliceTables``, which tests/planners/test_dp.py keeps as the reference)."""
     L, S = problem.num_layers, states.size
     usable = cells.usable[:, states]
     lay = layer[:, states]
@@ -236,39 +199,40 @@ def _windowed_dp(problem: PlanningProblem, cells: CellCosts, states: np.ndarray,
         alone = (lo[idx + 1] <= idx[:, None]) & np.isfinite(tin_k[:L] + lay + tout_l[1:]) & usable
     require_alone(problem, alone.any(axis=1), states, where)
 
-    total = np.full(L + 1, INF)
+    # the loop runs L x S times: Python floats and lists there (numpy scalar indexing is 3x slower)
+    total = [INF] * (L + 1)
     total[0] = 0.0
-    arg = np.zeros((L + 1, 2), dtype=np.int64)
+    arg = [(0, 0)] * (L + 1)
     queues: list[deque[int]] = [deque() for _ in range(S)]
-    a = np.full((L + 1, S), INF)           # A[k, s] = C_tot[k] - P[k, s] + in[k, s]
+    a: list[list[float]] = [[]] * (L + 1)         # a[k][s] = C_tot[k] - P[k, s] + in[k, s]
     for l in range(1, L + 1):
         k = l - 1
         with np.errstate(invalid="ignore"):
-            a[k] = total[k] - prefix[k] + tin_k[k]
-        tail = prefix[l] + tout_l[l]
+            a[k] = (total[k] - prefix[k] + tin_k[k]).tolist()
+        a_k, first_at, tail = a[k], lo[l].tolist(), (prefix[l] + tout_l[l]).tolist()
         best, best_k, best_s = INF, 0, 0
         for j in range(S):
             q = queues[j]
-            ak = a[k, j]
+            ak = a_k[j]
             if ak < INF:                    # finite (NaN and +inf never start a slice)
-                while q and a[q[-1], j] > ak:
+                while q and a[q[-1]][j] > ak:
                     q.pop()
                 q.append(k)
-            first = lo[l, j]
+            first = first_at[j]
             while q and q[0] < first:
                 q.popleft()
             if q:
-                v = a[q[0], j] + tail[j]
+                v = a[q[0]][j] + tail[j]
                 if v < best or (v == best and q[0] < best_k):
                     best, best_k, best_s = v, q[0], j
         total[l] = best
         arg[l] = (best_k, best_s)
-    if not np.isfinite(total[L]):  # pragma: no cover - every layer runs alone (checked above)
+    if not math.isfinite(total[L]):  # pragma: no cover - every layer runs alone (checked above)
         raise InfeasibleError(f"no plan runs every layer on a {where}")
     path = []
     l = L
     while l > 0:
-        k, j = int(arg[l, 0]), int(arg[l, 1])
+        k, j = arg[l]
         path.append((k, l - 1, j))
         l = k
     path.reverse()

@@ -269,18 +269,9 @@ def parse_option_args(items: list[str] | None) -> dict[str, str]:
 
 
 def _option_file(path: str) -> dict[str, str]:
-    import tomllib
+    from ..fsutil import read_toml
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read((1 << 20) + 1)
-        if len(data) > 1 << 20:
-            raise UsageError(f"--planner-option @{path}: larger than 1 MiB; an options file is a few lines")
-        doc = tomllib.loads(data.decode("utf-8"))
-    except OSError as e:
-        raise UsageError(f"--planner-option @{path}: cannot read it ({e.strerror or e})") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
-        raise UsageError(f"--planner-option @{path}: not a TOML file of key = value lines ({e})") from None
+    doc = read_toml(path, f"--planner-option @{path}")
     bad = [k for k, v in doc.items() if isinstance(v, (dict, list))]
     if bad:
         raise UsageError(f"--planner-option @{path}: {bad[0]!r} is a table or list; write key = value lines")

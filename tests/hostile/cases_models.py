@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from harness import Case, compiled, text_model
-from text_models import CHAIN
+from text_models import CHAIN, NONZERO
 
 HEADER = '<ir_version: 8, opset_import: ["" : 17]>\n'
 M = text_model(CHAIN)
@@ -19,15 +19,12 @@ ART = ["art"]
 def _proto(build):
     """A setup writing the ModelProto ``build()`` returns to work/m.onnx (no checks: hostile)."""
     def setup(work: Path) -> None:
-        import onnx
-
         (work / "m.onnx").write_bytes(build().SerializeToString())
     return setup
 
 
 def _graph(nodes, inputs=(("x", [1, 8]),), outputs=(("y", [1, 8]),), initializers=(), opset=17, ir=8,
            domains=()):
-    import onnx
     from onnx import TensorProto as T, helper as h
 
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
@@ -92,17 +89,6 @@ def _big_chain(n: int):
 
 
 # ---------------------------------------------------------------- valid models that must run
-NONZERO = HEADER + """
-nonzero (float[1,8] x) => (float y) {
-    a = Relu(x)
-    b = Sigmoid(a)
-    nz = NonZero(b)
-    f = Cast<to = 1>(nz)
-    r = Relu(f)
-    fl = Flatten<axis = 0>(r)
-    y = ReduceSum<keepdims = 0>(fl)
-}
-"""
 
 #: NonZero's output is the model's output
 NONZERO_OUT = HEADER + """

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from hetcc.program import LAYERS
+from text_models import NONZERO
 
 HEADER = '<ir_version: 8, opset_import: ["" : 17]>\n'
 
@@ -147,18 +148,6 @@ def test_shape_of_a_static_activation_is_folded(analyse):
     assert folded.tolist() == [1]
 
 
-# NonZero in the middle: its output and everything shaped by it change with the input values
-NONZERO = HEADER + """
-nonzero (float[1,8] x) => (float y) {
-    a = Relu(x)
-    b = Sigmoid(a)
-    nz = NonZero(b)
-    f = Cast<to = 1>(nz)
-    r = Relu(f)
-    fl = Flatten<axis = 0>(r)
-    y = ReduceSum<keepdims = 0>(fl)
-}
-"""
 
 # a Reshape to a shape computed from the input's values (not from its shape)
 RESHAPE_BY_DATA = HEADER + """

@@ -121,10 +121,36 @@ def test_energy_is_optimal_over_all_states(problem):
     assert close(dp(problem, Objective("energy")).energy_mj, best)
 
 
+def scalar_dp(cost):
+    """MOSAIC's Eq. 9 on a dense [l, k, s] cost tensor, as dp ran it before its O(L S) form:
+    (optimal total, [(first, last, s)]) or (inf, []); ties to the smallest k, then s."""
+    L, S = cost.shape[0] - 1, cost.shape[2]
+    total = np.full(L + 1, np.inf)
+    total[0] = 0.0
+    arg = np.zeros(L + 1, dtype=np.int64)
+    for l in range(1, L + 1):
+        m = total[:l, None] + cost[l, :l, :]
+        arg[l] = int(np.argmin(m))
+        total[l] = m.flat[arg[l]]
+    if not np.isfinite(total[L]):
+        return np.inf, []
+    out, l = [], L
+    while l > 0:
+        k, s = divmod(int(arg[l]), S)
+        out.append((k, l - 1, s))
+        l = k
+    return float(total[L]), out[::-1]
+
+
+def path_sum(cost, path):
+    """Total of ``cost`` ([l, k, s]) along a path from ``scalar_dp``."""
+    return float(sum(cost[last + 1, first, s] for first, last, s in path))
+
+
 def _dense(problem, metric):
     """The dense (L+1)^2 S formulation dp used to run (SliceTables + scalar_dp): the reference.
     Returns (cost tensor, states, optimal total, path)."""
-    from hetcc.planners.dp import SliceTables, cell_costs, scalar_dp
+    from hetcc.planners.dp import SliceTables, cell_costs
 
     states = np.flatnonzero(problem.states.is_fmax) if metric == "latency" else np.arange(problem.num_states)
     tables = SliceTables(problem, cell_costs(problem), states)
@@ -136,8 +162,6 @@ def _dense(problem, metric):
 def _same_as_dense(problem, metric, exact_ties):
     """The linear-memory dp finds the dense optimum; the same slices where sums are exact (integer
     costs), else the same slices up to ties within rounding (both paths optimal by the dense costs)."""
-    from hetcc.planners.dp import path_sum
-
     cost, states, total, path = _dense(problem, metric)
     if not path:
         with pytest.raises(InfeasibleError):
