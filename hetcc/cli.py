@@ -283,8 +283,9 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- main
-def _lazy(parser: argparse.ArgumentParser, module: str) -> None:
-    """Arguments and command of hetcc.sweep / hetcc.tune (their modules import Ray only when run)."""
+def _add_command(parser: argparse.ArgumentParser, module: str) -> None:
+    """Arguments and command of hetcc.sweep / hetcc.tune (light modules: Ray is imported only by the
+    command itself)."""
     import importlib
 
     mod = importlib.import_module(f"hetcc.{module}")
@@ -344,9 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_targets)
 
     sw = sub.add_parser("sweep", help="many compiles at once on Ray: models x targets x objectives x deadlines x planners")
-    _lazy(sw, "sweep")
+    _add_command(sw, "sweep")
     tu = sub.add_parser("tune", help="tune a planner's options with Ray Tune (median gap to exact)")
-    _lazy(tu, "tune")
+    _add_command(tu, "tune")
 
     z = sub.add_parser("zoo", help="torchvision architectures with random weights")
     zs = z.add_subparsers(dest="zoo_cmd", required=True, parser_class=_Parser)

@@ -90,9 +90,7 @@ def make_session_options(
     if isinstance(runtime, RuntimeInfo):
         runtime = to_json(runtime)
     so = ort.SessionOptions()
-    threads = runtime.get("intra_op_num_threads") or None
-    if threads is not None:
-        check_threads(threads, label or "runtime")
+    threads = runtime.get("intra_op_num_threads") or None   # bounded by Executor (check_threads)
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = _OPT_LEVELS[runtime.get("graph_optimization_level", "all")]
