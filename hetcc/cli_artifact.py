@@ -27,6 +27,7 @@ __all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect
 VERIFY_FAILED = 4
 #: command-line limits (docs/limits.md, "Command-line values")
 REPEAT_MAX = 100_000
+WARMUP_DEFAULT = 3
 VERIFY_INPUTS_MAX = 100
 
 
@@ -113,6 +114,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         help="with --input: fill the inputs not given with random values (--seed)")
     parser.add_argument("--repeat", type=int_in(1, REPEAT_MAX), default=1,
                         help=f"runs to time, 1 to {REPEAT_MAX} (the median is shown)")
+    parser.add_argument("--warmup", type=int_in(0, REPEAT_MAX), default=WARMUP_DEFAULT, metavar="N",
+                        help=f"untimed runs first, 0 to {REPEAT_MAX} (default {WARMUP_DEFAULT}): the first runs "
+                        "pay for onnxruntime's lazy set-up and cold caches")
+    parser.add_argument("--save-outputs", metavar="DIR",
+                        help="write each model output of the last run to DIR/NAME.npy (a workload: "
+                        "DIR/MODEL/NAME.npy); DIR is created if missing")
     parser.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help="seed of the random inputs")
     parser.add_argument("--variant", metavar="NAME", help="which plan of a multi-variant artifact to run "
                         "(default: the artifact's default variant)")
@@ -254,9 +261,13 @@ def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: 
 
     from .runtime import verify
 
-    totals, per_slice = [], []
-    for _ in range(args.repeat):
+    warmup = getattr(args, "warmup", 0)
+    for _ in range(warmup):            # untimed: onnxruntime's first runs set up lazily
         pipe.run(feeds)
+    totals, per_slice = [], []
+    outputs: dict[str, Any] = {}
+    for _ in range(args.repeat):
+        outputs = pipe.run(feeds)
         totals.append(pipe.last_total_ms)
         per_slice.append(list(pipe.last_timings))
     med = np.median(np.array(per_slice), axis=0)
@@ -268,13 +279,14 @@ def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: 
                         feeds_label="the --input files" + (f" (others seed {args.seed})" if args.random_missing
                                                            else ""))
     return {"pipe": pipe, "total_ms_median": float(np.median(totals)), "slices_ms_median": [float(x) for x in med],
-            "runs": len(totals), "report": report}
+            "runs": len(totals), "warmup": warmup, "report": report, "outputs": outputs, "saved": None}
 
 
 def _run_json(r: dict[str, Any], repeat: int) -> dict[str, Any]:
     pipe, report = r["pipe"], r["report"]
     return {"variant": pipe.name, "total_ms_median": r["total_ms_median"], "slices_ms_median": r["slices_ms_median"],
-            "providers": list(pipe.providers), "repeat": repeat,
+            "providers": list(pipe.providers), "repeat": repeat, "warmup": r["warmup"],
+            "saved_outputs": r["saved"],
             "verify": None if report is None else {"ok": report.ok, "rtol": report.rtol, "inputs": list(report.inputs),
                                                    "outputs": [o.__dict__ for o in report.outputs]}}
 
@@ -292,7 +304,12 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
         device = f"{s.device} (remote, run here)" if s.remote else s.device
         table.add_row(str(s.id), device, prov, f"{ms:.2f}", _fmt(s.predicted.latency_ms))
     console.print(table)
-    console.print(f"total: {r['total_ms_median']:.2f} ms median over {r['runs']} run(s)")
+    warm = f" after {r['warmup']} warm-up run(s)" if r["warmup"] else " (no warm-up: the first run is slower)"
+    console.print(f"total: {r['total_ms_median']:.2f} ms median over {r['runs']} run(s){warm}")
+    if r["saved"]:
+        where = os.path.dirname(next(iter(r["saved"].values())))
+        console.print(f"outputs: {len(r['saved'])} file(s) in {where}: "
+                      + ", ".join(f"{n} -> {os.path.basename(f)}" for n, f in r["saved"].items()), markup=False)
     if report is not None:
         sets = len(report.inputs)
         for o in report.outputs:
@@ -325,6 +342,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     variant = getattr(args, "variant", None)
     model = getattr(args, "model", None)
     given = _input_args(args.input)
+    save_dir = _save_dir(args.save_outputs) if getattr(args, "save_outputs", None) is not None else None
     apply_hw = getattr(args, "apply_hardware", False)
     keep = apply_hw and getattr(args, "keep_hardware", False)
     ex = Executor(args.dir, strict_providers=args.strict_providers,
@@ -334,6 +352,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         results = _run_all(ex, args, given, model)
     finally:
         restored = ex.close()
+    if save_dir is not None:
+        for n, r in results:
+            r["saved"] = save_outputs(r["outputs"], save_dir if n is None else save_dir / safe_file_name(n))
     failed = any(r["report"] is not None and not r["report"].ok for _, r in results)
     if args.json:
         if ex.kind == "workload":
@@ -359,6 +380,61 @@ def cmd_run(args: argparse.Namespace) -> int:
     if failed:
         print(f"hetcc: error: {_verify_failure(results)}", file=sys.stderr)
     return VERIFY_FAILED if failed else 0
+
+
+def safe_file_name(name: str, taken: set[str] | None = None) -> str:
+    """``name`` as one file name: letters, digits, ``_ . -`` kept, anything else (``/``, ``:``,
+    spaces, control characters) as ``_``; no leading dot, at most 120 characters; a name already
+    in ``taken`` (compared case-insensitively, for case-insensitive file systems) gets ``-2``, ``-3``..."""
+    base = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in name)[:120].lstrip(".")
+    base = base or "output"
+    if taken is None:
+        return base
+    out, k = base, 2
+    while out.lower() in taken:
+        out, k = f"{base}-{k}", k + 1
+    taken.add(out.lower())
+    return out
+
+
+def _save_dir(text: str) -> Path:
+    """The --save-outputs directory, checked before anything runs: an existing directory, or a
+    name whose parent directory exists (created after the run); any other existing thing refused."""
+    path = Path(text)
+    if not text.strip():
+        raise UsageError("--save-outputs: give a directory, e.g. --save-outputs outputs/")
+    if path.exists() or path.is_symlink():
+        if not path.is_dir():
+            raise UsageError(f"--save-outputs {text}: exists and is not a directory; name a directory (it is "
+                             "created if missing)")
+        return path
+    if not path.parent.is_dir():
+        raise UsageError(f"--save-outputs {text}: no directory {str(path.parent)!r}; create it first or name "
+                         "another directory")
+    return path
+
+
+def save_outputs(outputs: dict[str, Any], directory: Path) -> dict[str, str]:
+    """Write every output to ``directory/NAME.npy`` (safe file names, each file written whole or
+    not at all); returns {output name: file written}."""
+    import numpy as np
+
+    from .fsutil import atomic_write_bytes, check_replaceable_file
+
+    taken: set[str] = set()
+    files = {name: directory / (safe_file_name(name, taken) + ".npy") for name in outputs}
+    for path in files.values():
+        check_replaceable_file(path, "--save-outputs")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, path in files.items():
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(outputs[name]), allow_pickle=False)
+            atomic_write_bytes(path, buf.getvalue())
+    except OSError as exc:
+        raise UsageError(f"--save-outputs {directory}: cannot write ({exc.strerror or exc}); name a writable "
+                         "directory") from None
+    return {name: str(path) for name, path in files.items()}
 
 
 def _verify_failure(results: list) -> str:
