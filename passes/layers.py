@@ -205,10 +205,32 @@ def _conv_geometry(node: ir.Node, tensors: Mapping[str, TensorInfo], geometry: d
         geometry["stride"] = max(geometry["stride"], 1)
 
 
+def qdq_inner_tensors(deps: _Deps) -> set[str]:
+    """The tensors inside a QDQ group (DequantizeLinear -> op -> QuantizeLinear): every output of
+    a non-constant DequantizeLinear and every computed input of a QuantizeLinear.
+
+    onnxruntime fuses such a group into one integer kernel (QLinearConv, QLinearAdd, ...); a cut
+    through it leaves the op computing in float32 between two sessions and its requantised output
+    differs from the unsliced model's by a quantisation step. Cuts stay on the quantised tensors
+    between a QuantizeLinear and the next DequantizeLinear. Weight and bias DequantizeLinear nodes
+    are constants (never cut) and travel with the slice that reads them."""
+    out: set[str] = set()
+    for node in deps.nodes:
+        if node.domain not in ("", "ai.onnx", "com.microsoft"):
+            continue
+        if node.op_type == "DequantizeLinear":
+            out.update(o.name for o in node.outputs if o.name)
+        elif node.op_type == "QuantizeLinear" and node.inputs and node.inputs[0] is not None \
+                and node.inputs[0].name in deps.producer:
+            out.add(node.inputs[0].name)
+    return out
+
+
 class GroupLayers(Pass):
     """Ensures every non-constant node is in exactly one layer and consecutive layers meet at a
     cut crossed by at most ``max_cut_tensors`` tensors, none of them with a data-dependent shape
-    (a slice input typed with one run's shape would fail on other inputs)."""
+    (a slice input typed with one run's shape would fail on other inputs) and none inside a QDQ
+    group (``qdq_inner_tensors``)."""
 
     name: ClassVar[str] = "layers"
     requires: ClassVar[tuple[str, ...]] = (TENSORS, CONSTANTS)
@@ -225,8 +247,9 @@ class GroupLayers(Pass):
         deps = _Deps(program.graph, consts)
         order = cut_order(deps)
         widths = cut_widths(deps, order)
-        dynamic = {name for name, info in tensors.items() if info.data_dependent}
-        blocked = cut_widths(deps, order, dynamic) if dynamic else np.zeros(len(order), dtype=np.int64)
+        uncuttable = {name for name, info in tensors.items() if info.data_dependent} | qdq_inner_tensors(deps)
+        blocked = (cut_widths(deps, order, uncuttable) if uncuttable
+                   else np.zeros(len(order), dtype=np.int64))
         cuts = [x for x in range(len(order) - 1) if widths[x] <= self.max_cut_tensors and not blocked[x]]
         layers = build_layers(deps, order, cuts, tensors, consts)
         program.put(LAYERS, layers)
