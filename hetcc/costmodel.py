@@ -2,11 +2,18 @@
 
 - latency of layer l on device d at frequency f:  T = theta/f + rho            (MOSAIC Eq. 3)
   analytically, theta/f_max = sum over op classes of FLOPs / effective peak GFLOP/s at f_max
-  (compute scales with the clock) and rho = per-layer overhead + per-node overhead x nodes
-  + bytes moved / memory bandwidth (fixed costs and memory-bound time do not); from profiles, ``fit_theta_rho`` solves for theta, rho.
+  (compute scales with the clock) and rho = per-node overhead x nodes + parameter bytes / memory
+  bandwidth (fixed costs and memory-bound time do not); from profiles, ``fit_theta_rho`` solves
+  for theta, rho of the per-layer times (a layer timed alone includes one session's fixed cost:
+  subtract it first, as the host profiler does, or it is charged once per layer).
+- per slice, not per layer: the device's fixed overhead (``layer_overhead_ms``, the key's
+  historical name: once per slice, at static power) and the activations the slice reads and
+  writes at its boundary over the memory bandwidth (at full power), charged with the transfer at
+  the slice's first and last layer. Every per-layer term is a sum over the layer's nodes, so a
+  finer layering never changes the cost of a slicing a coarser one allows.
 - power: P = P_static(d, f) + P_dyn(l, d, f_max) * (V_f^2 f) / (V_max^2 f_max)   (Eq. 4-5)
   with P_dyn(l, d, f_max) = the device's dynamic power at f_max times the layer's activity
-  (the share of its time spent computing or moving data rather than in fixed overhead).
+  (the share of its time spent computing or moving parameters rather than in node overhead).
 - transfer: C = beta * MB + delta (ms) for the tensors entering / leaving a slice (Eq. 1-2);
   its energy is C times the transfer power (the device's ``transfer.power_mw`` or, by default,
   its full power at that state); a remote device adds its link: bytes / bandwidth + rtt/2 at
@@ -69,7 +76,7 @@ def fit_theta_rho(t_fmin_ms: np.ndarray | float, t_fmax_ms: np.ndarray | float,
 def _require_model(target: "Target", d: "Device") -> None:
     if not d.has_throughput_model:
         raise TargetError(f"target {target.name!r} device {d.name!r} has no analytical throughput "
-                          "(peak_gflops, mem_bandwidth_gbps, layer_overhead_ms); "
+                          "(peak_gflops, mem_bandwidth_gbps, layer_overhead_ms: its per-slice overhead); "
                           + ("it is a measured target: profile it with onnxruntime instead"
                              if target.kind == "measured" else "add them to the target file"))
     if not d.power_model:

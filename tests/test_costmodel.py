@@ -92,8 +92,9 @@ def test_analytical_theta_matches_peak_throughput(hikey) -> None:
     layers = [layer(0, conv=flops, inb=0, outb=0, nodes=1)]
     t = analytical_costs(layers, hikey, all_legal(layers, hikey))
     s = [i for i, st in enumerate(hikey.states()) if st.device == "gpu" and st.is_fmax][0]
-    expect = flops / (gpu.peak_gflops["conv"] * 1e9) * 1e3 + gpu.layer_overhead_ms + gpu.node_overhead_ms
+    expect = flops / (gpu.peak_gflops["conv"] * 1e9) * 1e3 + gpu.node_overhead_ms
     assert t.latency_ms[0, s] == pytest.approx(expect)
+    assert t.transfer_in_ms[0, s] == pytest.approx(gpu.layer_overhead_ms)   # once per slice, at its start
 
 
 def test_power_follows_mosaic_eq5(hikey) -> None:
@@ -145,11 +146,15 @@ def test_transfer_costs(hikey) -> None:
     assert tin["npu"] > tin["gpu"] > tin["big"]  # MOSAIC Fig. 7; CPU nearly free
     assert t.transfer_out_ms[0, fmax["npu"]] < tin["npu"]  # fewer bytes out than in
     gpu = hikey.device("gpu")
-    assert tin["gpu"] == pytest.approx(gpu.transfer_beta_ms_per_mb * 5.0 + gpu.transfer_delta_ms)
-    # energy = time x the device's power at that state (no explicit transfer power on hikey970)
+    copy_ms = gpu.transfer_beta_ms_per_mb * 5.0 + gpu.transfer_delta_ms
+    mem_ms = 5_000_000 / (gpu.mem_bandwidth_gbps * 1e6)     # the slice reads its input once
+    assert tin["gpu"] == pytest.approx(copy_ms + mem_ms + gpu.layer_overhead_ms)
+    # energy: the copy and the memory read at the device's full power at that state (no explicit
+    # transfer power on hikey970), the slice's fixed overhead at its static power
     i = fmax["gpu"]
     p = gpu.dvfs[-1].static_power_mw + gpu.dynamic_power_mw
-    assert t.transfer_in_mj[0, i] == pytest.approx(tin["gpu"] * p / 1000.0)
+    assert t.transfer_in_mj[0, i] == pytest.approx(
+        ((copy_ms + mem_ms) * p + gpu.layer_overhead_ms * gpu.dvfs[-1].static_power_mw) / 1000.0)
 
 
 def test_illegal_cells_are_inf(hikey) -> None:
@@ -251,9 +256,11 @@ dtypes = ["float32"]
     layers = [layer(0, conv=4e9, inb=600_000, outb=4_000)]
     good = analytical_costs(layers, tgt, np.ones((1, 2), dtype=bool))
     weak = analytical_costs(layers, tgt, np.ones((1, 2), dtype=bool), signal_dbm=-90.0)
-    # 600 kB at 80 Mbit/s = 60 ms + rtt/2
-    assert good.transfer_in_ms[0, 1] == pytest.approx(60.0 + 10.0)
-    assert good.transfer_in_mj[0, 1] == pytest.approx(70.0 * 800.0 / 1000.0)
+    # 600 kB at 80 Mbit/s = 60 ms + rtt/2, plus the server's slice overhead (0.01 ms) and its
+    # memory read of the 600 kB (500 GB/s: 0.0012 ms), both at its static 100 mW
+    local_ms = 0.01 + 600_000 / 500e6
+    assert good.transfer_in_ms[0, 1] == pytest.approx(60.0 + 10.0 + local_ms)
+    assert good.transfer_in_mj[0, 1] == pytest.approx((70.0 * 800.0 + local_ms * 100.0) / 1000.0)
     assert weak.transfer_in_ms[0, 1] > 10 * good.transfer_in_ms[0, 1]
     assert good.latency_ms[0, 1] < good.latency_ms[0, 0]  # the server computes faster
     assert good.power_mw[0, 1] == pytest.approx(100.0)     # the phone only waits

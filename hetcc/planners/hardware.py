@@ -8,14 +8,27 @@ knob configuration through the same ``cost_tables``: one implementation of the c
 The cost model (MOSAIC Eq. 1-5, as used by HERTI), per layer l and state s (device d at f):
 
     compute at f_max  t_c = sum over op classes of FLOPs / (peak GFLOP/s x 1e6)      [ms]
-    memory            t_m = (input + output + param bytes) / (bandwidth GB/s x 1e6)  [ms]
-    overhead          o   = layer_overhead + node_overhead x nodes                  [ms]
-    latency           T   = t_c f_max / f + o + t_m + stall   (theta/f + rho, Eq. 3; stall: knobs)
+    parameters        t_p = param bytes / (bandwidth GB/s x 1e6)                     [ms]
+    overhead          o   = node_overhead x nodes                                    [ms]
+    latency           T   = t_c f_max / f + o + t_p + stall (theta/f + rho, Eq. 3; stall: knobs)
     power             P   = P_static(f) + P_dyn x activity x V_f^2 f / (V_max^2 f_max)   (Eq. 4-5)
-                      activity = (t_c + t_m) / (t_c + t_m + o + stall)
-    transfer          C   = beta x MB + delta (0 for no bytes)  (Eq. 1-2), plus, for a remote
+                      activity = (t_c + t_p) / (t_c + t_p + o + stall)
+
+and per slice, charged at its first layer (transfer_in) and its last (transfer_out):
+
+    slice overhead    layer_overhead (the key's historical name): once per slice, at P_static
+    activations       its input bytes (in) / output bytes (out) over the memory bandwidth
+                      (+ their stall), at full power
+    transfer          C = beta x MB + delta (0 for no bytes)  (Eq. 1-2), plus, for a remote
                       device, bytes / link bandwidth + rtt / 2; energy C x transfer power (or
                       the device's power at f) plus the link time x radio tx (in) / rx (out)
+
+Why per slice: a slice runs as one session on its device, so the fixed synchronisation cost is
+paid once per slice, and the activations crossing the slice's boundary are what it reads from and
+writes to memory as a unit (those inside it are its own business, however the planner's layers
+cut it). Every per-layer term (FLOPs, nodes, parameter bytes) is a sum over the layer's nodes, so
+splitting a layer into finer layers never changes the cost of a slicing that both layerings
+allow (tests/planners/test_layering.py): finer layering only adds choices.
 
 Knobs (``Knob.effect``), whose values are listed in monotone order (a later value is faster
 and draws more power; the last one is the most capable, what the plain analytical table
@@ -177,14 +190,13 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
     with np.errstate(divide="ignore", invalid="ignore"):
         t_comp_fmax = (flops[:, None, :] / p.peak_gflops[None, :, :]).sum(axis=2) / 1e6   # [L, S] ms at f_max
     theta = t_comp_fmax * p.fmax_mhz[None, :]                                            # ms*MHz
-    mem_bytes = inb + outb + par
-    t_mem = mem_bytes[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)                  # [L, S] ms
-    stall = t_mem * (p.mem_slowdown[None, :] - 1.0)    # extra memory time at a lower memory clock (0 at its top)
-    overhead = p.layer_overhead_ms[None, :] + p.node_overhead_ms[None, :] * x["nodes"][:, None]
-    lat = theta / p.freq_mhz[None, :] + (overhead + t_mem) + stall
+    slow = p.mem_slowdown[None, :]
+    t_par = par[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)                      # [L, S] ms
+    overhead = p.node_overhead_ms[None, :] * x["nodes"][:, None]
+    lat = theta / p.freq_mhz[None, :] + overhead + t_par * slow   # stall: t_par x (slowdown - 1)
 
-    busy = t_comp_fmax + t_mem
-    total = busy + overhead + stall
+    busy = t_comp_fmax + t_par
+    total = busy + overhead + t_par * (slow - 1.0)
     activity = np.divide(busy, total, out=np.zeros_like(busy), where=total > 0)
     pw = p.static_mw[None, :] + (p.dynamic_mw[None, :] * activity) * p.dvfs_scale[None, :]
 
@@ -194,6 +206,16 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
     tout = transfer_ms(outb[:, None], p.transfer_beta_ms_per_mb[None, :], p.transfer_delta_ms[None, :])
     ein = tin * tpow[None, :] / 1000.0
     eout = tout * tpow[None, :] / 1000.0
+    # per slice: the fixed overhead (at static power) and the boundary activations' memory time
+    # (busy at full dynamic power; a slower memory clock's stall at static power)
+    t_ain = inb[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)
+    t_aout = outb[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)
+    busy_mw = (p.dynamic_mw * p.dvfs_scale)[None, :]
+    tin = tin + p.layer_overhead_ms[None, :] + t_ain * slow
+    tout = tout + t_aout * slow
+    ein = ein + (p.layer_overhead_ms[None, :] * p.static_mw[None, :] + t_ain * slow * p.static_mw[None, :]
+                 + t_ain * busy_mw) / 1000.0
+    eout = eout + (t_aout * slow * p.static_mw[None, :] + t_aout * busy_mw) / 1000.0
     has_link = ~np.isnan(p.link_bandwidth_mbps)
     if has_link.any():
         bw = np.where(has_link, p.link_bandwidth_mbps, 1.0)[None, :]

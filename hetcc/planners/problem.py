@@ -9,6 +9,9 @@ same problem is planned for latency, energy or edp, with or without limits
     energy  = transfer_in_mj[a, s] + sum(latency_ms * power_mw / 1000)[a..b, s]
               + transfer_out_mj[b, s] + base_power_mw * latency / 1000
 
+(transfer_in / transfer_out hold everything a slice pays once at its ends: moving its input
+and output, its fixed overhead, its boundary activations' memory time; latency_ms / power_mw only
+what adds up over layers, so splitting a layer never changes the cost of the same slicing)
 and it is legal when every layer in a..b is legal on s and sum(param_bytes[a..b]) <=
 capacity_bytes[s]. A plan's latency and energy are the sums over its slices (slices run one
 after another). Units: ms, mW, mJ, bytes.

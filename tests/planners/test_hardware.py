@@ -168,14 +168,18 @@ def test_higher_emc_never_slower_and_base_power_grows(tx2, tx2_case) -> None:
         assert hi["base_power_mw"] > lo["base_power_mw"]
     p = emc.params["power_mw_at_max"]
     assert ts[0]["base_power_mw"] == pytest.approx(tx2.base_power_mw - p * (1 - emc.values[0] / emc.values[-1]))
-    # the memory-bound share t_m scales with f_max / f_emc
+    # the memory-bound shares scale with f_max / f_emc: a layer's parameters, a slice's boundary activations
     layers = tx2_case[0]
     s = int(np.flatnonzero(cols(tx2, "gpu"))[-1])
     l0 = layers[0]
-    t_mem = (l0.input_bytes + l0.output_bytes + l0.param_bytes) / (tx2.device("gpu").mem_bandwidth_gbps * 1e6)
+    bw = tx2.device("gpu").mem_bandwidth_gbps * 1e6
     f = emc.values[4]
-    assert (space.tables({"emc_freq_mhz": f})["latency_ms"][0, s] - ts[-1]["latency_ms"][0, s]
-            == pytest.approx(t_mem * (emc.values[-1] / f - 1.0)))
+    low = space.tables({"emc_freq_mhz": f})
+    stretch = emc.values[-1] / f - 1.0
+    assert (low["latency_ms"][0, s] - ts[-1]["latency_ms"][0, s]
+            == pytest.approx(l0.param_bytes / bw * stretch))
+    assert (low["transfer_in_ms"][0, s] - ts[-1]["transfer_in_ms"][0, s]
+            == pytest.approx(l0.input_bytes / bw * stretch))
 
 
 def test_dominance_is_monotone(tx2_case) -> None:
@@ -231,10 +235,12 @@ def test_hand_built_space_without_a_target() -> None:
                Knob("emc", (500.0, 1000.0), ("cpu",), "memory_frequency", {"power_mw_at_max": 200.0})),
         features=f, params=params, legal=np.ones((1, 1), dtype=bool))
     full = space.tables()
-    assert full["latency_ms"][0, 0] == pytest.approx(100.0 + 1.0)      # 1 GFLOP at 10 GFLOP/s + 2 MB at 2 GB/s
+    assert full["latency_ms"][0, 0] == pytest.approx(100.0)            # 1 GFLOP at 10 GFLOP/s
+    assert full["transfer_in_ms"][0, 0] == pytest.approx(0.5)          # 1 MB in at 2 GB/s, once per slice
     assert np.array_equal(full["latency_ms"], cost_tables(f, params, np.ones((1, 1), bool))["latency_ms"])
     half = space.tables({"cores": 1, "emc": 500.0})
-    assert half["latency_ms"][0, 0] == pytest.approx(200.0 + 2.0)      # perfectly parallel; half the bandwidth
+    assert half["latency_ms"][0, 0] == pytest.approx(200.0)            # perfectly parallel
+    assert half["transfer_in_ms"][0, 0] == pytest.approx(1.0)          # half the bandwidth
     assert half["base_power_mw"] == pytest.approx(400.0)
     with pytest.raises(ValueError, match="unknown devices gpu"):
         HardwareSpace(knobs=(Knob("g", (1, 2), ("gpu",), "active_cores", {"parallel_fraction": 1.0}),),
