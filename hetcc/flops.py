@@ -12,7 +12,9 @@ from .program import TensorInfo
 # element-wise cost multipliers (FLOPs per output element) for ops costlier than one op
 _PER_ELEM = {"BatchNormalization": 2.0, "LayerNormalization": 8.0, "InstanceNormalization": 8.0,
              "Softmax": 5.0, "LogSoftmax": 5.0, "Sigmoid": 4.0, "HardSigmoid": 3.0, "HardSwish": 4.0,
-             "Tanh": 4.0, "Erf": 8.0, "Gelu": 8.0, "Exp": 4.0, "Swish": 5.0}
+             "Tanh": 4.0, "Erf": 8.0, "Gelu": 8.0, "Exp": 4.0, "Swish": 5.0,
+             # (de)quantisation: a scale and a zero point per element (rounding and saturation free)
+             "QuantizeLinear": 2.0, "DequantizeLinear": 2.0, "DynamicQuantizeLinear": 2.0}
 _MOVE_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat",
                        "Split", "Slice", "Gather", "Shape", "Expand", "Constant", "Cast", "Pad"})
 
@@ -21,29 +23,73 @@ def _numel(info: TensorInfo | None) -> int:
     return int(math.prod(info.shape)) if info is not None else 0
 
 
+# where the weight (Conv) or the right-hand matrix (MatMul, Gemm) sits among a node's inputs;
+# integer and quantised variants count the multiply-adds of their float counterparts
+_WEIGHT_INPUT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3}
+_MATMUL_A_INPUT = {"MatMul": 0, "Gemm": 0, "MatMulInteger": 0, "QLinearMatMul": 0, "QGemm": 0,
+                   "MatMulIntegerToFloat": 0, "DynamicQuantizeMatMul": 0}
+_POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool", "QLinearAveragePool"})
+_REDUCE_OPS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
+                         "QLinearGlobalAveragePool"})
+
+
 def node_flops(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> float:
-    """Multiply-add counted as 2 FLOPs; data movement ops count 0 (their cost is bytes)."""
+    """Multiply-add counted as 2 FLOPs (integer multiply-adds alike); data movement ops count 0
+    (their cost is bytes)."""
     outs = [tensors.get(o.name) for o in node.outputs if o.name]
     out_elems = sum(_numel(o) for o in outs)
     op = node.op_type
     ins = [tensors.get(v.name) if v is not None and v.name else None for v in node.inputs]
-    if op in ("Conv", "ConvTranspose") and len(ins) >= 2 and ins[1] is not None:
-        w = ins[1].shape  # Conv: [M, C/group, kh, kw]; ConvTranspose: [C, M/group, kh, kw]
-        if op == "Conv":
+    wi = _WEIGHT_INPUT.get(op)
+    if wi is not None and len(ins) > wi and ins[wi] is not None:
+        w = ins[wi].shape  # Conv: [M, C/group, kh, kw]; ConvTranspose: [C, M/group, kh, kw]
+        if op != "ConvTranspose":
             return 2.0 * out_elems * math.prod(w[1:])
         return 2.0 * _numel(ins[0]) * math.prod(w[1:])
-    if op in ("MatMul", "Gemm") and ins and ins[0] is not None:
+    if op in _MATMUL_A_INPUT and ins and ins[0] is not None and outs and outs[0] is not None:
         a = ins[0].shape
-        k = a[-1] if op == "MatMul" or not _attr_int(node, "transA") else a[0]
-        return 2.0 * out_elems * k
-    if op in ("MaxPool", "AveragePool", "LpPool"):
+        k = a[0] if op in ("Gemm", "QGemm") and _attr_int(node, "transA") else a[-1]
+        return 2.0 * _numel(outs[0]) * k
+    if op == "Einsum":
+        return _einsum_flops(node, ins)
+    if op in _POOL_OPS:
         ks = node.attributes.get("kernel_shape")
         return float(out_elems * (math.prod(ks.as_ints()) if ks is not None else 1))
-    if op in ("GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax"):
+    if op in _REDUCE_OPS:
         return float(sum(_numel(i) for i in ins[:1]))
     if op in _MOVE_OPS:
         return 0.0
     return float(out_elems * _PER_ELEM.get(op, 1.0))
+
+
+def _einsum_flops(node: ir.Node, ins: list[TensorInfo | None]) -> float:
+    """2 x the product of every index's size: one multiply-add per point of the iteration space
+    (a contraction over k of [m, k] x [k, n] is 2mnk; a plain transpose or reduction is counted
+    the same way, an upper bound). 0 when the equation or a shape is unknown."""
+    eq = node.attributes.get("equation")
+    if eq is None or any(i is None for i in ins):
+        return 0.0
+    terms = eq.as_string().replace(" ", "").split("->")[0].split(",")
+    if len(terms) != len(ins):
+        return 0.0
+    sizes: dict[str, int] = {}
+    for term, info in zip(terms, ins):
+        shape = tuple(info.shape)  # type: ignore[union-attr]
+        if "..." in term:
+            head, tail = term.split("...", 1)
+            n_ell = len(shape) - len(head) - len(tail)
+            if n_ell < 0:
+                return 0.0
+            labels = list(head) + [f"...{n_ell - 1 - i}" for i in range(n_ell)] + list(tail)
+        else:
+            labels = list(term)
+        if len(labels) != len(shape):
+            return 0.0
+        for label, dim in zip(labels, shape):
+            # ellipsis dims are numbered from the right (they broadcast right-aligned); a size-1
+            # dim yields to the other operand's
+            sizes[label] = max(sizes.get(label, 1), int(dim))
+    return 2.0 * float(math.prod(sizes.values()))
 
 
 def _attr_int(node: ir.Node, name: str) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 #: the classes, in the order cost arrays hold them (``peak_gflops[..., k]`` is class ``OP_CLASSES[k]``)
 OP_CLASSES: tuple[str, ...] = ("conv", "matmul", "other")
 CONV_OPS = frozenset({"Conv", "ConvTranspose", "QLinearConv", "ConvInteger"})
-MATMUL_OPS = frozenset({"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "Einsum", "Attention"})
+MATMUL_OPS = frozenset({"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "Einsum", "Attention", "QGemm",
+                        "MatMulIntegerToFloat", "DynamicQuantizeMatMul"})
 
 
 def op_class(op_type: str) -> str:
