@@ -53,11 +53,14 @@ from .limits import SEED_MAX
 #: the columns of cells.csv, in order
 COLUMNS = ("cell", "model", "target", "objective", "deadline", "power_cap", "planner", "options", "seed",
            "status", "feasible", "deadline_ms", "latency_ms", "energy_mj", "edp_mj_ms", "value", "reference",
-           "gap_pct", "planner_seconds", "slices", "devices", "artifact", "error", "worker", "finished")
+           "gap_pct", "planner_seconds", "slices", "devices", "artifact", "error", "worker", "finished",
+           "device_set", "budget", "layers", "states", "stats")
 #: statuses a later run does not redo (``error`` rows are re-run)
 FINAL = ("ok", "infeasible", "skipped")
-SPEC_KEYS = ("models", "targets", "objectives", "deadlines", "power_caps", "planners", "seeds",
-             "max_cut_tensors", "gap_to", "artifacts", "options")
+#: what a grid varies (top level: the defaults of every [[grid]], or the one grid when there is none)
+GRID_KEYS = ("models", "targets", "objectives", "deadlines", "power_caps", "planners", "seeds", "devices",
+             "budget_steps", "budget_seconds", "options")
+SPEC_KEYS = GRID_KEYS + ("max_cut_tensors", "gap_to", "artifacts", "grid")
 MAX_CELLS = 1_000_000
 #: --workers of the embedded Ray
 MAX_WORKERS = 4096
@@ -66,7 +69,8 @@ MAX_WORKERS = 4096
 @dataclass(frozen=True)
 class Cell:
     """One combination; ``model``/``target`` are as the spec spells them, ``ident`` their
-    contents' identity (zoo name or file sha256)."""
+    contents' identity (zoo name or file sha256); ``devices`` the board's devices the plan may
+    use (``all`` or ``big+gpu``), ``budget`` the planner's budget (``""``: none)."""
 
     model: str
     target: str
@@ -77,43 +81,69 @@ class Cell:
     options: str          # canonical JSON of the planner's options from the spec
     seed: int
     ident: str = ""
+    devices: str = "all"
+    budget: str = ""
 
     @functools.cached_property
     def key(self) -> str:
         doc = asdict(self) | {"model": None, "target": None}     # what the files hold, not their names
+        for name, default in (("devices", "all"), ("budget", "")):   # keys of older tables stay valid
+            if doc[name] == default:
+                del doc[name]
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Grid:
+    """One product of the spec: every list below times every other."""
+
+    models: list[str]
+    targets: list[str]
+    objectives: list[str]
+    deadlines: list[str]
+    power_caps: list[str]
+    planners: list[tuple[str, str]]    # (planner name, canonical JSON options); "single:*" expanded per target
+    seeds: list[int]
+    devices: list[str]
+    budget: str
 
 
 @dataclass
 class SweepSpec:
     path: Path
-    models: list[str]
-    targets: list[str] = field(default_factory=lambda: ["hikey970"])
-    objectives: list[str] = field(default_factory=lambda: ["latency"])
-    deadlines: list[str] = field(default_factory=lambda: ["none"])
-    power_caps: list[str] = field(default_factory=lambda: ["none"])
-    planners: list[str] = field(default_factory=lambda: ["auto"])
-    seeds: list[int] = field(default_factory=lambda: [0])
+    grids: list[Grid] = field(default_factory=list)
     max_cut_tensors: int = 1
     gap_to: str | None = "exact"
     artifacts: bool = False
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_paths: dict[str, Path] = field(default_factory=dict)   # spec spelling -> .onnx path
     idents: dict[str, str] = field(default_factory=dict)         # model/target spelling -> identity
     devices: dict[str, list[str]] = field(default_factory=dict)  # target spelling -> its devices
 
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(m for g in self.grids for m in g.models))
+
+    @property
+    def targets(self) -> list[str]:
+        return list(dict.fromkeys(t for g in self.grids for t in g.targets))
+
     def cells(self) -> list[Cell]:
-        out = []
-        for model in self.models:
-            for target in self.targets:
+        """Every grid's cells, in order, each once."""
+        out: dict[str, Cell] = {}
+        for g in self.grids:
+            for model, target in itertools.product(g.models, g.targets):
                 ident = f"{self.idents[model]}@{self.idents[target]}/k{self.max_cut_tensors}"
-                for planner in self.planners:
-                    names = [f"single:{d}" for d in self.devices[target]] if planner == "single:*" else [planner]
-                    for name, objective, deadline, cap, seed in itertools.product(
-                            names, self.objectives, self.deadlines, self.power_caps, self.seeds):
-                        opts = json.dumps(self.options.get(name.split(":")[0], {}), sort_keys=True)
-                        out.append(Cell(model, target, objective, deadline, cap, name, opts, seed, ident))
-        return out
+                for devices in g.devices:
+                    allowed = self.devices[target] if devices == "all" else devices.split("+")
+                    for planner, opts in g.planners:
+                        names = ([f"single:{d}" for d in self.devices[target] if d in allowed]
+                                 if planner == "single:*" else [planner])
+                        for name, objective, deadline, cap, seed in itertools.product(
+                                names, g.objectives, g.deadlines, g.power_caps, g.seeds):
+                            cell = Cell(model, target, objective, deadline, cap, name, opts, seed, ident,
+                                        devices, g.budget)
+                            out.setdefault(cell.key, cell)
+        return list(out.values())
 
     def _target_arg(self, target: str) -> str:
         return str(self.path.parent / target) if target.endswith(".toml") else target
@@ -124,8 +154,9 @@ def _fail(spec: Path, what: str) -> UsageError:
     return UsageError(f"{spec}: {what}")
 
 
-def _strings(doc: Mapping[str, Any], key: str, spec: Path, default: list[str] | None) -> list[str]:
+def _strings(doc: Mapping[str, Any], key: str, spec: Path, default: list[str] | None, where: str = "") -> list[str]:
     value = doc.get(key, default)
+    key = where + key
     if value is None:
         raise _fail(spec, f"no {key!r}: give a list, e.g. {key} = [\"resnet18\"]")
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -151,29 +182,14 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
 
 
 def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
-    """A sweep spec from its TOML document; ``p`` names it in errors and anchors relative paths."""
-    from . import zoo
-    from .api import parse_deadline, parse_power
-    from .errors import HetccError
-    from .planners import METRICS
-    from .planners.registry import get_spec, parse_options, split_name
-    from .runtime.manifest import sha256_file
-    from .targets import load_target
+    """A sweep spec from its TOML document; ``p`` names it in errors and anchors relative paths.
 
+    Without ``[[grid]]`` tables the top level is the one product; with them, each grid is one
+    product whose keys replace the top level's (which then only gives defaults)."""
     unknown = sorted(set(doc) - set(SPEC_KEYS))
     if unknown:
         raise _fail(p, f"unknown key {unknown[0]!r}; keys: {', '.join(SPEC_KEYS)}")
-    spec = SweepSpec(p, _strings(doc, "models", p, None))
-    spec.targets = _strings(doc, "targets", p, spec.targets)
-    spec.objectives = _strings(doc, "objectives", p, spec.objectives)
-    spec.deadlines = [d.lower() for d in _strings(doc, "deadlines", p, spec.deadlines)]
-    spec.power_caps = [c.lower() for c in _strings(doc, "power_caps", p, spec.power_caps)]
-    spec.planners = _strings(doc, "planners", p, spec.planners)
-    seeds = doc.get("seeds", spec.seeds)
-    if not isinstance(seeds, list) or not seeds or any(
-            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= SEED_MAX for s in seeds):
-        raise _fail(p, "'seeds' must be a non-empty list of integers in [0, 2**32)")
-    spec.seeds = list(dict.fromkeys(seeds))
+    spec = SweepSpec(p)
     k = doc.get("max_cut_tensors", 1)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 8:
         raise _fail(p, f"'max_cut_tensors' must be an integer from 1 to 8, got {k!r}")
@@ -186,57 +202,133 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
     if not isinstance(art, bool):
         raise _fail(p, "'artifacts' must be true or false")
     spec.artifacts = art
-    options = doc.get("options", {})
-    if not isinstance(options, dict) or any(not isinstance(v, dict) for v in options.values()):
-        raise _fail(p, "'options' must be tables of planner options, e.g. [options.dqn] steps = 2000")
-    spec.options = options
+    grids = doc.get("grid")
+    if grids is not None and (not isinstance(grids, list) or not grids or any(not isinstance(g, dict) for g in grids)):
+        raise _fail(p, "'grid' must be [[grid]] tables, each a product with its own keys")
+    base = {key: doc[key] for key in GRID_KEYS if key in doc}
+    for i, g in enumerate(grids or [{}]):
+        where = f"grid[{i}]." if grids else ""
+        bad = sorted(set(g) - set(GRID_KEYS))
+        if bad:
+            raise _fail(p, f"{where}{bad[0]}: not a grid key; a grid sets {', '.join(GRID_KEYS)}")
+        options = dict(base.get("options", {})) if isinstance(base.get("options", {}), dict) else None
+        if options is not None and "options" in g:
+            options = {**options, **g["options"]} if isinstance(g["options"], dict) else None
+        spec.grids.append(_parse_grid(spec, base | g | {"options": options}, p, where))
+    if spec.gap_to:
+        _planner_entry(spec.gap_to, {}, p, "gap_to: ")
+    n = len(spec.cells())
+    if n > MAX_CELLS:
+        raise _fail(p, f"{n} cells is more than {MAX_CELLS}; split the sweep into several specs")
+    return spec
 
-    for i, m in enumerate(spec.models):
+
+def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) -> Grid:
+    from . import zoo
+    from .api import parse_deadline, parse_power
+    from .errors import HetccError
+    from .planners import METRICS
+    from .runtime.manifest import sha256_file
+    from .targets import load_target
+
+    options = doc["options"]
+    if not isinstance(options, dict) or any(not isinstance(v, dict) for v in options.values()):
+        raise _fail(p, f"'{where}options' must be tables of planner options, e.g. [options.dqn] steps = 2000")
+    models = _strings(doc, "models", p, None, where)
+    g = Grid(models, _strings(doc, "targets", p, ["hikey970"], where),
+             _strings(doc, "objectives", p, ["latency"], where),
+             [d.lower() for d in _strings(doc, "deadlines", p, ["none"], where)],
+             [c.lower() for c in _strings(doc, "power_caps", p, ["none"], where)], [], [0],
+             _strings(doc, "devices", p, ["all"], where), "")
+    seeds = doc.get("seeds", [0])
+    if not isinstance(seeds, list) or not seeds or any(
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= SEED_MAX for s in seeds):
+        raise _fail(p, f"'{where}seeds' must be a non-empty list of integers in [0, 2**32)")
+    g.seeds = list(dict.fromkeys(seeds))
+    budget = []
+    for key, kind, hi in (("budget_steps", int, 10**9), ("budget_seconds", (int, float), 86400)):
+        if key in doc:
+            v = doc[key]
+            if isinstance(v, bool) or not isinstance(v, kind) or not 0 < v <= hi or not math.isfinite(v):
+                raise _fail(p, f"'{where}{key}' must be a positive number of at most {hi:g}, got {v!r}")
+            budget.append(f"{key.split('_')[1]}={v}")
+    g.budget = ",".join(budget)
+
+    for i, m in enumerate(models):
+        if m in spec.idents:
+            continue
         if m.endswith(".onnx"):
             f = (p.parent / m).resolve()
             if not f.is_file():
-                raise _fail(p, f"models[{i}] {m!r}: no such file (paths are relative to the spec)")
+                raise _fail(p, f"{where}models[{i}] {m!r}: no such file (paths are relative to the spec)")
             spec.model_paths[m] = f
             spec.idents[m] = sha256_file(f)[:16]
         elif m in zoo.ZOO:
             spec.idents[m] = f"zoo:{m}"
         else:
-            raise _fail(p, f"models[{i}] {m!r}: not a zoo model (hetcc zoo list) or an .onnx path")
-    for i, t in enumerate(spec.targets):
+            raise _fail(p, f"{where}models[{i}] {m!r}: not a zoo model (hetcc zoo list) or an .onnx path")
+    for i, t in enumerate(g.targets):
+        if t in spec.devices:
+            continue
         try:
             spec.devices[t] = [d.name for d in load_target(spec._target_arg(t)).devices]
         except HetccError as e:
-            raise _fail(p, f"targets[{i}] {t!r}: {e}") from None
+            raise _fail(p, f"{where}targets[{i}] {t!r}: {e}") from None
         spec.idents[t] = f"target:{t}" if not t.endswith(".toml") else sha256_file(spec._target_arg(t))[:16]
-    for i, o in enumerate(spec.objectives):
+    for i, devices in enumerate(g.devices):
+        if devices == "all":
+            continue
+        names = devices.split("+")
+        for t in g.targets:
+            missing = [d for d in names if d not in spec.devices[t]]
+            if missing or len(set(names)) != len(names):
+                raise _fail(p, f"{where}devices[{i}] {devices!r}: target {t!r} has no device {missing[0]!r} "
+                            f"(its devices: {'+'.join(spec.devices[t])}); give \"all\" or names joined by +"
+                            if missing else f"{where}devices[{i}] {devices!r} names a device twice")
+    for i, o in enumerate(g.objectives):
         if o not in METRICS:
-            raise _fail(p, f"objectives[{i}] {o!r}: choose from {', '.join(METRICS)}")
+            raise _fail(p, f"{where}objectives[{i}] {o!r}: choose from {', '.join(METRICS)}")
     for key, parse in (("deadlines", parse_deadline), ("power_caps", parse_power)):
-        for i, value in enumerate(getattr(spec, key)):
+        for i, value in enumerate(getattr(g, key)):
             try:
                 parse(None if value == "none" else value)
             except UsageError as e:
-                raise _fail(p, f"{key}[{i}]: {e}") from None
-    for where, name in [("planners", n) for n in spec.planners] + ([("gap_to", spec.gap_to)] if spec.gap_to else []):
-        try:
-            ps = get_spec(name.split(":")[0])
-            if ps.kind != "model":
-                raise UsageError(f"planner {ps.name!r} plans a {ps.kind}; a sweep plans single models")
-            given = spec.options.get(ps.name, {}) if where == "planners" else {}   # gap_to: its defaults
-            opts = split_name("single" if name == "single:*" else name, ps, given)
-            if name == "single:*":                # device names come from each target
-                opts[ps.positional] = "any"
-            parse_options(ps, opts)
-        except UsageError as e:
-            raise _fail(p, f"{where}: {e}") from None
-    for name in spec.options:
-        if name not in {n.split(":")[0] for n in spec.planners}:
-            raise _fail(p, f"[options.{name}]: {name!r} is not in planners")
-    n = (len(spec.models) * len(spec.targets) * len(spec.objectives) * len(spec.deadlines)
-         * len(spec.power_caps) * len(spec.planners) * len(spec.seeds))
-    if n > MAX_CELLS:
-        raise _fail(p, f"{n} cells is more than {MAX_CELLS}; split the sweep into several specs")
-    return spec
+                raise _fail(p, f"{where}{key}[{i}]: {e}") from None
+    entries = _strings(doc, "planners", p, ["auto"], where)
+    for entry in entries:
+        g.planners.append(_planner_entry(entry, options, p, f"{where}planners: "))
+    if len(set(g.planners)) != len(g.planners):
+        raise _fail(p, f"'{where}planners' lists one planner with the same options twice")
+    for name in options:
+        if name not in {e.split()[0].split(":")[0] for e in entries}:
+            raise _fail(p, f"[{where}options.{name}]: {name!r} is not in planners")
+    return g
+
+
+def _planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) -> tuple[str, str]:
+    """(name, canonical JSON of its options) of a planners entry ``NAME[:ARG] [key=value ...]``:
+    the [options.NAME] table, then the entry's own key=value pairs."""
+    from .planners.registry import get_spec, parse_options, split_name
+
+    name, *pairs = entry.split()
+    try:
+        ps = get_spec(name.split(":")[0])
+        if ps.kind != "model":
+            raise UsageError(f"planner {ps.name!r} plans a {ps.kind}; a sweep plans single models")
+        given = dict(options.get(ps.name, {}))
+        for pair in pairs:
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                raise UsageError(f"{pair!r} in {entry!r}: write options as key=value after the planner's name")
+            given[key] = value
+        opts = split_name("single" if name == "single:*" else name, ps, given)
+        if name == "single:*":                # device names come from each target
+            opts[ps.positional] = "any"
+        typed = parse_options(ps, opts)
+    except UsageError as e:
+        raise _fail(p, f"{where}{e}") from None
+    canonical = {key: getattr(typed, key) for key in given}     # "200" and 200 are one cell
+    return name, json.dumps(canonical, sort_keys=True)
 
 
 # ---------------------------------------------------------------- one (model, target): runs in a Ray worker
@@ -244,7 +336,8 @@ def _row(cell: Cell, **values: Any) -> dict[str, Any]:
     row = {c: "" for c in COLUMNS}
     row.update(cell=cell.key, model=cell.model, target=cell.target, objective=cell.objective,
                deadline=cell.deadline, power_cap=cell.power_cap, planner=cell.planner, options=cell.options,
-               seed=cell.seed, worker=f"{socket.gethostname()}:{os.getpid()}",
+               seed=cell.seed, device_set=cell.devices, budget=cell.budget,
+               worker=f"{socket.gethostname()}:{os.getpid()}",
                finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
     row.update({k: v for k, v in values.items() if v is not None})
     return row
@@ -273,30 +366,37 @@ def _plan_rows(model_path: str, target: str, cells: list[Cell], settings: dict[s
     from .errors import HetccError, InfeasibleError
 
     try:
-        analysis = analyse(model_path, target, max_cut_tensors=settings["max_cut_tensors"])
+        whole = analyse(model_path, target, max_cut_tensors=settings["max_cut_tensors"])
     except Exception as e:                            # recorded per cell; the sweep goes on
         for cell in cells:
             yield _row(cell, status="error", error=f"analysis: {_one_line(e)}")
         return
+    analyses: dict[str, Any] = {}
     references: dict[tuple, float | None] = {}
     for cell in cells:
+        if cell.devices not in analyses:
+            analyses[cell.devices] = restrict(whole, cell.devices)
+        analysis = analyses[cell.devices]
+        size = {"layers": analysis.problem.num_layers, "states": analysis.problem.num_states}
         try:
             obj = objective_of(analysis, cell.objective, cell.deadline, cell.power_cap)
         except HetccError as e:
-            yield _row(cell, status="skipped", error=_one_line(e))
+            yield _row(cell, status="skipped", error=_one_line(e), **size)
             continue
+        options, budget = json.loads(cell.options), _budget(cell.budget)
         try:
-            plan = analysis.plan(obj, planner=cell.planner, options=json.loads(cell.options), seed=cell.seed,
+            _warm_planner(analysis, obj, cell.planner, options)
+            plan = analysis.plan(obj, planner=cell.planner, options=options, seed=cell.seed, budget=budget,
                                  allow_infeasible=True)
         except InfeasibleError as e:                  # no plan at all (e.g. nothing meets the cap)
             yield _row(cell, status="infeasible", feasible=False, error=_one_line(e),
-                       deadline_ms=obj.deadline_ms)
+                       deadline_ms=obj.deadline_ms, **size)
             continue
         except HetccError as e:                       # the planner does not apply (dp with edp, ...)
-            yield _row(cell, status="skipped", error=_one_line(e))
+            yield _row(cell, status="skipped", error=_one_line(e), **size)
             continue
         except Exception as e:
-            yield _row(cell, status="error", error=_one_line(e))
+            yield _row(cell, status="error", error=_one_line(e), **size)
             continue
         value = obj.value(plan.latency_ms, plan.energy_mj)
         ref = _reference(analysis, obj, cell, settings.get("gap_to"), references, plan, value)
@@ -310,7 +410,64 @@ def _plan_rows(model_path: str, target: str, cells: list[Cell], settings: dict[s
                    edp_mj_ms=plan.edp_mj_ms, value=value, reference=ref, gap_pct=gap,
                    planner_seconds=plan.seconds, slices=len(plan.slices),
                    devices=",".join(dict.fromkeys(analysis.problem.states.device[s.state] for s in plan.slices)),
-                   artifact=artifact, error="; ".join(plan.violations) or None)
+                   artifact=artifact, error="; ".join(plan.violations) or None, stats=_stats(plan.stats), **size)
+
+
+def restrict(analysis: Any, devices: str) -> Any:
+    """``analysis`` with only ``devices`` (``all`` or ``big+gpu``) legal; presets such as
+    ``--deadline medium`` are then relative to what those devices can do."""
+    if devices == "all":
+        return analysis
+    import dataclasses
+
+    import numpy as np
+
+    problem = analysis.problem
+    mask = np.isin(np.array(problem.states.device), devices.split("+"))
+    return dataclasses.replace(analysis, problem=problem.replace(legal=problem.legal & mask[None, :]),
+                               _reference=None)
+
+
+def _budget(text: str) -> Any:
+    from .planners import Budget
+
+    if not text:
+        return None
+    parts = dict(pair.split("=") for pair in text.split(","))
+    return Budget(steps=int(parts["steps"]) if "steps" in parts else None,
+                  seconds=float(parts["seconds"]) if "seconds" in parts else None)
+
+
+#: planners this worker process has run once (their imports and first-call set-up are done)
+_WARM: set[str] = set()
+
+
+def _warm_planner(analysis: Any, obj: Any, planner: str, options: dict) -> None:
+    """Run ``planner`` once, untimed, for one step: planner_seconds then measures planning, not
+    importing torch (dqn) or first-call set-up."""
+    from .planners import Budget
+
+    base = planner.split(":")[0]
+    if base in _WARM:
+        return
+    _WARM.add(base)
+    try:
+        analysis.plan(obj, planner=planner, options=options, budget=Budget(steps=1), allow_infeasible=True)
+    except Exception:                                 # the timed run reports what goes wrong
+        pass
+
+
+def _stats(stats: Mapping[str, Any]) -> str | None:
+    """The plan's numeric statistics as compact JSON (numbers, flags and lists of numbers)."""
+    def ok(v: Any) -> bool:
+        if isinstance(v, (bool, int)):
+            return True
+        if isinstance(v, float):
+            return math.isfinite(v)
+        return isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+
+    keep = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(stats or {}).items() if ok(v)}
+    return json.dumps(keep, sort_keys=True, separators=(",", ":")) if keep else None
 
 
 def objective_of(analysis: Any, metric: str, deadline: str, power_cap: str) -> Any:
@@ -344,9 +501,18 @@ def read_table(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if rows and (None in rows[-1] or any(rows[-1].get(c) is None for c in COLUMNS)):
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        header = reader.fieldnames or []
+    if rows and (None in rows[-1] or any(rows[-1].get(c) is None for c in header)):
         rows = rows[:-1]
+    unknown = [c for c in header if c not in COLUMNS]
+    if unknown or "cell" not in header:
+        raise UsageError(f"{path}: not a hetcc sweep table (column {(unknown or ['cell'])[0]!r}); "
+                         "name another -o directory")
+    for r in rows:                                    # a table from an older hetcc: its new columns empty
+        for c in COLUMNS:
+            r.setdefault(c, "")
     return rows
 
 

@@ -50,6 +50,11 @@ class TuneSpec:
     fixed: dict[str, Any] = field(default_factory=dict)
     reference: str = "exact"
 
+    @property
+    def seeds(self) -> list[int]:
+        """The planner seeds of the problems' cells."""
+        return list(dict.fromkeys(c.seed for c in self.sweep.cells()))
+
 
 def _dimension(spec_path: Path, name: str, value: Any) -> tuple:
     """{loguniform = [lo, hi]} -> ("loguniform", lo, hi), {choice = [...]} -> ("choice", [...])."""
@@ -131,24 +136,33 @@ def prepare_problems(spec: TuneSpec, console: Any = None) -> list[Problem]:
     """Analyse each (model, target) once; resolve every objective; the reference value of each."""
     from .api import analyse, resolve_model
     from .errors import HetccError
-    from .sweep import objective_of
+    from .sweep import objective_of, restrict
 
     sw = spec.sweep
     out = []
-    for model in sw.models:
-        path = str(sw.model_paths.get(model) or resolve_model(model, None, 0))
-        for target in sw.targets:
-            a = analyse(path, sw._target_arg(target), max_cut_tensors=sw.max_cut_tensors)
-            for objective in sw.objectives:
-                for deadline in sw.deadlines:
-                    for cap in sw.power_caps:
-                        try:
-                            obj = objective_of(a, objective, deadline, cap)
-                            ref = a.plan(obj, planner=spec.reference)
-                            value = obj.value(ref.latency_ms, ref.energy_mj)
-                        except HetccError:                # does not apply here: not a problem
-                            continue
-                        out.append(Problem(f"{model}@{target}/{objective}/{deadline}/{cap}", a.problem, obj, value))
+    analyses: dict[tuple[str, str, str], Any] = {}
+    seen = set()
+    for c in sw.cells():
+        what = (c.model, c.target, c.devices, c.objective, c.deadline, c.power_cap)
+        if what in seen:
+            continue
+        seen.add(what)
+        if (c.model, c.target, "all") not in analyses:
+            path = str(sw.model_paths.get(c.model) or resolve_model(c.model, None, 0))
+            analyses[(c.model, c.target, "all")] = analyse(path, sw._target_arg(c.target),
+                                                           max_cut_tensors=sw.max_cut_tensors)
+        if (c.model, c.target, c.devices) not in analyses:
+            analyses[(c.model, c.target, c.devices)] = restrict(analyses[(c.model, c.target, "all")], c.devices)
+        a = analyses[(c.model, c.target, c.devices)]
+        try:
+            obj = objective_of(a, c.objective, c.deadline, c.power_cap)
+            ref = a.plan(obj, planner=spec.reference)
+            value = obj.value(ref.latency_ms, ref.energy_mj)
+        except HetccError:                # does not apply here: not a problem
+            continue
+        devices = "" if c.devices == "all" else f"[{c.devices}]"
+        out.append(Problem(f"{c.model}@{c.target}{devices}/{c.objective}/{c.deadline}/{c.power_cap}", a.problem,
+                           obj, value))
     if not out:
         raise UsageError("no problem of the spec has a feasible reference plan; widen deadlines or caps")
     return out
@@ -211,14 +225,14 @@ def run_tune(spec: TuneSpec, *, address: str | None = None, workers: int | None 
 
     t0 = time.perf_counter()
     problems = prepare_problems(spec, console)
-    default_gap = evaluate(spec.planner, spec.fixed, problems, spec.sweep.seeds)
+    default_gap = evaluate(spec.planner, spec.fixed, problems, spec.seeds)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")      # no experiment banner (verbose=0 is honoured)
     init_ray(address, workers)
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
-    n = len(problems) * len(spec.sweep.seeds)
+    n = len(problems) * len(spec.seeds)
     scheduler = {"asha": lambda: ASHAScheduler(time_attr="problems", max_t=n, grace_period=min(2, n),
                                                reduction_factor=2),
                  "hyperband": lambda: HyperBandScheduler(time_attr="problems", max_t=n, reduction_factor=2),
@@ -226,7 +240,7 @@ def run_tune(spec: TuneSpec, *, address: str | None = None, workers: int | None 
     with tempfile.TemporaryDirectory(prefix="hetcc-tune-") as storage:   # Tune's trial logs: not kept
         tuner = tune.Tuner(
             tune.with_parameters(_trainable, planner=spec.planner, fixed=spec.fixed, problems=problems,
-                                 seeds=spec.sweep.seeds),
+                                 seeds=spec.seeds),
             param_space=_search_space(spec.space),
             tune_config=tune.TuneConfig(metric="gap", mode="min", num_samples=spec.samples, scheduler=scheduler,
                                         search_alg=BasicVariantGenerator(random_state=seed)),
@@ -240,7 +254,7 @@ def run_tune(spec: TuneSpec, *, address: str | None = None, workers: int | None 
         finished = sum(1 for r in grid if r.metrics and r.metrics.get("problems") == n)
         # the best trial's options re-measured on every problem (a stopped trial saw only some)
         best_config = {**spec.fixed, **best.config}
-    best_gap = evaluate(spec.planner, best_config, problems, spec.sweep.seeds)
+    best_gap = evaluate(spec.planner, best_config, problems, spec.seeds)
     return TuneResult(best_config, best_gap, default_gap, len(grid), len(grid) - finished, n,
                       time.perf_counter() - t0)
 

@@ -4,6 +4,7 @@ against a head started with `ray start --head`, and a small tune run."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import socket
@@ -83,6 +84,13 @@ planners = ["dp", "exact", "single:*"]
     ('models = ["missing.onnx"]', "no such file"),
     ('models = "chain.onnx" = 1', "not valid TOML"),
     ('models = ["chain.onnx"]\nplanners = ["dp"]\n[options.exact]\nbeam = 4', "[options.exact]"),
+    ('models = ["chain.onnx"]\ndevices = ["big+warp"]', "devices[0] 'big+warp'"),
+    ('models = ["chain.onnx"]\nplanners = ["single:big governor"]', "key=value"),
+    ('models = ["chain.onnx"]\nplanners = ["single:big governor=lazy"]', "governor"),
+    ('models = ["chain.onnx"]\nbudget_seconds = 0', "'budget_seconds'"),
+    ('models = ["chain.onnx"]\n[[grid]]\nplanets = ["dp"]', "grid[0].planets"),
+    ('models = ["chain.onnx"]\n[[grid]]\nobjectives = ["speed"]', "grid[0].objectives[0]"),
+    ('grid = 3\nmodels = ["chain.onnx"]', "'grid'"),
 ])
 def test_bad_specs_are_one_line_errors_with_exit_2(models, tmp_path, capsys, text, needle):
     spec = write_spec(models, text, f"bad-{abs(hash(text))}.toml")
@@ -130,6 +138,64 @@ def test_a_sweep_agrees_with_single_compiles_and_resumes(models, tmp_path):
     assert sorted(r["cell"] for r in rows2) == sorted(r["cell"] for r in rows)
     # nothing left to do: a third run plans nothing
     assert run_sweep(spec, out, workers=2, progress=False).ran == 0
+
+
+GRIDS = """models = ["chain.onnx"]
+targets = ["hikey970"]
+deadlines = ["medium"]
+objectives = ["energy"]
+
+[[grid]]                                   # HERTI's versions under the deadline
+planners = ["single:big", "single:big governor=ondemand", "exact", "evosh steps=5"]
+devices = ["all", "big+gpu"]
+
+[[grid]]                                   # deadline-oblivious, a budget, and a duplicate cell
+objectives = ["latency", "energy"]
+deadlines = ["none"]
+planners = ["dp", "exact"]
+budget_steps = 50
+
+[[grid]]
+planners = ["exact"]                       # the same cell as in the first grid: planned once
+"""
+
+
+def test_grids_inline_options_device_subsets_and_budgets(models, tmp_path):
+    spec = load_spec(write_spec(models, GRIDS, "grids.toml"))
+    cells = spec.cells()
+    assert len(cells) == 4 * 2 + 2 * 2 and len({c.key for c in cells}) == len(cells)
+    rows = {(r["planner"], r["options"], r["device_set"], r["objective"], r["deadline"]): r
+            for r in run_sweep(spec, tmp_path / "out", workers=2, progress=False).rows}
+    assert len(rows) == len(cells) and all(r["layers"] and r["states"] for r in rows.values())
+    perf = rows[("single:big", "{}", "all", "energy", "medium")]
+    ondemand = rows[("single:big", '{"governor": "ondemand"}', "all", "energy", "medium")]
+    assert perf["status"] in ("ok", "infeasible") and ondemand["status"] in ("ok", "infeasible")
+    assert perf["energy_mj"] != ondemand["energy_mj"]             # the inline option reached the planner
+    sub = rows[("exact", "{}", "big+gpu", "energy", "medium")]
+    assert set(sub["devices"].split(",")) <= {"big", "gpu"}        # the subset's plan uses only those
+    full = rows[("exact", "{}", "all", "energy", "medium")]
+    assert float(sub["deadline_ms"]) >= float(full["deadline_ms"])   # the preset is the subset's own
+    assert rows[("exact", "{}", "all", "latency", "none")]["budget"] == "steps=50"
+    evo = rows[("evosh", '{"steps": 5}', "all", "energy", "medium")]
+    assert evo["status"] == "skipped" or json.loads(evo["stats"])["steps"] <= 5
+    dp = rows[("dp", "{}", "all", "latency", "none")]
+    assert float(dp["latency_ms"]) <= float(full["latency_ms"]) + 1e-9
+
+
+def test_a_table_from_an_older_hetcc_resumes(models, tmp_path):
+    spec = load_spec(write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "old.toml"))
+    out = tmp_path / "out"
+    run_sweep(spec, out, workers=2, progress=False)
+    old = [c for c in COLUMNS if c not in ("device_set", "budget", "layers", "states", "stats")]
+    with open(out / "cells.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(out / "cells.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=old, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    again = run_sweep(spec, out, workers=2, progress=False)
+    assert again.ran == 0 and len(again.rows) == len(rows)
+    assert list(read_table(out / "cells.csv")[0]) == list(COLUMNS)
 
 
 def test_a_failing_cell_is_recorded_and_the_sweep_goes_on(models, tmp_path):
