@@ -447,6 +447,18 @@ def external_base_dir(model: ir.Model) -> str | None:
     return None
 
 
+def proto_with_data(model: ir.Model) -> onnx.ModelProto:
+    """The model (or a piece of a loaded one) as a proto with its external data read in: an
+    onnxruntime session built from bytes resolves external locations against the current
+    directory and refuses them, so every session built from an in-memory model needs this."""
+    proto = ir.to_proto(model)
+    base_dir = external_base_dir(model)
+    for tensor, _ in iter_tensor_protos(proto):
+        if external_info(tensor) is not None:
+            embed_external(tensor, base_dir or "")
+    return proto
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -634,11 +646,7 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
     from .runtime import random_inputs
     from .runtime.executor import TensorSpec
 
-    proto = ir.to_proto(model)
-    base_dir = external_base_dir(model)
-    for tensor, _ in iter_tensor_protos(proto):  # a session built from bytes cannot find them
-        if external_info(tensor) is not None:
-            embed_external(tensor, base_dir or "")
+    proto = proto_with_data(model)
     known_out = {o.name for o in proto.graph.output}
     for name in missing:
         if name not in known_out:

@@ -86,8 +86,10 @@ def time_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_
 
 
 def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
+    from .frontend import proto_with_data  # external data read in: a session from bytes cannot find it
+
     model = ir.Model(graph, ir_version=source.ir_version, functions=list(source.functions.values()))
-    return ir.to_proto(model).SerializeToString()
+    return proto_with_data(model).SerializeToString()
 
 
 def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
@@ -110,7 +112,9 @@ def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     graph = program.graph
     inputs = [v.name for v in graph.inputs if v.name not in graph.initializers]
-    sess = ort.InferenceSession(ir.to_proto(program.model).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    from .frontend import proto_with_data
+
+    sess = ort.InferenceSession(proto_with_data(program.model).SerializeToString(), so, providers=["CPUExecutionProvider"])
     return time_session(sess, random_feed([tensors[n] for n in inputs]), min_seconds=min_seconds)
 
 
