@@ -12,7 +12,7 @@ The cost model (MOSAIC Eq. 1-5, as used by HERTI), per layer l and state s (devi
     overhead          o   = node_overhead x nodes                                    [ms]
     latency           T   = t_c f_max / f + o + t_p + stall (theta/f + rho, Eq. 3; stall: knobs)
     power             P   = P_static(f) + P_dyn x activity x V_f^2 f / (V_max^2 f_max)   (Eq. 4-5)
-                      activity = (t_c + t_p) / (t_c + t_p + o + stall)
+                      activity = (t_c f_max / f + t_p) / T   (the busy share of the time at f)
 
 and per slice, charged at its first layer (transfer_in) and its last (transfer_out):
 
@@ -140,16 +140,19 @@ class DeviceParams:
     capacity_bytes: np.ndarray
     base_power_mw: float
     mem_slowdown: Any = None         # [S] >= 1: memory time stretched by a slower memory clock (default 1)
+    int8_speedup: Any = None         # [S, 3] > 0: int8 over float throughput per op class (default 1)
 
     def __post_init__(self) -> None:
         S = len(self.device)
         if self.mem_slowdown is None:
             object.__setattr__(self, "mem_slowdown", np.ones(S))
+        if self.int8_speedup is None:
+            object.__setattr__(self, "int8_speedup", np.ones((S, len(OP_CLASSES))))
         for f in dataclasses.fields(self):
             if f.name in ("device", "base_power_mw"):
                 continue
             a = _ro(getattr(self, f.name))
-            want = (S, len(OP_CLASSES)) if f.name == "peak_gflops" else (S,)
+            want = (S, len(OP_CLASSES)) if f.name in ("peak_gflops", "int8_speedup") else (S,)
             if a.shape != want:
                 raise ValueError(f"DeviceParams.{f.name} has shape {a.shape}, expected {want}")
             object.__setattr__(self, f.name, a)
@@ -172,6 +175,11 @@ def _features(features: Any) -> dict[str, np.ndarray]:
     col = features.column if hasattr(features, "column") else features.__getitem__
     out = {k: np.asarray(col(k), dtype=np.float64) for k in
            ("conv_flops", "matmul_flops", "other_flops", "input_bytes", "output_bytes", "param_bytes", "nodes")}
+    for c in OP_CLASSES:   # older feature sets have no int8 columns: nothing runs in int8
+        try:
+            out[f"{c}_int8_flops"] = np.asarray(col(f"{c}_int8_flops"), dtype=np.float64)
+        except KeyError:
+            out[f"{c}_int8_flops"] = np.zeros_like(out["nodes"])
     return out
 
 
@@ -181,6 +189,7 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
     where a layer's own parameters exceed the state's capacity; illegal cells hold inf."""
     x = _features(features)
     flops = np.stack([x["conv_flops"], x["matmul_flops"], x["other_flops"]], axis=1)   # [L, 3]
+    int8 = np.stack([x[f"{c}_int8_flops"] for c in OP_CLASSES], axis=1)                # [L, 3], part of flops
     inb, outb, par = x["input_bytes"], x["output_bytes"], x["param_bytes"]
     L, S = flops.shape[0], len(params)
     legal = np.asarray(legal, dtype=bool)
@@ -188,16 +197,18 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
         raise ValueError(f"legal has shape {legal.shape}, expected ({L}, {S})")
     p = params
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_comp_fmax = (flops[:, None, :] / p.peak_gflops[None, :, :]).sum(axis=2) / 1e6   # [L, S] ms at f_max
+        t_comp_fmax = (((flops - int8)[:, None, :] + int8[:, None, :] / p.int8_speedup[None, :, :])
+                       / p.peak_gflops[None, :, :]).sum(axis=2) / 1e6                   # [L, S] ms at f_max
     theta = t_comp_fmax * p.fmax_mhz[None, :]                                            # ms*MHz
     slow = p.mem_slowdown[None, :]
     t_par = par[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)                      # [L, S] ms
     overhead = p.node_overhead_ms[None, :] * x["nodes"][:, None]
     lat = theta / p.freq_mhz[None, :] + overhead + t_par * slow   # stall: t_par x (slowdown - 1)
 
-    busy = t_comp_fmax + t_par
-    total = busy + overhead + t_par * (slow - 1.0)
-    activity = np.divide(busy, total, out=np.zeros_like(busy), where=total > 0)
+    # busy at the state's own clock, so that latency x power = static x T + dynamic x busy time:
+    # both add up over nodes (an activity measured at f_max would weight them by a per-layer ratio)
+    busy = theta / p.freq_mhz[None, :] + t_par
+    activity = np.divide(busy, lat, out=np.zeros_like(busy), where=lat > 0)
     pw = p.static_mw[None, :] + (p.dynamic_mw[None, :] * activity) * p.dvfs_scale[None, :]
 
     dev_power = p.static_mw + p.dynamic_mw * p.dvfs_scale                                # [S]
