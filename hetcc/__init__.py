@@ -1,18 +1,46 @@
 """hetcc: a heterogeneity-aware compiler for ONNX models.
 
 Kept light on purpose: ``import hetcc.runtime`` must work on a board with only numpy and
-onnxruntime, so the compiler is imported lazily on first use of ``hetcc.compile`` /
-``hetcc.analyse``; nothing here imports torch.
+onnxruntime, so the public names below are imported lazily on first use (``hetcc.compile``
+loads the compiler then); nothing here imports torch.
+
+    hetcc.compile(model, target, objective, deadline=, power_cap=, ...)   -> CompileResult
+    hetcc.analyse(model, target, ...)                                     -> Analysis (.plan, .emit)
+    hetcc.compile_workload(models, target, ...)                           -> WorkloadResult
 """
 from __future__ import annotations
 
 __version__ = "0.2.0"
-__all__ = ["analyse", "compile", "compile_workload", "__version__"]
+
+#: public name -> the module that defines it (imported on first use)
+_LAZY = {
+    # the API (hetcc.api)
+    "analyse": "api", "compile": "api", "compile_workload": "api", "limits": "api",
+    "Analysis": "api", "CompileResult": "api", "WorkloadResult": "api",
+    # planning (hetcc.planners)
+    "Objective": "planners", "Plan": "planners", "Slice": "planners", "WorkloadPlan": "planners",
+    "PlanContext": "planners", "Budget": "planners", "Progress": "planners",
+    "RichProgress": "planners.context",
+    # errors (hetcc.errors)
+    "HetccError": "errors", "UsageError": "errors", "ModelError": "errors", "TargetError": "errors",
+    "InfeasibleError": "errors",
+    # targets
+    "load_target": "targets",
+}
+
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str):
-    if name in ("analyse", "compile", "compile_workload"):
-        from . import api
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hetcc' has no attribute {name!r}")
+    import importlib
 
-        return getattr(api, name)
-    raise AttributeError(f"module 'hetcc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hetcc.{module}"), name)
+    globals()[name] = value      # once: later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

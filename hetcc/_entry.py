@@ -6,19 +6,31 @@ catch anything. Here the imports run inside the same handling as a command: Ctrl
 with ``hetcc: interrupted`` and exit 130, SIGTERM with ``hetcc: terminated (SIGTERM)`` and 143,
 SIGHUP with 129.
 
-This module runs before the handlers are in place, so it imports only ``_thread``, ``signal``
-and ``sys`` (no typing, contextlib or threading: under load each costs milliseconds in which a
-signal would still get Python's traceback).
+This module runs before the handlers are in place, so it imports only ``_thread``, ``signal``,
+``sys`` and ``time`` (built into the interpreter; no typing, contextlib or threading: under load
+each costs milliseconds in which a signal would still get Python's traceback).
+
+It also notes when the command started, before the imports, so ``hetcc compile``'s "wrote DIR in
+X s" counts the time the user waited.
 """
 from __future__ import annotations
 
 import _thread
 import signal
 import sys
+import time
 
 #: signals received and not yet reported (a KeyboardInterrupt, or what an import turned it into)
 _received: list[int] = []
 _NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+#: when ``main`` began (perf_counter), taken once by ``take_start``
+_started: list[float] = []
+
+
+def take_start() -> float:
+    """When this command started: ``main``'s first line if the console script entered there,
+    else now (``hetcc.cli.main`` called directly). Taken once, so a second call starts afresh."""
+    return _started.pop() if _started else time.perf_counter()
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -93,6 +105,7 @@ def interrupted() -> int:
 def main() -> None:
     """``hetcc`` itself: import the CLI and run it, with the start-up under the signal handling.
     Once the command is over, a signal ends the process at once (no traceback at exit)."""
+    _started[:] = [time.perf_counter()]
     try:
         with terminate_as_interrupt():
             from hetcc.cli import main as cli_main

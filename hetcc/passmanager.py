@@ -1,12 +1,13 @@
 """Pass infrastructure (after onnx-ir's pass infra and torch.fx's): named passes that declare
 the analyses they require and ensure; a manager that runs an explicit list in order, checks
-prerequisites and records each pass's wall time."""
+prerequisites and records each pass's wall time, showing each as a progress line while it runs."""
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from .errors import PipelineError
 from .program import Program
@@ -26,6 +27,8 @@ class Pass:
     """Base class: configuration in ``__init__``, work in ``run(program)``."""
 
     name: ClassVar[str] = "pass"
+    #: what the progress line says while the pass runs (default: the name)
+    label: str = ""
     requires: ClassVar[tuple[str, ...]] = ()
     ensures: ClassVar[tuple[str, ...]] = ()
 
@@ -42,12 +45,15 @@ class PassTiming:
 
 @dataclass
 class PassManager:
-    """Runs passes in list order. ``on_pass`` is called after each (for --verbose / progress)."""
+    """Runs passes in list order. ``on_pass`` is called after each (for --verbose); while a
+    pass runs, ``progress`` (a ``hetcc.planners.Progress``; silent when None) shows a line for
+    it and is the ``current_progress()`` of the pass's helpers."""
 
     passes: Sequence[Pass]
     on_pass: Callable[[PassTiming], None] | None = None
     dump_after: str | None = None
     dump: Callable[[Program, str], None] | None = None
+    progress: Any = None
     timings: list[PassTiming] = field(default_factory=list)
 
     def run(self, program: Program) -> Program:
@@ -58,7 +64,8 @@ class PassManager:
                     hint = producers.get(key, "the pass that produces it")
                     raise PipelineError(f"pass {p.name!r} requires analysis {key!r}; run {hint!r} first")
             t0 = time.perf_counter()
-            result = p.run(program)
+            with step(self.progress, p.label or p.name):
+                result = p.run(program)
             dt = time.perf_counter() - t0
             for key in p.ensures:
                 if not program.has(key):
@@ -71,3 +78,16 @@ class PassManager:
             if self.dump_after == p.name and self.dump is not None:
                 self.dump(program, p.name)
         return program
+
+
+@contextmanager
+def step(progress: Any, label: str) -> Iterator[Any]:
+    """A progress line ``label`` with its elapsed time while the block runs (nothing when
+    ``progress`` is None), and ``progress`` as the block's ``current_progress()``."""
+    if progress is None:
+        yield None
+        return
+    from .planners.context import using_progress
+
+    with progress.task(label) as task, using_progress(progress):
+        yield task

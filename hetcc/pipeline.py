@@ -51,8 +51,9 @@ class Partition(Pass):
     requires: ClassVar[tuple[str, ...]] = (COSTS,)
     ensures: ClassVar[tuple[str, ...]] = (PLAN,)
 
-    def __init__(self, plan_fn: Callable[[], dict]) -> None:
+    def __init__(self, plan_fn: Callable[[], dict], label: str = "planning") -> None:
         self.plan_fn = plan_fn
+        self.label = label
 
     def run(self, program: Program) -> PassResult:
         plans = self.plan_fn()
@@ -69,8 +70,9 @@ class Emit(Pass):
     requires: ClassVar[tuple[str, ...]] = (PLAN,)
     ensures: ClassVar[tuple[str, ...]] = (ARTIFACT,)
 
-    def __init__(self, emit_fn: Callable[[dict], Any]) -> None:
+    def __init__(self, emit_fn: Callable[[dict], Any], label: str = "writing the artifact") -> None:
         self.emit_fn = emit_fn
+        self.label = label
 
     def run(self, program: Program) -> PassResult:
         path = self.emit_fn(program.get(PLAN))

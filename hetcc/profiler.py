@@ -93,15 +93,19 @@ def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
 
 
 def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
-    """Median ms of each layer run alone in its own session."""
+    """Median ms of each layer run alone in its own session (a progress line counts them)."""
+    from .planners.context import current_progress
+
     ort = _ort.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     out = []
-    for layer in layers:
-        graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
-        sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
-        out.append(time_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_seconds=min_seconds))
+    with current_progress().task("profiling layers on this machine", total=len(layers)) as bar:
+        for layer in layers:
+            graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
+            sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
+            out.append(time_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_seconds=min_seconds))
+            bar.update(1)
     return out
 
 
@@ -202,6 +206,14 @@ def measure_boundary(so_factory: Any = session_options, sizes: Sequence[tuple[in
     return BoundaryFit(delta_ms=float(max(delta, 0.0)), beta_ms_per_byte=float(max(beta, 0.0)), samples=tuple(samples))
 
 
+def _measure_boundary_shown() -> BoundaryFit:
+    """``measure_boundary()`` under a progress line (about a second, once per machine)."""
+    from .planners.context import current_progress
+
+    with current_progress().task("measuring the session-boundary cost on this machine"):
+        return measure_boundary()
+
+
 def _cached(key: str, compute: Any, use_cache: bool = True) -> Any:
     """``compute()``'s JSON value, read from the profile cache when there (and ``use_cache``)."""
     path = cache_dir() / "profiles" / f"{key}.json"
@@ -233,7 +245,7 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
                                                       "model_ms": profile_model(program, so, min_seconds)}, use_cache)
     layer_ms = np.array(profile["layers_ms"], dtype=np.float64)
     b_key = hashlib.sha256(json.dumps(["boundary", fp, CACHE_VERSION]).encode()).hexdigest()[:32]
-    fit = _cached(f"boundary-{b_key}", lambda: measure_boundary().__dict__, use_cache)
+    fit = _cached(f"boundary-{b_key}", lambda: _measure_boundary_shown().__dict__, use_cache)
     delta, beta = float(fit["delta_ms"]), float(fit["beta_ms_per_byte"])
     states = target.states()
     dev_index = {d.name: i for i, d in enumerate(target.devices)}

@@ -27,7 +27,7 @@ from .errors import ModelError, UsageError
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["ZOO", "ZooEntry", "build_module", "export", "export_module", "list_models"]
+__all__ = ["ZOO", "ZooEntry", "build_module", "export", "export_module", "list_models", "module_onnx_bytes"]
 
 logger = logging.getLogger(__name__)
 
@@ -214,14 +214,33 @@ def export_module(
     opset: int = DEFAULT_OPSET,
     *,
     seed: int = 0,
+    input_name: str = INPUT_NAME,
 ) -> Path:
     """Export a torch module (traced in eval mode, static shape) as ONNX to ``path``, atomically.
 
-    The graph has one input named ``input`` of ``example_input_shape`` and its first output
-    named ``output``; constants are folded and the IR version is kept readable by onnxruntime.
-    ``seed`` draws the example input the tracer runs. Every submodule's training flag is
-    restored afterwards.
+    The graph has one input named ``input_name`` (default ``input``) of ``example_input_shape``
+    and its first output named ``output``; constants are folded and the IR version is kept
+    readable by onnxruntime. ``seed`` draws the example input the tracer runs. Every submodule's
+    training flag is restored afterwards.
     """
+    out = Path(path)
+    start = time.perf_counter()
+    data = module_onnx_bytes(module, example_input_shape, opset, seed=seed, input_name=input_name)
+    atomic_write_bytes(out, data)
+    logger.info("exported %s to %s (%.1f MB) in %.2f s", type(module).__name__, out, len(data) / 1e6,
+                time.perf_counter() - start)
+    return out
+
+
+def module_onnx_bytes(
+    module: "torch.nn.Module",
+    example_input_shape: tuple[int, ...] | list[int],
+    opset: int = DEFAULT_OPSET,
+    *,
+    seed: int = 0,
+    input_name: str = INPUT_NAME,
+) -> bytes:
+    """``export_module``'s ONNX model as bytes, written nowhere."""
     torch, _ = _import_torch()
     import onnx
 
@@ -230,14 +249,14 @@ def export_module(
         raise UsageError(f"expected a torch.nn.Module, got {type(module).__name__}")
     if not isinstance(opset, int) or opset < 7:
         raise UsageError(f"opset must be an integer >= 7, got {opset!r}")
-    out = Path(path)
+    if not isinstance(input_name, str) or not input_name.strip() or input_name == OUTPUT_NAME:
+        raise UsageError(f"input name {input_name!r}: give a non-empty name other than {OUTPUT_NAME!r}")
 
     generator = torch.Generator().manual_seed(seed)
     example = torch.randn(shape, generator=generator)
     modes = [(m, m.training) for m in module.modules()]
     module.eval()
     buf = io.BytesIO()
-    start = time.perf_counter()
     try:
         with warnings.catch_warnings(), _captured_stdout():
             warnings.simplefilter("ignore")
@@ -247,7 +266,7 @@ def export_module(
                 buf,
                 dynamo=False,
                 opset_version=opset,
-                input_names=[INPUT_NAME],
+                input_names=[input_name],
                 output_names=[OUTPUT_NAME],
                 do_constant_folding=True,
             )
@@ -262,16 +281,12 @@ def export_module(
             m.training = training
 
     model = onnx.load_from_string(buf.getvalue())
-    changed = False  # the exporter's Identity-of-initializer nodes stay: passes.constants handles them
+    # the exporter's Identity-of-initializer nodes stay: passes.constants handles them
     if model.ir_version > MAX_IR_VERSION:
         model.ir_version = max(MAX_IR_VERSION,
                                onnx.helper.find_min_ir_version_for(model.opset_import))
-        changed = True
-    data = model.SerializeToString() if changed else buf.getvalue()
-    atomic_write_bytes(out, data)
-    logger.info("exported %s to %s (%.1f MB, %d nodes) in %.2f s", type(module).__name__, out,
-                len(data) / 1e6, len(model.graph.node), time.perf_counter() - start)
-    return out
+        return model.SerializeToString()
+    return buf.getvalue()
 
 
 @contextlib.contextmanager

@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -35,6 +37,12 @@ class Budget:
     @property
     def limited(self) -> bool:
         return self.steps is not None or self.seconds is not None
+
+    def describe(self) -> str:
+        """``10 s``, ``1000 steps``, ``10 s, 1000 steps`` or ``none``."""
+        parts = ([f"{self.seconds:g} s"] if self.seconds is not None else []) + \
+            ([f"{self.steps} steps"] if self.steps is not None else [])
+        return ", ".join(parts) or "none"
 
 
 class ProgressTask:
@@ -61,34 +69,74 @@ class Progress:
     def task(self, description: str, total: float | None = None) -> ProgressTask:
         return ProgressTask()
 
+    def finish(self) -> None:
+        """Take the display off the terminal (before a summary prints); nothing to do here."""
+
 
 class _RichTask(ProgressTask):
-    def __init__(self, progress: Any, description: str, total: float | None) -> None:
-        self._p = progress
-        self._p.start()
-        self._id = progress.add_task(description, total=total, info="")
+    def __init__(self, owner: "RichProgress", description: str, total: float | None) -> None:
+        self._owner = owner
+        self._id = owner._open(description, total)
+        self._closed = False
 
     def update(self, advance: float = 1, **fields: Any) -> None:
         info = "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in fields.items())
-        self._p.update(self._id, advance=advance, info=info)
+        self._owner._bar.update(self._id, advance=advance, info=info)
 
     def close(self) -> None:
-        self._p.stop()
+        if not self._closed:
+            self._closed = True
+            self._owner._close(self._id)
 
 
 class RichProgress(Progress):
-    """A rich progress bar on stderr (used when stderr is a terminal and not ``--quiet``)."""
+    """Rich progress lines on stderr (used when stderr is a terminal and not ``--quiet``).
+
+    One display for all: a step (loading, a pass, planning) and the tasks opened inside it (a
+    planner's search passes, the profiler's layers) show as lines under each other, each with its
+    elapsed time; a line goes when its task closes, the display when the last one does."""
 
     enabled = True
 
-    def task(self, description: str, total: float | None = None) -> ProgressTask:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as RP, TextColumn, TimeElapsedColumn
+    def __init__(self, console: Any = None) -> None:
+        self._console = console
+        self._bar: Any = None
+        self._live = 0
 
-        progress = RP(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                      console=Console(stderr=True), transient=True)
-        return _RichTask(progress, description, total)
+    def task(self, description: str, total: float | None = None) -> ProgressTask:
+        return _RichTask(self, description, total)
+
+    def _open(self, description: str, total: float | None) -> Any:
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress as RP, ProgressColumn, SpinnerColumn, TextColumn
+            from rich.progress import TimeElapsedColumn
+            from rich.text import Text
+
+            class Count(ProgressColumn):      # "3/17", or nothing for a step without a total
+                def render(self, task: Any) -> Any:
+                    return Text("" if task.total is None else f"{task.completed:g}/{task.total:g}")
+
+            self._bar = RP(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24), Count(),
+                           TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
+                           console=self._console or Console(stderr=True), transient=True)
+        task_id = self._bar.add_task(description, total=total, info="")
+        self._live += 1
+        if self._live == 1:
+            self._bar.start()
+        return task_id
+
+    def finish(self) -> None:
+        if self._bar is not None and self._live:
+            self._live = 0
+            self._bar.stop()
+
+    def _close(self, task_id: Any) -> None:
+        self._bar.remove_task(task_id)
+        if self._live > 0:
+            self._live -= 1
+            if self._live == 0:
+                self._bar.stop()
 
 
 def default_progress(quiet: bool = False) -> Progress:
@@ -96,6 +144,26 @@ def default_progress(quiet: bool = False) -> Progress:
     if quiet or not sys.stderr.isatty():
         return Progress()
     return RichProgress()
+
+
+_current: ContextVar[Progress | None] = ContextVar("hetcc_progress", default=None)
+
+
+def current_progress() -> Progress:
+    """The progress of the step being run (``PassManager`` sets it, like TVM's
+    ``PassContext.current()``), so a pass's helpers (the host profiler) can show their own
+    lines without a parameter through every call; silent outside a step."""
+    return _current.get() or Progress()
+
+
+@contextmanager
+def using_progress(progress: Progress | None) -> Iterator[None]:
+    """Make ``progress`` the ``current_progress()`` inside the block."""
+    token = _current.set(progress)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 class PlanContext:
@@ -137,4 +205,5 @@ class PlanContext:
         torch.manual_seed(int(self.rng.integers(0, 2**31 - 1)))
 
 
-__all__ = ["Budget", "PlanContext", "Progress", "ProgressTask", "RichProgress", "default_progress"]
+__all__ = ["Budget", "PlanContext", "Progress", "ProgressTask", "RichProgress", "current_progress", "default_progress",
+           "using_progress"]
