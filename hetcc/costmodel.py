@@ -98,7 +98,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
         "device", "freq_mhz", "fmax_mhz", "dvfs_scale", "static_mw", "dynamic_mw", "peak_gflops",
         "mem_bandwidth_gbps", "layer_overhead_ms", "node_overhead_ms", "transfer_beta_ms_per_mb",
         "transfer_delta_ms", "transfer_power_mw", "link_bandwidth_mbps", "link_rtt_ms", "link_tx_mw",
-        "link_rx_mw", "capacity_bytes")}
+        "link_rx_mw", "capacity_bytes", "int8_speedup")}
     for d in target.devices:
         _require_model(target, d)
         k = len(d.dvfs)
@@ -127,6 +127,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
             "link_bandwidth_mbps": [lbw] * k, "link_rtt_ms": [lrtt] * k, "link_tx_mw": [ltx] * k,
             "link_rx_mw": [lrx] * k,
             "capacity_bytes": [np.inf if d.capacity_bytes is None else float(d.capacity_bytes)] * k,
+            "int8_speedup": [[d.int8_speedup(c) for c in OP_CLASSES]] * k,
         }
         for key, vals in per_state.items():
             cols[key].extend(vals)

@@ -22,11 +22,12 @@ def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
     rows = []
     for l in layers:
         nc, g, fc = l.node_classes, l.geometry, l.flops_by_class
-        row = {"nodes": len(l.nodes), "flops": l.flops, "param_bytes": l.param_bytes,
+        row = {"nodes": len(l.nodes) - l.fused_nodes, "flops": l.flops, "param_bytes": l.param_bytes,
                "input_bytes": l.input_bytes, "output_bytes": l.output_bytes}
         for c in ("conv", "matmul", "other"):
             row[f"{c}_nodes"] = nc.get(c, 0)
             row[f"{c}_flops"] = fc.get(c, 0.0)
+            row[f"{c}_int8_flops"] = l.int8_flops_by_class.get(c, 0.0)
         for k in ("kernel", "stride", "in_channels", "out_channels"):
             row[k] = g.get(k, 0)
         rows.append([float(row[name]) for name in FEATURES])

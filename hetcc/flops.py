@@ -6,7 +6,7 @@ from typing import Mapping
 
 import onnx_ir as ir
 
-from .opclasses import CONV_OPS, MATMUL_OPS, OP_CLASSES, op_class  # noqa: F401  (re-exported)
+from .opclasses import CONV_OPS, INT8_OPS, MATMUL_OPS, OP_CLASSES, QDQ_OPS, op_class  # noqa: F401  (re-exported)
 from .program import TensorInfo
 
 # element-wise cost multipliers (FLOPs per output element) for ops costlier than one op
@@ -95,3 +95,46 @@ def _einsum_flops(node: ir.Node, ins: list[TensorInfo | None]) -> float:
 def _attr_int(node: ir.Node, name: str) -> int:
     a = node.attributes.get(name)
     return a.as_int() if a is not None else 0
+
+
+_FLOAT_TYPES = frozenset({ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE, ir.DataType.BFLOAT16})
+
+
+def _op(value: ir.Value | None) -> str | None:
+    node = value.producer() if value is not None else None
+    return node.op_type if node is not None else None
+
+
+def _consumers(value: ir.Value) -> list[str]:
+    return [use.node.op_type for use in value.uses()]
+
+
+def fused_qdq(node: ir.Node) -> bool:
+    """A Quantize/DequantizeLinear that a runtime folds into the op it wraps (onnxruntime's QDQ
+    fusion: DequantizeLinear -> Conv -> QuantizeLinear becomes one QLinearConv): a
+    DequantizeLinear whose consumers are all other ops, a QuantizeLinear whose input another op
+    computed. The model's first QuantizeLinear and last DequantizeLinear run on their own."""
+    if node.op_type == "DequantizeLinear":
+        uses = [u for o in node.outputs for u in _consumers(o)]
+        return bool(uses) and not any(u in QDQ_OPS for u in uses)
+    if node.op_type == "QuantizeLinear":
+        src = _op(node.inputs[0] if node.inputs else None)
+        return src is not None and src not in QDQ_OPS
+    return False
+
+
+def runs_int8(node: ir.Node) -> bool:
+    """Whether ``node``'s work runs in an integer kernel: an integer/quantised op (QLinearConv,
+    ConvInteger, ...), an op of a QDQ group (its data input dequantised, every consumer of its
+    outputs a QuantizeLinear) or a Quantize/DequantizeLinear folded into one (``fused_qdq``)."""
+    op = node.op_type
+    if op in INT8_OPS:
+        return True
+    if op in QDQ_OPS:
+        return fused_qdq(node)
+    ins = [v for v in node.inputs if v is not None]
+    if not ins or _op(ins[0]) != "DequantizeLinear" or any(
+            _op(v) != "DequantizeLinear" and (v.dtype is None or v.dtype in _FLOAT_TYPES) for v in ins):
+        return False   # a float input not dequantised: onnxruntime keeps the op in float
+    uses = [u for o in node.outputs for u in _consumers(o)]
+    return bool(uses) and all(u == "QuantizeLinear" for u in uses)

@@ -12,6 +12,12 @@ OP_CLASSES: tuple[str, ...] = ("conv", "matmul", "other")
 CONV_OPS = frozenset({"Conv", "ConvTranspose", "QLinearConv", "ConvInteger"})
 MATMUL_OPS = frozenset({"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "Einsum", "Attention", "QGemm",
                         "MatMulIntegerToFloat", "DynamicQuantizeMatMul"})
+#: integer kernels (ONNX and com.microsoft): their work runs at a device's int8 throughput
+INT8_OPS = frozenset({"QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInteger", "QGemm",
+                      "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QLinearAdd", "QLinearMul",
+                      "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearSigmoid", "QLinearLeakyRelu",
+                      "QLinearConcat", "QLinearSoftmax", "QLinearReduceMean", "QLinearWhere"})
+QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
 
 
 def op_class(op_type: str) -> str:
@@ -23,4 +29,4 @@ def op_class(op_type: str) -> str:
     return "other"
 
 
-__all__ = ["CONV_OPS", "MATMUL_OPS", "OP_CLASSES", "op_class"]
+__all__ = ["CONV_OPS", "INT8_OPS", "MATMUL_OPS", "OP_CLASSES", "QDQ_OPS", "op_class"]

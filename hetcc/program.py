@@ -69,6 +69,10 @@ class Layer:
     dtypes: tuple[str, ...]
     node_classes: dict[str, int] = field(default_factory=dict)   # nodes per op class
     geometry: dict[str, int] = field(default_factory=dict)       # largest Conv kernel, stride, channels
+    #: the part of ``flops_by_class`` integer kernels compute (QLinearConv, QDQ groups: hetcc.flops.runs_int8)
+    int8_flops_by_class: dict[str, float] = field(default_factory=dict)
+    #: Quantize/DequantizeLinear nodes a runtime folds into the integer kernel they wrap (no launch)
+    fused_nodes: int = 0
 
     @property
     def name(self) -> str:

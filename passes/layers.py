@@ -15,7 +15,7 @@ from typing import ClassVar, Container, Mapping
 import numpy as np
 import onnx_ir as ir
 
-from hetcc.flops import node_flops, op_class
+from hetcc.flops import INT8_OPS, fused_qdq, node_flops, op_class, runs_int8
 from hetcc.graphutil import node_reads, walk
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
@@ -137,6 +137,23 @@ def _inner_reads(node: ir.Node) -> list[ir.Value]:
     return [v for n in walk(node) for v in node_reads(n)]
 
 
+_FLOAT_NAMES = frozenset({"float32", "float16", "float64", "bfloat16"})
+
+
+def _computed_values(node: ir.Node) -> tuple[ir.Value | None, ...] | None:
+    """The values whose element type a device computes in, when ``node`` is part of a QDQ group
+    a runtime fuses into one integer kernel: only the quantised ends (a DequantizeLinear's input,
+    a QuantizeLinear's output); the float tensors and scales inside never materialise.
+    None: every value ``node`` reads or writes."""
+    if not runs_int8(node) or node.op_type in INT8_OPS:
+        return None
+    if node.op_type == "DequantizeLinear":
+        return tuple(node.inputs[:1])
+    if node.op_type == "QuantizeLinear":
+        return tuple(node.outputs[:1])
+    return ()
+
+
 def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mapping[str, TensorInfo],
                  consts: ConstantInfo) -> tuple[Layer, ...]:
     bounds = [-1] + cuts + [len(order) - 1]
@@ -159,6 +176,8 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         params: dict[str, int] = {}
         dtypes: set[str] = set()
         flops = {"conv": 0.0, "matmul": 0.0, "other": 0.0}
+        int8 = {"conv": 0.0, "matmul": 0.0, "other": 0.0}
+        fused = 0
         counts = {"conv": 0, "matmul": 0, "other": 0}
         geometry = {"kernel": 0, "stride": 0, "in_channels": 0, "out_channels": 0}
         for j in members:
@@ -166,22 +185,30 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             counts[op_class(node.op_type)] += 1
             _conv_geometry(node, tensors, geometry)
             ops.extend(inner_op_types(node))
+            seen = _computed_values(node)
+            scales_only = node.op_type in INT8_OPS   # its float constants are quantisation scales
             for v in _inner_reads(node):
                 if v.name in consts.values and v.name in tensors:
                     params[v.name] = tensors[v.name].nbytes
-                if v.name in tensors:
+                if v.name in tensors and (seen is None or v in seen) and not (
+                        scales_only and v.name in consts.values and tensors[v.name].dtype in _FLOAT_NAMES):
                     dtypes.add(tensors[v.name].dtype)
             for o in node.outputs:
-                if o.name in tensors:
+                if o.name in tensors and (seen is None or o in seen):
                     dtypes.add(tensors[o.name].dtype)
-            flops[op_class(node.op_type)] += node_flops(node, tensors)
+            f = node_flops(node, tensors)
+            flops[op_class(node.op_type)] += f
+            if runs_int8(node):
+                int8[op_class(node.op_type)] += f
+            fused += fused_qdq(node)
         layers.append(Layer(
             id=li, nodes=tuple(deps.nodes[j].name for j in members), op_types=tuple(sorted(set(ops))),
             inputs=tuple(inputs), outputs=tuple(outputs), param_bytes=int(sum(params.values())),
             flops=float(sum(flops.values())), flops_by_class=flops,
             input_bytes=int(sum(tensors[n].nbytes for n in inputs if n in tensors)),
             output_bytes=int(sum(tensors[n].nbytes for n in outputs if n in tensors)),
-            dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry))
+            dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry,
+            int8_flops_by_class=int8, fused_nodes=fused))
     return tuple(layers)
 
 

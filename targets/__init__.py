@@ -47,6 +47,9 @@ Schema ``hetcc.target/1`` (units are in the key names; MB = 10**6 bytes):
           or, for a fixed frequency: freq_mhz (optional), volt (optional), static_power_mw
         dynamic_power_mw: float        # at f_max, fully busy
         peak_gflops = {conv, matmul, other}   # effective GFLOP/s at f_max (modelled targets)
+        int8_peak_gops = {conv, matmul, other}   # optional: effective int8 GOP/s at f_max of integer
+                                       # kernels (QLinearConv, ConvInteger, QDQ groups); absent =
+                                       # peak_gflops; needs int8/uint8 in dtypes to be used
         mem_bandwidth_gbps: float      # effective GB/s (modelled targets)
         layer_overhead_ms: float       # fixed cost per layer (modelled targets)
         node_overhead_ms: float        # fixed cost per ONNX node in a layer (optional, default 0):

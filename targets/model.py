@@ -130,6 +130,14 @@ class Device:
     power_model: bool = True
     endpoint: str | None = None      # remote devices: where the runtime would send the slice
     control: DeviceControl | None = None  # how the OS sets its frequency (runtime --apply-hardware)
+    #: effective int8 GOP/s at f_max per op class for integer kernels (None = peak_gflops: no speed-up)
+    int8_peak_gops: Mapping[str, float] | None = None
+
+    def int8_speedup(self, op_class: str) -> float:
+        """Integer kernels' throughput over float's for ``op_class`` (1 without int8 figures)."""
+        if self.int8_peak_gops is None or self.peak_gflops is None:
+            return 1.0
+        return self.int8_peak_gops[op_class] / self.peak_gflops[op_class]
 
     @property
     def f_max_mhz(self) -> float | None:

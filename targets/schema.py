@@ -211,6 +211,10 @@ KEYS: tuple[Key, ...] = (
     Key("devices.*.peak_gflops", "table", "effective GFLOP/s at f_max per op class", required="modelled"),
     *(_num(f"devices.*.peak_gflops.{c}", f"effective {c} throughput at f_max", "GFLOP/s", lo_open=True,
            required=True) for c in OP_CLASSES),
+    Key("devices.*.int8_peak_gops", "table", "effective int8 GOP/s at f_max per op class, for integer "
+        "kernels (QLinearConv, ConvInteger, QDQ groups); absent = peak_gflops (no int8 speed-up)"),
+    *(_num(f"devices.*.int8_peak_gops.{c}", f"effective int8 {c} throughput at f_max", "GOP/s", lo_open=True,
+           required=True) for c in OP_CLASSES),
     _num("devices.*.mem_bandwidth_gbps", "effective memory bandwidth", "GB/s", lo_open=True, required="modelled"),
     _num("devices.*.layer_overhead_ms", "fixed cost per layer", "ms", required="modelled"),
     _num("devices.*.node_overhead_ms", "fixed cost per ONNX node of a layer (kernel launches); default 0", "ms"),
@@ -516,6 +520,7 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
     levels = tuple(_level(x) for x in d["dvfs"]) if "dvfs" in d else (_level(d),)
     tr = d.get("transfer", {"beta_ms_per_mb": 0.0, "delta_ms": 0.0})
     peak = d.get("peak_gflops")
+    int8 = d.get("int8_peak_gops")
     return Device(
         name=name, kind=d["kind"], execution_provider=d["execution_provider"],
         provider_options=MappingProxyType(dict(d.get("provider_options", {}))),
@@ -530,7 +535,8 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         supported_ops=frozenset(d["supported_ops"]) if "supported_ops" in d else None,
         unsupported_ops=frozenset(d.get("unsupported_ops", ())), dtypes=frozenset(d["dtypes"]),
         predicates=tuple(d.get("predicates", ())), link=d.get("link"), description=d.get("description", ""),
-        power_model=power_model, endpoint=d.get("endpoint"), control=device_control(d))
+        power_model=power_model, endpoint=d.get("endpoint"), control=device_control(d),
+        int8_peak_gops=None if int8 is None else MappingProxyType({c: float(int8[c]) for c in OP_CLASSES}))
 
 
 def _link(name: str, ln: Mapping[str, Any]) -> Link:

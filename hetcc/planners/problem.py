@@ -95,7 +95,7 @@ class StateTable:
 #: the columns ``layer_features`` has (op-class node counts, sizes, conv geometry)
 FEATURES = ("nodes", "conv_nodes", "matmul_nodes", "other_nodes", "flops", "conv_flops", "matmul_flops",
             "other_flops", "param_bytes", "input_bytes", "output_bytes", "kernel", "stride",
-            "in_channels", "out_channels")
+            "in_channels", "out_channels", "conv_int8_flops", "matmul_int8_flops", "other_int8_flops")
 
 
 @dataclass(frozen=True)
