@@ -234,7 +234,11 @@ class Analysis:
 
         if isinstance(plans, Plan):
             plans = {plans.planner or "plan": plans}
-        return emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant)
+        out = emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant)
+        from .why import write_why
+
+        write_why(out, self.program)   # why.json: the legality reasons, for hetcc inspect --why
+        return out
 
 
 def analyse(model: Any, target: str | Path | Any = "hikey970", *,
@@ -377,6 +381,9 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
 
         out = emit_workload(output_dir, tgt, [(n, a.program, p) for n, a, p in zip(names, analyses, wplan.plans)],
                             wplan)
+        from .why import write_why_workload
+
+        write_why_workload(out, [(n, a.program) for n, a in zip(names, analyses)])   # hetcc inspect --why
     return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0)
 
 

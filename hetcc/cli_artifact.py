@@ -90,13 +90,68 @@ def json_text(doc: Any) -> str:
     return json.dumps(_finite(doc), indent=2, allow_nan=False)
 
 
+class _PlainTable:
+    """A table as aligned text columns (``_PlainConsole``); rich's ``Table`` otherwise."""
+
+    def __init__(self, columns: list[str], left: set[str]) -> None:
+        self.columns, self.left, self.rows = columns, left, []
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append([str(c) for c in cells])
+
+    def render(self) -> str:
+        lines = [self.columns, *self.rows]
+        widths = [max(len(r[i]) for r in lines) for i in range(len(self.columns))]
+        fmt = [(str.ljust if c in self.left else str.rjust) for c in self.columns]
+        out = [" | ".join(f(cell, w) for f, cell, w in zip(fmt, row, widths)).rstrip() for row in lines]
+        out.insert(1, "-+-".join("-" * w for w in widths))
+        return "\n".join(out)
+
+
+class _PlainConsole:
+    """What ``run`` and ``inspect`` print without rich (a board with only numpy and onnxruntime,
+    docs/runtime-alone.md): the same lines, ``[bold]`` markup dropped, tables as text columns."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self.file = sys.stderr if stderr else sys.stdout
+
+    def print(self, obj: Any = "", markup: bool = True) -> None:
+        text = obj.render() if isinstance(obj, _PlainTable) else str(obj)
+        if markup and not isinstance(obj, _PlainTable):
+            text = text.replace("[bold]", "").replace("[/bold]", "")
+        print(text, file=self.file)
+
+
+def _table(console: Any, columns: list[str], left: set[str]) -> Any:
+    """A table for ``console``: columns named in ``left`` left-aligned, the others right-aligned."""
+    if isinstance(console, _PlainConsole):
+        return _PlainTable(columns, left)
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for col in columns:
+        table.add_column(col, justify="left" if col in left else "right")
+    return table
+
+
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    try:
+        from rich.console import Console
+    except ImportError:      # the runtime installed alone: plain text
+        return _PlainConsole(stderr)
 
     console = Console(stderr=stderr, highlight=False, soft_wrap=True)
     if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
         console = Console(stderr=stderr, highlight=False, soft_wrap=True, width=160)
     return console
+
+
+def _took(planner: Any, timed: float | None = None) -> str:
+    """`` (12.3 ms)``: how long the planner ran, where the manifest still records it (older
+    artifacts) or ``timings.json`` does (``timed``: compile --timings)."""
+    seconds = getattr(planner, "seconds", None)
+    seconds = timed if seconds is None else seconds
+    return "" if seconds is None else f" ({seconds * 1e3:.1f} ms)"
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -156,6 +211,9 @@ def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
     parser.add_argument("--costs", action="store_true", help="with --json: include costs.json")
     parser.add_argument("--plot", metavar="PNG", help="draw the schedule (needs matplotlib)")
+    parser.add_argument("--why", action="store_true",
+                        help="say why: the devices each layer cannot use and the reason, and for each slice the "
+                        "best other device/frequency with its latency and energy difference (with --json: as JSON)")
     return parser
 
 
@@ -292,14 +350,10 @@ def _run_json(r: dict[str, Any], repeat: int) -> dict[str, Any]:
 
 
 def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) -> None:
-    from rich.table import Table
-
     pipe, report = r["pipe"], r["report"]
     if title:
         console.print(f"[bold]{title}[/bold]")
-    table = Table(show_edge=False)
-    for col in ("slice", "device", "provider", "median ms", "predicted ms"):
-        table.add_column(col, justify="right" if "ms" in col or col == "slice" else "left")
+    table = _table(console, ["slice", "device", "provider", "median ms", "predicted ms"], {"device", "provider"})
     for s, ms, prov in zip(pipe.slices, r["slices_ms_median"], pipe.providers):
         device = f"{s.device} (remote, run here)" if s.remote else s.device
         table.add_row(str(s.id), device, prov, f"{ms:.2f}", _fmt(s.predicted.latency_ms))
@@ -482,9 +536,85 @@ def _costs(root: Path) -> dict | None:
     return doc
 
 
-def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, default: bool, many: bool) -> None:
-    from rich.table import Table
+def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
+    """The artifact's ``why.json`` if it belongs to its ``costs.json`` (else None), and a note
+    saying why it is not shown; a damaged one is a one-line ManifestError."""
+    from .runtime.errors import ManifestError
+    from .runtime.manifest import COSTS_NAME, artifact_file, read_json, sha256_file
+    from .why import WHY_NAME, check_why
 
+    shown = str(root / WHY_NAME)
+    path = artifact_file(root, WHY_NAME, shown)
+    if not path.exists():
+        return None, f"no {WHY_NAME} in this artifact (compiled by an older hetcc or by emit_artifact alone): " \
+                     "reasons come from the cost tables only; recompile to see every reason"
+    if not path.is_file():
+        raise ManifestError(f"{shown}: not a regular file; the artifact is damaged, recompile")
+    doc = check_why(read_json(path, shown), shown)
+    if costs is None or doc["costs_sha256"] != sha256_file(root / COSTS_NAME):
+        return None, f"{WHY_NAME} is from another compile than costs.json and is ignored; recompile"
+    return doc, ""
+
+
+def _print_why_layers(console: Any, costs: dict, why: dict | None, note: str) -> None:
+    from .why import layer_runs
+
+    runs = [r for r in layer_runs(costs, why) if r.blocked]
+    console.print("[bold]why not other devices[/bold] (layers as in costs.json):")
+    if note:
+        console.print(f"  note: {note}", markup=False)
+    if not runs:
+        console.print("  every layer can run on every device")
+        return
+    table = _table(console, ["layers", "device", "why not"], {"layers", "device", "why not"})
+    for r in runs:
+        span = f"L{r.first}" if r.first == r.last else f"L{r.first}-L{r.last}"
+        for k, (device, reason) in enumerate(r.blocked):
+            table.add_row(span if k == 0 else "", device, reason)
+    console.print(table)
+    rest = len(costs["layers"]) - sum(r.last - r.first + 1 for r in runs)
+    if rest:
+        console.print(f"  the other {rest} layer(s) can run on every device")
+
+
+def _signed(x: float | None) -> str:
+    """A difference with its sign, three significant digits (+1.56, -0.000412)."""
+    return "-" if x is None else f"{x:+.3g}"
+
+
+def _print_why_slices(console: Any, v: Any, costs: dict) -> None:
+    from .why import next_best, slice_alternatives
+
+    alts = slice_alternatives(v, costs)
+    limits = v.objective.deadline_ms is not None or v.objective.power_cap_mw is not None
+    table = _table(console, ["slice", "layers", "planned", "best other", "others", "Δ latency ms", "Δ energy mJ",
+                             "plan would be"] + (["limits"] if limits else []),
+                   {"layers", "planned", "best other", "plan would be", "limits"})
+    for a in alts:
+        b = a.best
+        if b is None:
+            table.add_row(str(a.slice_id), f"L{a.first_layer}-L{a.last_layer}", a.planned, a.note, "0", "-", "-", "-",
+                          *([""] if limits else []))
+            continue
+        then = f"{b.latency_ms:.2f} ms" + (f", {b.energy_mj:.2f} mJ" if b.energy_mj is not None else "")
+        ok = [w for w, flag in (("deadline", b.meets_deadline), ("power cap", b.within_power_cap)) if flag is False]
+        table.add_row(str(a.slice_id), f"L{a.first_layer}-L{a.last_layer}", a.planned, b.state,
+                      str(a.legal_alternatives), _signed(b.d_latency_ms), _signed(b.d_energy_mj), then,
+                      *([("MISSES " + " and ".join(ok)) if ok else "met"] if limits else []))
+    console.print("  next best per slice (only that slice moved; Δ against the plan):")
+    console.print(table)
+    best = next_best(v, alts)
+    if best is not None:
+        b = best.best
+        console.print(f"  next-best plan: slice {best.slice_id} (L{best.first_layer}-L{best.last_layer}) on {b.state} "
+                      f"instead of {best.planned}: {_signed(b.d_latency_ms)} ms"
+                      + (f", {_signed(b.d_energy_mj)} mJ" if b.d_energy_mj is not None else "")
+                      + ("" if b.meets_deadline is None else
+                         ", still meets the deadline" if b.meets_deadline else ", MISSES the deadline"), markup=False)
+
+
+def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, default: bool, many: bool,
+                   why: bool = False, timed: float | None = None) -> None:
     obj, planner = v.objective, v.planner
     limits = ""
     if obj.deadline_ms is not None:
@@ -493,14 +623,13 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
     if obj.power_cap_mw is not None:
         limits += f", power cap {obj.power_cap_mw / 1e3:g} W"
     head = f"variant [bold]{name}[/bold]{' (default)' if default else ''}: " if many else ""
-    console.print(f"{head}objective {obj.metric}{limits}; planner {planner.name} ({planner.seconds * 1e3:.1f} ms)")
+    console.print(f"{head}objective {obj.metric}{limits}; planner {planner.name}{_took(planner, timed)}")
     if v.hardware:
         console.print("  hardware: " + ", ".join(f"{k}={val}" for k, val in v.hardware.items()))
     if not v.feasible:
         console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(v.violations) or "(no reason recorded)"))
-    table = Table(show_edge=False)
-    for col in ("slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"):
-        table.add_column(col, justify="right" if col not in ("device", "ops", "layers") else "left")
+    table = _table(console, ["slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"],
+                   {"device", "ops", "layers"})
     for s in v.slices:
         p = s.predicted
         ops = ""
@@ -520,10 +649,22 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
     if pr.meets_deadline is not None:
         line += ", meets deadline" if pr.meets_deadline else ", MISSES deadline"
     console.print(line)
+    if why and costs is not None:
+        _print_why_slices(console, v, costs)
 
 
-def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: str | None = None) -> None:
+def _timed(root: Path, name: str) -> float | None:
+    from .runtime.manifest import read_timings
+
+    return (read_timings(root) or {}).get(name)
+
+
+def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: str | None = None,
+                 why: bool = False) -> None:
+    from .runtime.manifest import read_timings
+
     costs = _costs(root)
+    timed = read_timings(root) or {}   # timings.json: only with compile --timings
     names = [variant] if variant is not None else list(m.variants)
     for n in names:
         m.variant(n)  # unknown --variant: one-line error naming the variants
@@ -531,7 +672,27 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
                   + (f"; {len(m.variants)} variants: {', '.join(m.variants)}" if len(m.variants) > 1 else "")
                   + (f"; policy {m.policy.file}" if m.policy else ""))
     for n in names:
-        _print_variant(console, n, m.variants[n], costs, default=n == m.default_variant, many=len(m.variants) > 1)
+        _print_variant(console, n, m.variants[n], costs, default=n == m.default_variant, many=len(m.variants) > 1,
+                       why=why, timed=timed.get(n))
+    if why:
+        if costs is None:
+            console.print("why: this artifact has no costs.json; recompile to see why")
+        else:
+            _print_why_layers(console, costs, *_why(root, costs))
+
+
+def _why_json(m: Any, root: Path, variant: str | None) -> dict[str, Any]:
+    from .why import why_report
+
+    costs = _costs(root)
+    names = [variant] if variant is not None else list(m.variants)
+    for n in names:
+        m.variant(n)  # unknown --variant: one-line error naming the variants
+    doc, note = _why(root, costs) if costs is not None else (None, "")
+    out = why_report(m, costs, doc, names)
+    if note:
+        out["note"] = note
+    return out
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -566,6 +727,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             _plot(subs[0][2], plot, variant)
         else:
             _plot(manifest, plot, variant)
+    why = getattr(args, "why", False)
+    if args.json and why:
+        if manifest.kind == "workload":
+            print(json_text({"models": {n: _why_json(m, r, variant) for n, r, m in subs}}))
+        else:
+            print(json_text(_why_json(manifest, root, variant)))
+        return 0
     if args.json:
         if manifest.kind == "workload":
             doc: dict[str, Any] = {"manifest": manifest.to_json(),
@@ -585,14 +753,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                       f"({manifest.target.kind}), objective {obj.metric}"
                       + (f", deadline {obj.deadline_ms:g} ms" if obj.deadline_ms is not None else "")
                       + (f", power cap {obj.power_cap_mw / 1e3:g} W" if obj.power_cap_mw is not None else "")
-                      + f"; planner {w.planner.name} ({w.planner.seconds * 1e3:.1f} ms)")
+                      + f"; planner {w.planner.name}{_took(w.planner, _timed(root, 'workload'))}")
         if not w.feasible:
             console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(w.violations) or "(no reason recorded)"))
         for n, sub_root, m in subs:
             console.print("")
-            _print_model(console, m, sub_root, variant, title=f"model {n}")
+            _print_model(console, m, sub_root, variant, title=f"model {n}", why=why)
         return 0
-    _print_model(console, manifest, root, variant)
+    _print_model(console, manifest, root, variant, why=why)
     return 0
 
 

@@ -1,0 +1,323 @@
+"""Why a plan is what it is: ``why.json`` (written at the end of a compile) and ``hetcc inspect --why``.
+
+Two questions, answered from the artifact alone:
+
+* **Why was a device not used for a layer?** The legality pass knows (an op the device does not
+  support, an element type it does not compute in, parameters over its capacity, a named
+  predicate); ``write_why`` stores those reasons beside ``costs.json`` as ``why.json``, stamped
+  with the sha256 of that ``costs.json`` so a stale file is never shown.
+* **What would the next-best choice cost?** For every slice of a plan, each other legal device
+  state (device and frequency) for the same layers, scored with the cost tables of
+  ``costs.json`` (the one slice-cost formula of ``hetcc.planners.problem``); the best one under
+  the plan's objective, with its latency and energy difference and whether the deadline and
+  power cap still hold.
+
+Pure Python over the parsed JSON (no numpy, no onnx), so ``inspect`` stays light.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "write_why_workload", "check_why", "layer_reasons",
+           "layer_runs", "slice_alternatives", "next_best", "why_report", "LayerRun", "Alternative", "SliceWhy"]
+
+WHY_NAME = "why.json"
+SCHEMA = "hetcc.why/1"
+#: relative tolerance of the deadline and power-cap checks (as hetcc.planners.metrics.RTOL)
+_RTOL = 1e-9
+
+
+# ---------------------------------------------------------------- compile side
+def why_document(program: Any, costs_bytes: bytes) -> dict[str, Any]:
+    """The ``why.json`` document of an analysed program: every (layer, device) the legality pass
+    refused, with its reason; ``costs_sha256`` ties it to the ``costs.json`` written with it."""
+    from .program import LEGALITY
+
+    legality = program.get(LEGALITY)
+    illegal = [{"layer": int(layer), "device": str(device), "reason": str(reason)}
+               for (layer, device), reason in sorted(legality.reasons.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
+    return {"schema": SCHEMA, "costs_sha256": hashlib.sha256(costs_bytes).hexdigest(),
+            "devices": list(legality.devices), "illegal": illegal}
+
+
+def write_why(artifact_dir: str | Path, program: Any) -> Path | None:
+    """Write ``why.json`` into a model artifact just emitted from ``program`` (atomically). A
+    failure is logged, not raised: the artifact is complete without it and ``inspect --why``
+    then says the reasons are missing."""
+    from .fsutil import atomic_write_text
+    from .runtime.manifest import COSTS_NAME
+
+    root = Path(artifact_dir)
+    try:
+        doc = why_document(program, (root / COSTS_NAME).read_bytes())
+        return atomic_write_text(root / WHY_NAME, json.dumps(doc, allow_nan=False) + "\n")
+    except OSError as exc:
+        logger.warning("%s: cannot write %s (%s); hetcc inspect --why will show no reasons",
+                       root, WHY_NAME, exc.strerror or exc)
+        return None
+
+
+def write_why_workload(artifact_dir: str | Path, entries: Sequence[tuple[str, Any]]) -> None:
+    """``write_why`` for each model of a workload artifact (``entries``: (model name, program))."""
+    from .runtime.manifest import load_manifest
+
+    root = Path(artifact_dir)
+    dirs = {m.name: m.dir for m in load_manifest(root).workload.models}
+    for name, program in entries:
+        if str(name) in dirs:
+            write_why(root / dirs[str(name)], program)
+
+
+def check_why(doc: Any, shown: str) -> dict[str, Any]:
+    """``doc`` (a parsed ``why.json``) if it has the shape ``write_why`` gives, else a one-line
+    ManifestError naming ``shown`` and the key."""
+    from .runtime.errors import ManifestError
+
+    def bad(what: str) -> ManifestError:
+        return ManifestError(f"{shown}: {what}; the file is damaged, recompile (or delete it)")
+
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise bad(f"expected an object with \"schema\": \"{SCHEMA}\"")
+    if not isinstance(doc.get("costs_sha256"), str):
+        raise bad("costs_sha256: expected a string")
+    illegal = doc.get("illegal")
+    if not isinstance(illegal, list):
+        raise bad("illegal: expected an array")
+    for i, e in enumerate(illegal):
+        if not (isinstance(e, dict) and isinstance(e.get("layer"), int) and not isinstance(e.get("layer"), bool)
+                and isinstance(e.get("device"), str) and isinstance(e.get("reason"), str)):
+            raise bad(f"illegal[{i}]: expected {{\"layer\": int, \"device\": str, \"reason\": str}}")
+    return doc
+
+
+# ---------------------------------------------------------------- layers: which devices, why not
+@dataclass(frozen=True)
+class LayerRun:
+    """Layers ``first``..``last`` (costs.json indices) share one answer: ``blocked`` maps each
+    device they cannot use to the reason."""
+
+    first: int
+    last: int
+    blocked: tuple[tuple[str, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"first_layer": self.first, "last_layer": self.last,
+                "blocked": [{"device": d, "reason": r} for d, r in self.blocked]}
+
+
+def _devices(costs: Mapping[str, Any]) -> list[str]:
+    seen: dict[str, None] = {}
+    for s in costs["states"]:
+        seen.setdefault(str(s["device"]), None)
+    return list(seen)
+
+
+def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """Per layer of ``costs.json``: {device: reason} for each device it cannot use. With no
+    ``why.json`` the refusals still come from costs.json's legality table, with the capacity
+    reason where that explains it and "reason not recorded" otherwise."""
+    layers, states, legal = costs["layers"], costs["states"], costs["legal"]
+    devices = _devices(costs)
+    by_id = {int(l.get("id", i)): i for i, l in enumerate(layers)}
+    out: list[dict[str, str]] = [{} for _ in layers]
+    if why is not None:
+        for e in why["illegal"]:
+            i = by_id.get(e["layer"])
+            if i is not None:
+                out[i][e["device"]] = e["reason"]
+    caps = costs.get("capacity_bytes") or [None] * len(states)
+    for i, layer in enumerate(layers):
+        row = legal[i] if i < len(legal) else []
+        for d in devices:
+            idx = [k for k, s in enumerate(states) if s["device"] == d]
+            if d in out[i] or any(bool(row[k]) for k in idx if k < len(row)):
+                continue
+            cap = next((caps[k] for k in idx if k < len(caps) and caps[k] is not None), None)
+            if cap is not None and layer.get("param_bytes", 0) > cap:
+                out[i][d] = f"parameters {_mb(layer['param_bytes'])} exceed capacity {_mb(cap)}"
+            else:
+                out[i][d] = "not legal (reason not recorded: no why.json; recompile to see it)"
+    return [{d: r[d] for d in devices if d in r} for r in out]
+
+
+def layer_runs(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> list[LayerRun]:
+    """``layer_reasons`` as runs of consecutive layers with the same answer (readable for 200 layers)."""
+    runs: list[LayerRun] = []
+    for i, reasons in enumerate(layer_reasons(costs, why)):
+        blocked = tuple(reasons.items())
+        if runs and runs[-1].blocked == blocked and runs[-1].last == i - 1:
+            runs[-1] = LayerRun(runs[-1].first, i, blocked)
+        else:
+            runs.append(LayerRun(i, i, blocked))
+    return runs
+
+
+def _mb(nbytes: float) -> str:
+    if nbytes >= 1e6:
+        return f"{nbytes / 1e6:.1f} MB"
+    return f"{nbytes / 1e3:.1f} kB" if nbytes >= 1e3 else f"{int(nbytes)} B"
+
+
+# ---------------------------------------------------------------- slices: the next-best choice
+@dataclass(frozen=True)
+class Alternative:
+    """Slice layers moved to another state: its label (``gpu@767``), the change of the plan's
+    totals, and whether the plan's limits still hold (None: no such limit)."""
+
+    state: str
+    d_latency_ms: float
+    d_energy_mj: float | None
+    latency_ms: float
+    energy_mj: float | None
+    meets_deadline: bool | None
+    within_power_cap: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class SliceWhy:
+    """One slice: its planned state and the best alternative (None: no other state can run it,
+    ``note`` says why)."""
+
+    slice_id: int
+    first_layer: int
+    last_layer: int
+    planned: str
+    best: Alternative | None
+    legal_alternatives: int
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"slice": self.slice_id, "first_layer": self.first_layer, "last_layer": self.last_layer,
+                "planned": self.planned, "legal_alternatives": self.legal_alternatives,
+                "best_alternative": None if self.best is None else self.best.to_json(), "note": self.note}
+
+
+def _label(state: Mapping[str, Any]) -> str:
+    f = state.get("frequency_mhz")
+    return f"{state['device']}@{f:g}" if f else str(state["device"])
+
+
+def _cell(table: Sequence[Sequence[Any]], i: int, s: int) -> float:
+    v = table[i][s]
+    return math.inf if v is None else float(v)
+
+
+def _slice_cost(costs: Mapping[str, Any], first: int, last: int, s: int) -> tuple[float, float]:
+    """(latency ms, energy mJ) of layers first..last on state s: the formula of
+    ``PlanningProblem.slice_cost`` over costs.json's tables."""
+    lat = [_cell(costs["latency_ms"], i, s) for i in range(first, last + 1)]
+    pw = [_cell(costs["power_mw"], i, s) for i in range(first, last + 1)]
+    t_in, t_out = _cell(costs["transfer_in_ms"], first, s), _cell(costs["transfer_out_ms"], last, s)
+    latency = t_in + sum(lat) + t_out
+    energy = (_cell(costs["transfer_in_mj"], first, s) + sum(a * b for a, b in zip(lat, pw)) / 1000.0
+              + _cell(costs["transfer_out_mj"], last, s) + float(costs.get("base_power_mw", 0.0)) * latency / 1000.0)
+    return latency, energy
+
+
+def _slice_legal(costs: Mapping[str, Any], first: int, last: int, s: int) -> bool:
+    if not all(bool(costs["legal"][i][s]) for i in range(first, last + 1)):
+        return False
+    cap = costs["capacity_bytes"][s]
+    return cap is None or sum(int(costs["layers"][i]["param_bytes"]) for i in range(first, last + 1)) <= cap
+
+
+def _state_of(costs: Mapping[str, Any], device: str, freq: float | None) -> int | None:
+    for k, s in enumerate(costs["states"]):
+        f = s.get("frequency_mhz")
+        if s["device"] == device and ((not f and not freq) or (f and freq and abs(f - freq) <= 1e-6 * f)):
+            return k
+    return None
+
+
+def _metric_key(metric: str, latency: float, energy: float | None) -> float:
+    if metric == "latency" or energy is None:
+        return latency
+    if metric == "energy":
+        return energy
+    if metric == "edp":
+        return energy * latency
+    return latency   # a metric this module does not know: rank by latency
+
+
+def slice_alternatives(variant: Any, costs: Mapping[str, Any]) -> list[SliceWhy]:
+    """For every slice of ``variant`` (a manifest Variant), the best other legal state for its
+    layers: deadline and power cap kept first, then the objective's metric on the plan's totals
+    with only that slice moved."""
+    obj = variant.objective
+    deadline, cap = obj.deadline_ms, obj.power_cap_mw
+    total_t = variant.predicted.latency_ms
+    total_e = variant.predicted.energy_mj     # None: the target has no power model
+    out: list[SliceWhy] = []
+    n_layers = len(costs["layers"])
+    for sl in variant.slices:
+        first, last = sl.first_layer, sl.last_layer
+        planned = f"{sl.device}@{sl.frequency_mhz:g}" if sl.frequency_mhz else sl.device
+        if last >= n_layers:
+            out.append(SliceWhy(sl.id, first, last, planned, None, 0, "costs.json has fewer layers; recompile"))
+            continue
+        here = _state_of(costs, sl.device, sl.frequency_mhz)
+        if here is None:
+            out.append(SliceWhy(sl.id, first, last, planned, None, 0,
+                                "its state is not in costs.json (remote or re-configured device)"))
+            continue
+        t0, e0 = _slice_cost(costs, first, last, here)
+        candidates: list[tuple[tuple, Alternative]] = []
+        for s, state in enumerate(costs["states"]):
+            if s == here or not _slice_legal(costs, first, last, s):
+                continue
+            t1, e1 = _slice_cost(costs, first, last, s)
+            if not math.isfinite(t1):
+                continue
+            lat = total_t + (t1 - t0)
+            en = None if total_e is None else total_e + (e1 - e0)
+            meets = None if deadline is None else lat <= deadline * (1 + _RTOL)
+            within = None if cap is None or en is None else (en / lat * 1000.0 if lat > 0 else 0.0) <= cap * (1 + _RTOL)
+            alt = Alternative(_label(state), t1 - t0, None if en is None else e1 - e0, lat, en, meets, within)
+            candidates.append((_rank(obj.metric, alt), alt))
+        if not candidates:
+            out.append(SliceWhy(sl.id, first, last, planned, None, 0,
+                                f"no other device or frequency can run L{first}-L{last}"))
+            continue
+        best = min(candidates, key=lambda c: c[0])[1]
+        out.append(SliceWhy(sl.id, first, last, planned, best, len(candidates)))
+    return out
+
+
+def _rank(metric: str, alt: Alternative) -> tuple:
+    """Limits kept first, then the objective's metric on the plan's new totals."""
+    return (alt.meets_deadline is False, alt.within_power_cap is False,
+            _metric_key(metric, alt.latency_ms, alt.energy_mj))
+
+
+def next_best(variant: Any, slices: Sequence[SliceWhy]) -> SliceWhy | None:
+    """The single-slice change that ranks best (the next-best plan one step from this one)."""
+    movable = [s for s in slices if s.best is not None]
+    return min(movable, key=lambda s: _rank(variant.objective.metric, s.best), default=None)
+
+
+def why_report(manifest: Any, costs: Mapping[str, Any] | None, why: Mapping[str, Any] | None,
+               variants: Sequence[str]) -> dict[str, Any]:
+    """The ``inspect --why --json`` document of one model artifact."""
+    if costs is None:
+        return {"model": manifest.model.name, "layers": None, "variants": None,
+                "note": "no costs.json in this artifact; recompile to see why"}
+    return {"model": manifest.model.name, "reasons_recorded": why is not None,
+            "layers": [r.to_json() for r in layer_runs(costs, why)],
+            "variants": {n: _variant_json(manifest.variants[n], costs) for n in variants}}
+
+
+def _variant_json(variant: Any, costs: Mapping[str, Any]) -> dict[str, Any]:
+    slices = slice_alternatives(variant, costs)
+    best = next_best(variant, slices)
+    return {"slices": [s.to_json() for s in slices], "next_best": None if best is None else best.to_json()}
