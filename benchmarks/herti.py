@@ -10,6 +10,11 @@ cut off after 10 days), the planners' wall seconds; EDP under the medium deadlin
 the board restricted to device subsets (Fig. 8); and HERTI's wall time against the time
 measuring every state it evaluated on the board would take (Fig. 11). Plots: <out>-fig*.png.
 
+The grid runs as one ``hetcc sweep`` (``sweep_spec`` builds it: a [[grid]] per kind of cell) on
+embedded Ray with ``--workers`` processes; its table is ``<out>-sweep/cells.csv`` and a rerun
+resumes it (``--fresh`` plans everything again). This script only judges the rows: a
+deadline-oblivious version (MOSAIC-P/E, MOSAIC-EDP) is planned once and judged under each deadline.
+
     python benchmarks/herti.py                    # 7 workloads x 3 deadlines
     python benchmarks/herti.py --quick            # MN-1.0 and MO-1.3, medium deadline, dqn 200 steps
     python benchmarks/herti.py --dqn-planner random --workloads RN,VGG --deadlines medium,long
@@ -17,6 +22,7 @@ measuring every state it evaluated on the board would take (Fig. 11). Plots: <ou
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -29,11 +35,10 @@ import numpy as np
 
 if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
     sys.path.insert(0, HERE)
-from _common import (MODELS_DIR, RESULTS_DIR, error_text, machine_info, make_console, model_path,  # noqa: E402
-                     utc_now, write_json)
+from _common import MODELS_DIR, RESULTS_DIR, machine_info, make_console, model_path, utc_now, write_json  # noqa: E402
 
-from hetcc.api import preset_deadline_ms, reference_latencies  # noqa: E402
-from hetcc.planners import Budget, Objective, PlanContext, PlanningProblem, get_spec, plan  # noqa: E402
+from hetcc.planners import Objective, get_spec  # noqa: E402
+from hetcc.sweep import planner_entry  # noqa: E402
 from hetcc.planners.registry import option_fields  # noqa: E402
 
 os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")  # torchrl logs each replay buffer it makes on stdout
@@ -79,90 +84,134 @@ def steps_options(planner: str, steps: int | None) -> dict[str, int]:
     return {key: steps} if key else {}
 
 
-def main_versions(herti: tuple[str, dict]) -> list[tuple[str, str, dict, str | None]]:
-    """HERTI's 13 versions: (name, planner, options, metric planned for; None = the real objective)."""
-    v = [(f"TFL-{d.upper()}-{g[0].upper()}", f"single:{d}", {"governor": "ondemand"} if g == "ondemand" else {},
+def herti_entry(herti: tuple[str, dict]) -> str:
+    """The sweep's planners entry of HERTI's slot: ``dqn`` or ``dqn steps=200``."""
+    return " ".join([herti[0], *(f"{k}={v}" for k, v in sorted(herti[1].items()))])
+
+
+def main_versions(herti: tuple[str, dict]) -> list[tuple[str, str, str | None]]:
+    """HERTI's 13 versions: (name, sweep planners entry, metric planned for; None = the judge's,
+    with its deadline; a metric = deadline-oblivious)."""
+    v = [(f"TFL-{d.upper()}-{g[0].upper()}", f"single:{d}" + (" governor=ondemand" if g == "ondemand" else ""),
           None) for g in ("performance", "ondemand") for d in DEVICES]
-    return v + [("MOSAIC-P", "dp", {}, "latency"), ("MOSAIC-E", "dp", {}, "energy"),
-                ("AutoScale", "autoscale-static", {}, None), ("exhaustive", "exact", {}, None),
-                ("HERTI", *herti, None)]
+    return v + [("MOSAIC-P", "dp", "latency"), ("MOSAIC-E", "dp", "energy"),
+                ("AutoScale", "autoscale-static", None), ("exhaustive", "exact", None),
+                ("HERTI", herti_entry(herti), None)]
 
 
-def edp_versions(herti: tuple[str, dict]) -> list[tuple[str, str, dict, str | None]]:
-    return [("MOSAIC-P", "dp", {}, "latency"), ("AutoScale", "autoscale-static", {}, None),
-            ("exhaustive", "exact", {}, None), ("MOSAIC-EDP", "exact", {}, "edp"), ("HERTI", *herti, None)]
+def edp_versions(herti: tuple[str, dict]) -> list[tuple[str, str, str | None]]:
+    return [("MOSAIC-P", "dp", "latency"), ("AutoScale", "autoscale-static", None), ("exhaustive", "exact", None),
+            ("MOSAIC-EDP", "exact", "edp"), ("HERTI", herti_entry(herti), None)]
 
 
-def restrict(problem: PlanningProblem, devices: tuple[str, ...]) -> PlanningProblem:
-    """``problem`` with the other devices' state columns illegal."""
-    mask = np.isin(np.array(problem.states.device), devices)
-    return problem.replace(legal=problem.legal & mask[None, :])
-
-
-WARM: set[str] = set()
-
-
-def run_versions(problem: PlanningProblem, judge: Objective, versions: list, seeds: list[int],
-                 **key: Any) -> list[dict]:
-    """One row per version (per seed for HERTI), judged by ``judge`` (the deadline, the metric)."""
-    rows = []
-    for name, planner, options, metric in versions:
-        objective = judge if metric is None else Objective(metric)
-        for seed in seeds if name == "HERTI" else [None]:
-            row = {**key, "version": name, "planner": planner, "options": options, "seed": seed,
-                   "deadline_ms": judge.deadline_ms}
-            try:
-                if planner not in WARM:  # imports (torch), first-call set-up: once, untimed, one step
-                    WARM.add(planner)
-                    plan(problem, objective, planner, options, PlanContext(budget=Budget(steps=1)),
-                         allow_infeasible=True)
-                t0 = time.perf_counter()
-                p = plan(problem, objective, planner, options, PlanContext(seed or 0), allow_infeasible=True)
-                wall = time.perf_counter() - t0
-            except Exception as exc:  # one version failing must not hide the others' numbers
-                rows.append({**row, "error": error_text(exc)})
-                continue
-            rows.append({**row, "latency_ms": p.latency_ms, "energy_mj": p.energy_mj, "edp": p.edp_mj_ms,
-                         "value": judge.value(p.latency_ms, p.energy_mj),
-                         "latency_norm": p.latency_ms / judge.deadline_ms,
-                         "feasible": judge.feasible(p.latency_ms, p.energy_mj), "wall_s": wall,
-                         "slices": [[s.first, s.last, problem.states.label(s.state)] for s in p.slices],
-                         "stats": {k: v for k, v in dict(p.stats).items() if isinstance(v, (int, float, bool))}})
-    return rows
-
-
-def bench_workload(label: str, args: argparse.Namespace, herti: tuple[str, dict], log) -> tuple[dict, list[dict]]:
-    import hetcc
-
-    zoo_name, note = WORKLOADS[label]
-    analysis = hetcc.analyse(model_path(zoo_name, args.models_dir), TARGET)
-    problem = analysis.problem
-    t_best, t_energy = analysis.reference_latencies()
-    info = {"workload": label, "model": zoo_name, "note": note, "layers": problem.num_layers,
-            "states": problem.num_states, "devices": list(problem.devices), "t_best_ms": t_best,
-            "t_energy_opt_ms": t_energy, "deadlines_ms": {d: analysis.objective("energy", d).deadline_ms
-                                                          for d in DEADLINES}}
-    rows = []
-    for d in (args.deadlines if "main" in args.parts else ()):
-        log(f"{label}: {d} deadline")
-        rows += run_versions(problem, analysis.objective("energy", d), main_versions(herti), args.seed_list,
-                             part="main", workload=label, deadline=d)
+def sweep_spec(args: argparse.Namespace, herti: tuple[str, dict], paths: dict[str, Path]) -> dict[str, Any]:
+    """The evaluation as one ``hetcc sweep`` spec: a [[grid]] per kind of cell (the versions
+    judged under each deadline; the deadline-oblivious ones planned once; HERTI's seeds)."""
+    subsets = [s for s in SUBSETS if s != "all"] if "subsets" in args.parts else []
+    dev = {s: "+".join(SUBSETS[s]) for s in subsets}
+    oblivious = [{"planners": ["dp"], "objectives": ["latency", "energy"], "deadlines": ["none"],
+                  "devices": ["all", *(dev[s] for s in subsets)]}]
+    grids = []
+    if "main" in args.parts:
+        grids += [{"planners": [p for n, p, m in main_versions(herti) if m is None and n != "HERTI"],
+                   "deadlines": args.deadlines},
+                  {"planners": [herti_entry(herti)], "deadlines": args.deadlines, "seeds": args.seed_list}]
     if "edp" in args.parts:
-        log(f"{label}: EDP")
-        rows += run_versions(problem, analysis.objective("edp", "medium"), edp_versions(herti), args.seed_list,
-                             part="edp", workload=label, deadline="medium")
-    names = ("MOSAIC-P", "AutoScale", "exhaustive", "HERTI")
-    for sub, devices in (SUBSETS.items() if "subsets" in args.parts else ()):
-        if sub == "all" and "medium" in args.deadlines and "main" in args.parts:  # the medium-deadline runs above, as they are
-            rows += [{**{k: v for k, v in r.items() if k != "deadline"}, "part": "subset", "subset": sub}
-                     for r in rows if r["part"] == "main" and r["deadline"] == "medium" and r["version"] in names]
-            continue
-        q = restrict(problem, devices)
-        judge = Objective("energy", deadline_ms=preset_deadline_ms("medium", *reference_latencies(q)),
-                          deadline_spec="medium")
-        rows += run_versions(q, judge, [v for v in main_versions(herti) if v[0] in names], args.seed_list,
-                             part="subset", workload=label, subset=sub)
-    return info, rows
+        grids += [{"planners": ["autoscale-static", "exact"], "objectives": ["edp"], "deadlines": ["medium"]},
+                  {"planners": ["exact"], "objectives": ["edp"], "deadlines": ["none"]},
+                  {"planners": [herti_entry(herti)], "objectives": ["edp"], "deadlines": ["medium"],
+                   "seeds": args.seed_list}]
+    if subsets:
+        grids += [{"planners": ["autoscale-static", "exact"], "deadlines": ["medium"],
+                   "devices": [dev[s] for s in subsets]},
+                  {"planners": [herti_entry(herti)], "deadlines": ["medium"], "devices": [dev[s] for s in subsets],
+                   "seeds": args.seed_list}]
+    return {"models": [str(paths[w]) for w in args.workloads], "targets": [TARGET], "objectives": ["energy"],
+            "gap_to": "none", "grid": oblivious + grids}
+
+
+def judged_rows(table: list[dict], args: argparse.Namespace, herti: tuple[str, dict],
+                paths: dict[str, Path]) -> tuple[list[dict], list[dict]]:
+    """The sweep's rows as the evaluation's: each version judged by (metric, deadline) of its part;
+    the per-workload facts (layers, Eq. 12's references and deadlines) from the same rows."""
+    label_of = {str(paths[w]): w for w in args.workloads}
+    by: dict[tuple, list[dict]] = {}
+    for r in table:
+        by.setdefault((label_of[r["model"]], r["planner"], r["options"], r["objective"], r["deadline"],
+                       r["device_set"]), []).append(r)
+    num = lambda v: float(v) if v not in ("", None) else None  # noqa: E731
+
+    def cells(label: str, entry: str, objective: str, deadline: str, devices: str = "all") -> list[dict]:
+        name, options = planner_entry(entry, {}, Path("herti"), "")     # the sweep's own canonical options
+        return by.get((label, name, options, objective, deadline, devices), [])
+
+    def deadline_ms(label: str, d: str, devices: str = "all") -> float | None:
+        found = [num(r["deadline_ms"]) for k, rs in by.items() if k[0] == label and k[4] == d and k[5] == devices
+                 for r in rs if r["deadline_ms"]]
+        return found[0] if found else None
+
+    def judge_all(label: str, versions: list, metric: str, d: str, devices: str, **key: Any) -> list[dict]:
+        ms = deadline_ms(label, d, devices)
+        judge = Objective(metric, deadline_ms=ms, deadline_spec=d)
+        out = []
+        for name, entry, planned in versions:
+            sel = cells(label, entry, planned or metric, "none" if planned else d, devices)
+            if not sel:
+                out.append({**key, "version": name, "planner": entry, "error": "no such cell in the sweep"})
+            for r in sel:
+                row = {**key, "version": name, "planner": entry.split()[0], "options": json.loads(r["options"]),
+                       "seed": int(r["seed"]) if name == "HERTI" else None, "deadline_ms": ms}
+                lat, en = num(r["latency_ms"]), num(r["energy_mj"])
+                if lat is None or en is None:
+                    out.append({**row, "error": r["error"] or r["status"]})
+                    continue
+                out.append({**row, "latency_ms": lat, "energy_mj": en, "edp": lat * en,
+                            "value": judge.value(lat, en), "latency_norm": lat / ms,
+                            "feasible": judge.feasible(lat, en), "wall_s": num(r["planner_seconds"]),
+                            "stats": json.loads(r["stats"]) if r["stats"] else {}})
+        return out
+
+    infos, rows = [], []
+    for label in args.workloads:
+        zoo_name, note = WORKLOADS[label]
+        fast, frugal = cells(label, "dp", "latency", "none"), cells(label, "dp", "energy", "none")
+        any_row = next(r for k, rs in by.items() if k[0] == label for r in rs)
+        infos.append({"workload": label, "model": zoo_name, "note": note, "layers": int(any_row["layers"] or 0),
+                      "states": int(any_row["states"] or 0), "devices": list(DEVICES),
+                      "t_best_ms": num(fast[0]["latency_ms"]) if fast else None,
+                      "t_energy_opt_ms": num(frugal[0]["latency_ms"]) if frugal else None,
+                      "deadlines_ms": {d: deadline_ms(label, d) for d in DEADLINES}})
+        for d in (args.deadlines if "main" in args.parts else ()):
+            rows += judge_all(label, main_versions(herti), "energy", d, "all", part="main", workload=label, deadline=d)
+        if "edp" in args.parts:
+            rows += judge_all(label, edp_versions(herti), "edp", "medium", "all", part="edp", workload=label,
+                              deadline="medium")
+        names = ("MOSAIC-P", "AutoScale", "exhaustive", "HERTI")
+        for sub, devices in (SUBSETS.items() if "subsets" in args.parts else ()):
+            versions = [v for v in main_versions(herti) if v[0] in names]
+            rows += judge_all(label, versions, "energy", "medium", "all" if sub == "all" else "+".join(devices),
+                              part="subset", workload=label, subset=sub)
+    return infos, rows
+
+
+def run_sweep_grid(args: argparse.Namespace, herti: tuple[str, dict], out: Path) -> tuple[list[dict], dict, dict, Path]:
+    """Export the workloads once, run the spec through ``hetcc sweep`` (embedded Ray, ``--workers``),
+    return its rows, the spec and the sweep's directory (a rerun resumes it unless ``--fresh``)."""
+    import shutil
+
+    from hetcc.sweep import parse_spec, run_sweep
+
+    paths = {w: model_path(WORKLOADS[w][0], args.models_dir).resolve() for w in args.workloads}
+    doc = sweep_spec(args, herti, paths)
+    root = out.with_name(f"{out.stem}-sweep")
+    if args.fresh and root.exists():
+        shutil.rmtree(root)
+    spec = parse_spec(doc, root / "spec.json")
+    result = run_sweep(spec, root, workers=args.workers, progress=sys.stderr.isatty())
+    print(f"sweep: {result.cells} cells ({result.ran} planned now, {result.skipped_done} from {root}/cells.csv), "
+          f"{result.seconds:.0f} s", file=sys.stderr)
+    (root / "spec.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return result.rows, doc, paths, root
 
 
 # ---- summaries ---------------------------------------------------------------------------------
@@ -393,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dqn-steps", type=int, default=None, help="HERTI's training steps (default: the planner's)")
     ap.add_argument("--dqn-planner", default="dqn", help="the planner in HERTI's slot (e.g. random)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
+    ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU)")
+    ap.add_argument("--fresh", action="store_true", help="plan every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/herti[-quick].json)")
     args = ap.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",")] if args.workloads else list(
@@ -409,23 +460,21 @@ def main(argv: list[str] | None = None) -> int:
     args.seed_list = list(range(args.seeds))
     herti = (args.dqn_planner, steps_options(args.dqn_planner, args.dqn_steps))
     console, date, t0 = make_console(), utc_now(), time.perf_counter()
-    infos, rows = [], []
-    for w in args.workloads:
-        info, r = bench_workload(w, args, herti, lambda m: print(m, file=sys.stderr, flush=True))
-        infos.append(info)
-        rows += r
+    out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if args.quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table, doc, paths, sweep_dir = run_sweep_grid(args, herti, out)
+    infos, rows = judged_rows(table, args, herti, paths)
     add_derived(rows)
     s = summarise(rows, infos, args)
     show(console, infos, s, args)
     for r in (r for r in rows if "error" in r):
         console.print(f"[red]{r['workload']} {r['part']} {r['version']}: {r['error']}[/]", highlight=False)
-    out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if args.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     plots = plot(out, infos, s, args)
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(), "target": TARGET,
                 "args": {"quick": args.quick, "workloads": args.workloads, "deadlines": args.deadlines,
                          "seeds": args.seed_list, "dqn_steps": args.dqn_steps, "dqn_planner": args.dqn_planner,
                          "herti_options": herti[1]},
+                "sweep": {"dir": str(sweep_dir), "spec": doc, "cells": len(table)},
                 "total_s": time.perf_counter() - t0, "paper": PAPER, "workloads": infos, "summary": s,
                 "plots": plots, "runs": rows}, out)
     print(f"wrote {out} and {len(plots)} plots ({time.perf_counter() - t0:.0f} s)")

@@ -216,7 +216,7 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
             options = {**options, **g["options"]} if isinstance(g["options"], dict) else None
         spec.grids.append(_parse_grid(spec, base | g | {"options": options}, p, where))
     if spec.gap_to:
-        _planner_entry(spec.gap_to, {}, p, "gap_to: ")
+        planner_entry(spec.gap_to, {}, p, "gap_to: ")
     n = len(spec.cells())
     if n > MAX_CELLS:
         raise _fail(p, f"{n} cells is more than {MAX_CELLS}; split the sweep into several specs")
@@ -296,7 +296,7 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
                 raise _fail(p, f"{where}{key}[{i}]: {e}") from None
     entries = _strings(doc, "planners", p, ["auto"], where)
     for entry in entries:
-        g.planners.append(_planner_entry(entry, options, p, f"{where}planners: "))
+        g.planners.append(planner_entry(entry, options, p, f"{where}planners: "))
     if len(set(g.planners)) != len(g.planners):
         raise _fail(p, f"'{where}planners' lists one planner with the same options twice")
     for name in options:
@@ -305,7 +305,7 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
     return g
 
 
-def _planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) -> tuple[str, str]:
+def planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) -> tuple[str, str]:
     """(name, canonical JSON of its options) of a planners entry ``NAME[:ARG] [key=value ...]``:
     the [options.NAME] table, then the entry's own key=value pairs."""
     from .planners.registry import get_spec, parse_options, split_name

@@ -46,6 +46,11 @@ def test_herti_quick(tmp_path, models_dir):
     doc = json.loads(out.read_text())
     assert doc["script"] == "herti" and doc["args"]["quick"] is True and doc["machine"]["cpu_count"] >= 1
     assert doc["args"]["dqn_planner"] == "dqn" and doc["args"]["deadlines"] == ["medium"]
+    # the grid ran as a `hetcc sweep` (its table beside the JSON), not in a loop of the script's own
+    from hetcc.sweep import read_table
+
+    table = read_table(tmp_path / "h-sweep" / "cells.csv")
+    assert len(table) == doc["sweep"]["cells"] > 0 and {r["status"] for r in table} <= {"ok", "infeasible"}
     assert [w["workload"] for w in doc["workloads"]] == list(QUICK)
     runs = doc["runs"]
     assert not [r for r in runs if "error" in r], [r for r in runs if "error" in r]
