@@ -15,7 +15,7 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
 * **What is dropped.** Only the files that old manifest lists (``variants.*.slices[].file`` and
   ``.data.file``, ``slices[].file`` in version 1, ``policy.file``, and recursively the
   sub-artifacts named by ``workload.models[].dir``) and hetcc's own files (``manifest.json``,
-  ``costs.json``).
+  ``costs.json``, ``timings.json``).
 * **Everything else is kept**, never deleted: a file the user put in the artifact (NOTES.md,
   a source model) is hard-linked (copied where links are impossible) into the new artifact at
   the same relative path before the swap. If the new artifact writes that very path, the compile
@@ -63,14 +63,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import UsageError
-from .runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES
+from .runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, TIMINGS_NAME
 
 try:  # POSIX; without it (Windows) there is no lock
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "MARKER", "OWN_FILES",
+__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "created_mode", "MARKER", "OWN_FILES",
            "artifact_identity", "check_replaceable_file", "read_toml"]
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ logger = logging.getLogger(__name__)
 #: the file that marks a directory as a hetcc output (it may be replaced by a new compile)
 MARKER = MANIFEST_NAME
 #: files hetcc writes into every artifact beside those its manifest lists
-OWN_FILES = frozenset({MARKER, COSTS_NAME})
+OWN_FILES = frozenset({MARKER, COSTS_NAME, TIMINGS_NAME})
 _SCHEMA_PREFIX = "hetcc.manifest/"
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
@@ -389,7 +389,7 @@ def _dir_mode(final: Path) -> int:
     try:
         return stat.S_IMODE(final.stat().st_mode)
     except OSError:
-        return 0o777 & ~_umask()
+        return created_mode("dir")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,7 +501,7 @@ def _make_parent(parent: Path, shown: str) -> None:
 
 def _swap(tmp: Path, final: Path, shown: str) -> None:
     """Carry what hetcc did not write from ``final`` into ``tmp``, then put ``tmp`` in its place."""
-    os.chmod(tmp, _dir_mode(final))  # mkdtemp made it 0700: give it the old one's mode, or the usual
+    os.chmod(tmp, _dir_mode(final))  # mkdtemp made it 0700: give it the old one's mode, or the umask's
     if os.path.lexists(final):
         _check_replaceable(final, shown)  # it may have changed while we compiled
         doc, _ = artifact_identity(final)
@@ -551,7 +551,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(name, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
+        os.chmod(name, created_mode("file"))  # mkstemp creates 0600; give the umask's mode
         os.replace(name, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -560,10 +560,31 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
+_UMASK_LOCK = threading.Lock()
+
+
 def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
+    """The process umask, read without changing it where the kernel says it (Linux >= 4.7:
+    ``Umask:`` in /proc/self/status). Elsewhere it is set and put back under a lock: another
+    thread creating a file in between would get mode 0666 / 0777 (hetcc's own threads do not)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8) & 0o777
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)   # the tightest usual mask while it is away, never 0
+        os.umask(mask)
     return mask
+
+
+def created_mode(kind: str = "file") -> int:
+    """The mode a new file (``kind`` "file") or directory ("dir") gets under the current umask:
+    what hetcc gives the files and directories it makes through mkstemp/mkdtemp (which make
+    0600/0700) before they take their final names."""
+    return (0o666 if kind == "file" else 0o777) & ~_umask()
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:

@@ -37,20 +37,23 @@ from hetcc.frontend import (embed_external, external_base_dir, external_info, ex
 from hetcc.fsutil import atomic_directory
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
-from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, DeviceControl, FileRef, HardwareControls,
-                                    KnobControl, Manifest, ModelInfo, ObjectiveInfo, PlannerInfo, Predicted, RuntimeInfo,
-                                    SliceInput, SlicePredicted, SliceSpec, TargetInfo, TensorSpec, Variant, Workload,
-                                    WorkloadModel, parse_manifest, sha256_file)
+from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
+                                    FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
+                                    PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,
+                                    TargetInfo, TensorSpec, Variant, Workload, WorkloadModel, parse_manifest,
+                                    sha256_file)
 
 logger = logging.getLogger(__name__)
 
 MANIFEST = MANIFEST_NAME
 COSTS_FILE = COSTS_NAME
+TIMINGS_FILE = TIMINGS_NAME
 #: the session settings the runtime applies (DESIGN.md, 'Runtime physics'); the manifest's own type
 RuntimeSettings = RuntimeInfo
 
 __all__ = ["EmitArtifact", "RuntimeSettings", "SliceBoundary", "emit_artifact", "emit_workload",
-           "slice_boundaries", "write_slice", "relocate_data", "MANIFEST", "COSTS_FILE", "EMBED_LIMIT_BYTES"]
+           "slice_boundaries", "write_slice", "relocate_data", "MANIFEST", "COSTS_FILE", "TIMINGS_FILE",
+           "EMBED_LIMIT_BYTES"]
 
 
 def _spec(info: TensorInfo) -> TensorSpec:
@@ -162,7 +165,7 @@ def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> 
         if id(t) not in moved and external_info(t) is not None:
             embed_external(t, base_dir)
     with open(path, "wb") as f:
-        f.write(proto.SerializeToString())
+        f.write(proto.SerializeToString(deterministic=True))  # the same bytes for the same slice, always
     return data_name
 
 
@@ -237,7 +240,7 @@ def relocate_data(slice_file: Path, old: str, new: str) -> None:
             if entry.key == "location" and entry.value == old:
                 entry.value = new
     with open(slice_file, "wb") as f:
-        f.write(proto.SerializeToString())
+        f.write(proto.SerializeToString(deterministic=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,9 +255,42 @@ def _objective_info(objective: Any) -> ObjectiveInfo:
                          power_cap_mw=objective.power_cap_mw)
 
 
+#: planner stats that are wall-clock times (exact's ``seconds``, dqn's ``wall_s``): they go to
+#: timings.json, never into the manifest, which must not change from one compile to the next
+_WALL_CLOCK_STATS = frozenset({"seconds", "wall_s"})
+
+
+def _wall_clock(key: str) -> bool:
+    return key in _WALL_CLOCK_STATS or key.endswith(("_seconds", "_wall_s"))
+
+
 def _planner_info(src: Any) -> PlannerInfo:
+    """The manifest's planner record: name, options and the stats that do not depend on the clock
+    (no wall time: ``seconds`` is null; ``timings.json`` has it)."""
+    stats = {k: v for k, v in dict(getattr(src, "stats", None) or {}).items() if not _wall_clock(str(k))}
     return PlannerInfo(name=src.planner or "unknown", options=_jsonable(dict(src.options or {})),
-                       seconds=float(src.seconds or 0.0), stats=_jsonable(dict(getattr(src, "stats", None) or {})))
+                       stats=_jsonable(stats), seconds=None)
+
+
+def _planner_timing(src: Any) -> dict[str, Any]:
+    """What ``_planner_info`` leaves out: the wall time and the wall-clock stats."""
+    stats = {k: v for k, v in dict(getattr(src, "stats", None) or {}).items() if _wall_clock(str(k))}
+    return {"seconds": float(src.seconds or 0.0), "stats": _jsonable(stats)}
+
+
+def _write_timings(root: Path, planners: Mapping[str, Any], passes: Sequence[Any]) -> None:
+    """``timings.json`` (``compile --timings``): the planners' wall times and wall-clock stats,
+    the passes' wall times and when it was written; the only file of an artifact that changes
+    between two compiles of the same inputs."""
+    import datetime
+
+    done = {str(name): _planner_timing(p) for name, p in planners.items()}
+    doc = {"schema": TIMINGS_SCHEMA, "hetcc_version": __version__,
+           "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "planner_seconds": {n: t["seconds"] for n, t in done.items()},
+           "planner_stats": {n: t["stats"] for n, t in done.items() if t["stats"]},
+           "passes": [{"name": str(t.name), "seconds": float(t.seconds)} for t in passes]}
+    (root / TIMINGS_NAME).write_text(json.dumps(_jsonable(doc), indent=2, allow_nan=False) + "\n")
 
 
 def _controls(target: Any) -> HardwareControls | None:
@@ -355,7 +391,7 @@ def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_co
 
 def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, Any], *,
                  default_variant: str | None, runtime: RuntimeInfo | None, policy: Path | None,
-                 has_power: bool, objective: Any = None) -> Manifest:
+                 has_power: bool, objective: Any = None, timings: Sequence[Any] | None = None) -> Manifest:
     """Write one model artifact into the (fresh) directory ``root``; returns its manifest."""
     if not plans:
         raise UsageError("no plan to emit")
@@ -394,6 +430,8 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
     )
     _write_manifest(root, manifest)
     (root / COSTS_FILE).write_text(json.dumps(program.get(COSTS).to_json(), allow_nan=False) + "\n")
+    if timings is not None:
+        _write_timings(root, plans, timings)
     return manifest
 
 
@@ -412,7 +450,7 @@ def _has_power(target: Any, has_power_model: bool | None) -> bool:
 def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Mapping[str, Any], *,
                   default_variant: str | None = None, runtime: RuntimeInfo | None = None,
                   policy: Path | None = None, has_power_model: bool | None = None,
-                  objective: Any = None) -> Path:
+                  objective: Any = None, timings: Sequence[Any] | None = None) -> Path:
     """Write the artifact of one model: ``slices/``, ``manifest.json``, ``costs.json``.
 
     ``plans``: variant name -> Plan (one entry = the ordinary artifact; several = variants whose
@@ -420,19 +458,27 @@ def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Map
     variant is named (default: the first). ``policy``: a file copied into ``policy/`` and
     recorded with its sha256 (it picks a variant at run time). ``objective``: recorded for a
     plan that carries none. Energies are null unless the target has a power model.
+
+    Every file written is a function of the inputs and arguments alone (no time, no host): two
+    calls with equal inputs write byte-identical artifacts. ``timings`` (pass timings, objects
+    with ``name`` and ``seconds``; ``[]`` for none) adds ``timings.json`` with those and the
+    planners' wall times, the one file that differs from compile to compile.
     """
     out = _out_dir(out_dir)
     with atomic_directory(out) as tmp:
         _write_model(tmp, program, target, plans, default_variant=default_variant, runtime=runtime,
-                     policy=policy, has_power=_has_power(target, has_power_model), objective=objective)
+                     policy=policy, has_power=_has_power(target, has_power_model), objective=objective,
+                     timings=timings)
     return out
 
 
 def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str, Program, Any]], wplan: Any, *,
-                  runtime: RuntimeInfo | None = None, has_power_model: bool | None = None) -> Path:
+                  runtime: RuntimeInfo | None = None, has_power_model: bool | None = None,
+                  timings: Sequence[Any] | None = None) -> Path:
     """Write a workload artifact: ``models/<name>/`` (one model artifact per entry, its plan the
     one variant) and a top ``manifest.json`` whose ``workload`` block lists them and records the
-    workload planner, objective and feasibility."""
+    workload planner, objective and feasibility. ``timings`` as for ``emit_artifact`` (the top
+    ``timings.json`` holds the workload planner's time under ``"workload"``)."""
     if not entries:
         raise UsageError("a workload needs at least one model")
     names = [str(n) for n, _, _ in entries]
@@ -454,7 +500,8 @@ def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str,
             sub = tmp / "models" / slug
             sub.mkdir()
             _write_model(sub, program, target, {plan.planner or "plan": plan}, default_variant=None,
-                         runtime=runtime, policy=None, has_power=has_power, objective=wplan.objective)
+                         runtime=runtime, policy=None, has_power=has_power, objective=wplan.objective,
+                         timings=[] if timings is not None else None)
             members.append(WorkloadModel(name=str(name), dir=f"models/{slug}",
                                          manifest_sha256=sha256_file(sub / MANIFEST)))
         manifest = Manifest(
@@ -466,6 +513,8 @@ def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str,
                               models=tuple(members)),
         )
         _write_manifest(tmp, manifest)
+        if timings is not None:
+            _write_timings(tmp, {"workload": wplan}, timings)
     return out
 
 

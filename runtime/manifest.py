@@ -46,6 +46,7 @@ __all__ = [
     "SCHEMA_ID",
     "MANIFEST_NAME",
     "COSTS_NAME",
+    "TIMINGS_NAME",
     "NAME_PATTERN",
     "DTYPES",
     "TensorSpec",
@@ -74,6 +75,7 @@ __all__ = [
     "read_manifest",
     "read_json",
     "check_costs",
+    "read_timings",
     "artifact_root",
     "slice_path",
     "artifact_file",
@@ -86,6 +88,10 @@ SCHEMA_ID = "hetcc.manifest/2"
 MANIFEST_NAME = "manifest.json"
 #: the cost table codegen writes beside the manifest (read by ``hetcc inspect``)
 COSTS_NAME = "costs.json"
+#: wall-clock times of the compile (planner, passes), written only with ``compile --timings``:
+#: everything else in an artifact is identical across compiles of the same inputs and flags
+TIMINGS_NAME = "timings.json"
+TIMINGS_SCHEMA = "hetcc.timings/1"
 SCHEMA_FILE = Path(__file__).with_name("manifest.schema.json")
 #: what codegen turns variant and model names into for file and directory names
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -282,8 +288,12 @@ class ObjectiveInfo(_Record):
 class PlannerInfo(_Record):
     name: str = field(metadata=_NONEMPTY)
     options: dict[str, Any]
-    seconds: float = field(metadata=_NONNEG)
-    stats: dict[str, Any]
+    stats: dict[str, Any] = field(metadata=_meta("planner-specific results (bound, gap, steps); wall-clock "
+                                                 "entries are in timings.json"))
+    seconds: float | None = field(default=None, metadata=_meta(
+        "the planner's wall time: null (or absent) in an artifact hetcc writes now, which keeps manifest.json "
+        "identical across compiles (compile --timings writes it to timings.json); a number in older artifacts",
+        minimum=0))
 
 
 @dataclass(frozen=True)
@@ -1066,6 +1076,29 @@ def check_costs(doc: Any, shown: str) -> None:
         if not isinstance(ops, list) or not all(isinstance(op, str) for op in ops):
             raise ManifestError(f"{shown}: layers[{i}].op_types: expected an array of strings; the file is "
                                 "damaged, recompile")
+
+
+def read_timings(root: str | os.PathLike) -> dict[str, float] | None:
+    """The planner wall times in an artifact's ``timings.json`` (variant name, or ``"workload"``
+    for a workload's own planner -> seconds); None when the artifact has none (the default: only
+    ``compile --timings`` writes it). ManifestError naming the file and key when it is a symlink
+    out of the artifact, not a regular file, not JSON or not ``hetcc.timings/1``."""
+    shown = os.path.join(str(root), TIMINGS_NAME)
+    path = artifact_file(root, TIMINGS_NAME, shown)
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise ManifestError(f"{shown}: not a regular file; the artifact is damaged, recompile")
+    doc = read_json(path, shown)
+    if not isinstance(doc, dict) or doc.get("schema") != TIMINGS_SCHEMA:
+        raise ManifestError(f"{shown}: schema: expected {TIMINGS_SCHEMA!r}; the file is damaged or not hetcc's, "
+                            "recompile (or delete it: it is optional)")
+    seconds = doc.get("planner_seconds")
+    if not isinstance(seconds, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in seconds.values()):
+        raise ManifestError(f"{shown}: planner_seconds: expected an object of numbers >= 0; the file is damaged, "
+                            "recompile (or delete it: it is optional)")
+    return {str(k): float(v) for k, v in seconds.items()}
 
 
 def read_manifest(artifact_dir: str | os.PathLike) -> tuple[Manifest, Path, str]:
