@@ -10,6 +10,10 @@ Imports only numpy, onnxruntime and the standard library, so it installs on a bo
         print("\n".join(ex.hardware_report.lines()))      # what was applied or skipped, and why
         ex.run({"input": x})                              # (leaving the block puts them back)
 
+On the command line, ``python -m hetcc.runtime run DIR`` / ``inspect DIR`` take the options of
+``hetcc run`` / ``hetcc inspect`` (docs/runtime-alone.md: installing on a board with
+``pip install --no-deps hetcc`` beside numpy and onnxruntime).
+
 Submodules load on first use (PEP 562): ``import hetcc.runtime.manifest`` or
 ``hetcc.runtime.errors`` (what the compiler needs) does not import onnxruntime.
 
