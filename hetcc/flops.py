@@ -105,36 +105,43 @@ def _op(value: ir.Value | None) -> str | None:
     return node.op_type if node is not None else None
 
 
-def _consumers(value: ir.Value) -> list[str]:
-    return [use.node.op_type for use in value.uses()]
+def _consumers(value: ir.Value) -> list[ir.Node]:
+    return [use.node for use in value.uses()]
+
+
+def _in_qdq_group(node: ir.Node) -> bool:
+    """A float op onnxruntime fuses with the Quantize/DequantizeLinear around it: every input
+    dequantised (or not a float: shapes, axes) and every consumer of its outputs a QuantizeLinear."""
+    if node.op_type in QDQ_OPS or node.op_type in INT8_OPS:
+        return False
+    ins = [v for v in node.inputs if v is not None]
+    if not ins or _op(ins[0]) != "DequantizeLinear" or any(
+            _op(v) != "DequantizeLinear" and (v.dtype is None or v.dtype in _FLOAT_TYPES) for v in ins):
+        return False
+    uses = [u.op_type for o in node.outputs for u in _consumers(o)]
+    return bool(uses) and all(u == "QuantizeLinear" for u in uses)
 
 
 def fused_qdq(node: ir.Node) -> bool:
     """A Quantize/DequantizeLinear that a runtime folds into the op it wraps (onnxruntime's QDQ
     fusion: DequantizeLinear -> Conv -> QuantizeLinear becomes one QLinearConv): a
-    DequantizeLinear whose consumers are all other ops, a QuantizeLinear whose input another op
-    computed. The model's first QuantizeLinear and last DequantizeLinear run on their own."""
+    DequantizeLinear whose consumers are all ops of QDQ groups, a QuantizeLinear whose input
+    one computed. The model's first QuantizeLinear and last DequantizeLinear run on their own."""
     if node.op_type == "DequantizeLinear":
         uses = [u for o in node.outputs for u in _consumers(o)]
-        return bool(uses) and not any(u in QDQ_OPS for u in uses)
+        return bool(uses) and all(_in_qdq_group(u) for u in uses)
     if node.op_type == "QuantizeLinear":
-        src = _op(node.inputs[0] if node.inputs else None)
-        return src is not None and src not in QDQ_OPS
+        src = node.inputs[0].producer() if node.inputs and node.inputs[0] is not None else None
+        return src is not None and _in_qdq_group(src)
     return False
 
 
 def runs_int8(node: ir.Node) -> bool:
     """Whether ``node``'s work runs in an integer kernel: an integer/quantised op (QLinearConv,
-    ConvInteger, ...), an op of a QDQ group (its data input dequantised, every consumer of its
-    outputs a QuantizeLinear) or a Quantize/DequantizeLinear folded into one (``fused_qdq``)."""
-    op = node.op_type
-    if op in INT8_OPS:
+    ConvInteger, ...), an op of a QDQ group (``_in_qdq_group``) or a Quantize/DequantizeLinear
+    folded into one (``fused_qdq``)."""
+    if node.op_type in INT8_OPS:
         return True
-    if op in QDQ_OPS:
+    if node.op_type in QDQ_OPS:
         return fused_qdq(node)
-    ins = [v for v in node.inputs if v is not None]
-    if not ins or _op(ins[0]) != "DequantizeLinear" or any(
-            _op(v) != "DequantizeLinear" and (v.dtype is None or v.dtype in _FLOAT_TYPES) for v in ins):
-        return False   # a float input not dequantised: onnxruntime keeps the op in float
-    uses = [u for o in node.outputs for u in _consumers(o)]
-    return bool(uses) and all(u == "QuantizeLinear" for u in uses)
+    return _in_qdq_group(node)
