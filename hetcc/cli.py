@@ -10,14 +10,17 @@ if __name__ == "__main__":  # python -m hetcc.cli: enter like the console script
 
 import argparse
 import logging
+import math
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from ._entry import interrupted, pending, terminate_as_interrupt
+from ._entry import interrupted, pending, take_start, terminate_as_interrupt
 from .cli_artifact import _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run, float_in, int_in
 from .cli_artifact import json_text
+from .depfile import check_depfile
 from .errors import UsageError, is_user_error
 from .limits import SEED_MAX
 
@@ -99,6 +102,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     parse_deadline(args.deadline)   # refuse a bad --deadline / --power-cap before loading anything
     parse_power(args.power_cap)
+    depfile = check_depfile(args.depfile, args.output)   # and an unwritable --depfile
     options = parse_option_args(args.planner_option)
     variants = _variants(args.variants)
     _check_planner_options(args.planner, options, variants)
@@ -108,27 +112,36 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.verbose:
         def on_pass(t: Any) -> None:
             console.print(f"  [dim]pass[/dim] {t.name:<10} {t.seconds * 1e3:9.1f} ms  {t.summary}")
-    common = dict(objective=args.objective, deadline_ms=args.deadline, power_cap_mw=args.power_cap,
+    common = dict(objective=args.objective, deadline=args.deadline, power_cap=args.power_cap,
                   planner=args.planner, planner_options=options, output_dir=args.output, seed=args.seed,
                   allow_infeasible=args.allow_infeasible, progress=progress)
     analyse_kw = dict(input_shapes=parse_input_shapes(args.input_shape), max_cut_tensors=args.max_cut_tensors,
                       profile_repeats=args.profile_repeats, profile_cache=not args.reprofile, on_pass=on_pass)
+    common["write_timings"] = args.timings
     if len(args.model) > 1:
         if variants or args.hardware:
             raise UsageError("--variants and --hardware apply to one model; compile the models one by one")
-        return _compile_workload(args, console, compile_workload(args.model, args.target, **common, **analyse_kw))
+        wresult = compile_workload(args.model, args.target, **common, **analyse_kw)
+        notes = _build_files(args, depfile, [a.program for a in wresult.analyses], wresult.analyses[0].target)
+        return _compile_workload(args, console, wresult, progress, notes)
     result = hetcc_compile(args.model[0], args.target, **common, **analyse_kw, budget=_budget(args),
                            hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after)
     plans = result.program.get("plan")
     states = result.analysis.problem.states
     has_power = result.target.has_power_model
     out = args.output
+    progress.finish()   # the display's last line is gone before the summary prints
+    notes = _build_files(args, depfile, [result.program], result.target)
+    total = _elapsed(args)
     if args.json:
+        for line in notes:
+            console.print(line)   # stderr, beside the JSON
         print(json_text({"model": result.program.name, "target": result.target.name,
                          **result.objective.to_json(), "layers": result.analysis.problem.num_layers,
                          **_plan_summary(result.plan, states, has_power),
                          "variants": {n: _plan_summary(p, states, has_power) for n, p in plans.items()} if variants else None,
-                         "compile_seconds": result.total_seconds, "output_dir": str(out) if out else None}))
+                         "compile_seconds": total, "step_seconds": _step_seconds(result.timings),
+                         "output_dir": str(out) if out else None}))
         return 0
     console.print(f"[bold]{result.program.name}[/bold] on {result.target.name}: {result.analysis.problem.num_layers} "
                   f"layers, objective {result.objective.metric}{_limits(result.objective)}")
@@ -140,25 +153,90 @@ def cmd_compile(args: argparse.Namespace) -> int:
         console.print(f"    plan: {_plan_line(plan, states)}")
         if plan.hardware:
             console.print("    hardware: " + ", ".join(f"{k}={v}" for k, v in plan.hardware.items()))
-        gap = plan.stats.get("gap") if plan.stats else None
-        if gap:
-            console.print(f"    budget ran out: within {gap:.2%} of the optimum (lower bound {plan.stats.get('lower_bound'):.4g})")
-    if out:
-        d = str(out).rstrip("/") or "/"
-        console.print(f"  wrote {d}/ in {result.total_seconds:.2f} s  (next: hetcc inspect {d}; hetcc run {d} --verify)")
+        if plan.stats and plan.stats.get("optimal") is False:
+            console.print("    " + _budget_ran_out(plan, result.objective.metric, args))
+    for line in notes:
+        console.print(line)
+    _finished(console, args, out, total, result.timings)
     return 0
 
 
-def _compile_workload(args: argparse.Namespace, console: Any, result: Any) -> int:
+def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Sequence[Any], target: Any) -> list[str]:
+    """After a successful compile: write ``--depfile`` and say where it and ``--dump-after``'s
+    file went (lines for the summary)."""
+    notes = []
+    if getattr(args, "dump_after", None):
+        from .api import dump_path
+
+        notes.append(f"  dumped the analyses after {args.dump_after} to {dump_path(args.dump_after, args.output)}")
+    if depfile is not None:
+        from .depfile import write_depfile
+
+        models = [m if Path(m).is_file() else str(p.source_path) for m, p in zip(args.model, programs)]
+        write_depfile(depfile, args.output, models, getattr(target, "path", None))
+        notes.append(f"  wrote the depfile {depfile} (make: -include {depfile})")
+    return notes
+
+
+def _elapsed(args: argparse.Namespace) -> float:
+    """Seconds since the command started (``main``'s first line; the console script's, before
+    its imports): the time a user waited, not the sum of the steps hetcc timed."""
+    return time.perf_counter() - args.started
+
+
+def _step_seconds(timings: Sequence[Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for t in timings:
+        out[t.name] = out.get(t.name, 0.0) + t.seconds
+    return out
+
+
+def _finished(console: Any, args: argparse.Namespace, out: Any, total: float, timings: Sequence[Any]) -> None:
+    """The last lines of a compile: where it wrote (or that it wrote nothing: a plan-only run),
+    the whole wall time, and with --verbose where it went."""
+    if out:
+        d = str(out).rstrip("/") or "/"
+        console.print(f"  wrote {d}/ in {total:.2f} s  (next: hetcc inspect {d}; hetcc run {d} --verify)")
+    else:
+        console.print(f"  planned in {total:.2f} s; nothing written (plan only): add -o DIR to write the artifact")
+    if args.verbose:
+        steps = _step_seconds(timings)
+        other = max(total - sum(steps.values()), 0.0)
+        console.print("  time: " + ", ".join(f"{n} {v:.2f} s" for n, v in steps.items())
+                      + f", other {other:.2f} s (start-up, imports, checks)")
+
+
+def _budget_ran_out(plan: Any, metric: str, args: argparse.Namespace) -> str:
+    """The line for an anytime planner stopped by its budget: how far from the optimum, and
+    what to raise."""
+    unit = {"latency": "ms", "energy": "mJ", "edp": "mJ*ms"}.get(metric, "")
+    stats = plan.stats
+    gap, bound = stats.get("gap"), stats.get("lower_bound")
+    limit = ", ".join(f"{v}" for v in ([f"{args.budget_seconds:g} s"] if args.budget_seconds else [])
+                      + ([f"{args.budget_steps} step{'s' * (args.budget_steps != 1)}"] if args.budget_steps else [])
+                      ) or "its budget"
+    within = (f"within {gap:.2%} of the optimum (lower bound {bound:.4g} {unit})"
+              if isinstance(gap, (int, float)) and math.isfinite(gap) and isinstance(bound, (int, float))
+              else "its distance to the optimum unknown")
+    return (f"[yellow]not proved optimal[/yellow]: {plan.planner} stopped at {limit}; its best plan is {within}. "
+            "Raise --budget-seconds/--budget-steps to search further")
+
+
+def _compile_workload(args: argparse.Namespace, console: Any, result: Any, progress: Any,
+                      notes: Sequence[str] = ()) -> int:
     wplan = result.plan
+    progress.finish()
+    total = _elapsed(args)
     states = result.analyses[0].problem.states
     has_power = result.analyses[0].target.has_power_model
     if args.json:
         print(json_text({"workload": list(wplan.names), "target": result.analyses[0].target.name,
                          **result.objective.to_json(), "planner": wplan.planner, "feasible": wplan.feasible,
                          "models": {n: _plan_summary(p, states, has_power) for n, p in zip(wplan.names, wplan.plans)},
-                         "compile_seconds": result.seconds,
+                         "compile_seconds": total, "step_seconds": _step_seconds(result.timings),
                          "output_dir": str(args.output) if args.output else None}))
+        for line in notes:
+            console.print(line)
         return 0
     console.print(f"workload of {len(wplan.names)} models on {result.analyses[0].target.name} "
                   f"({wplan.planner}, objective {result.objective.metric}{_limits(result.objective)})")
@@ -166,9 +244,9 @@ def _compile_workload(args: argparse.Namespace, console: Any, result: Any) -> in
         energy = f", {plan.energy_mj:.2f} mJ" if has_power else ""
         flag = "" if plan.feasible else " INFEASIBLE: " + "; ".join(plan.violations)
         console.print(f"  {name}: {plan.latency_ms:.2f} ms{energy} {_plan_line(plan, states)}{flag}")
-    if args.output:
-        d = str(args.output).rstrip("/") or "/"
-        console.print(f"  wrote {d}/ in {result.seconds:.2f} s  (next: hetcc inspect {d}; hetcc run {d} --verify)")
+    for line in notes:
+        console.print(line)
+    _finished(console, args, args.output, total, result.timings)
     return 0
 
 
@@ -217,7 +295,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     if args.name:
         t = load_target(args.name)
         if args.json:
-            print(json_text({"name": t.name, "kind": t.kind, "description": t.description,
+            print(json_text({"name": t.name, "kind": t.kind, "description": t.description, "path": str(t.path),
                              "devices": [d.name for d in t.devices], "states": len(t.states()),
                              "knobs": {k.name: {"effect": k.effect, "devices": list(k.devices), "values": list(k.values)}
                                        for k in t.knobs.values()}}))
@@ -246,7 +324,8 @@ def cmd_targets(args: argparse.Namespace) -> int:
     rows = []
     for name in builtin_targets():
         t = load_target(name)
-        rows.append({"name": name, "kind": t.kind, "devices": [d.name for d in t.devices], "description": t.description})
+        rows.append({"name": name, "kind": t.kind, "devices": [d.name for d in t.devices], "description": t.description,
+                     "path": str(t.path)})   # the file a build system depends on (docs/build-systems.md)
     if args.json:
         print(json_text(rows))
         return 0
@@ -325,9 +404,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"host: profiling effort, 1 to {PROFILE_REPEATS_MAX} (x 10 ms per layer; default adaptive)")
     c.add_argument("--reprofile", action="store_true", help="host: measure again instead of using the cached profile")
     c.add_argument("--json", action="store_true", help="print the plan summary as JSON")
-    c.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
-    c.add_argument("--verbose", "-v", action="store_true", help="print each pass and its wall time")
-    c.add_argument("--dump-after", metavar="PASS", help="write the analyses after PASS to hetcc-dump-PASS.json")
+    c.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress lines (they show on stderr only when it is a terminal)")
+    c.add_argument("--verbose", "-v", action="store_true",
+                   help="print each step (export, load, every pass, planning, codegen) with its wall time")
+    c.add_argument("--dump-after", metavar="PASS",
+                   help="write the analyses after PASS to DIR.dump-PASS.json beside -o DIR (./hetcc-dump-PASS.json without -o)")
+    c.add_argument("--depfile", metavar="FILE",
+                   help="also write a Make rule: DIR/manifest.json depends on the model, its data, the target file "
+                        "and hetcc's version stamp (docs/build-systems.md)")
+    c.add_argument("--timings", action="store_true",
+                   help="also write DIR/timings.json (planner and pass wall times); without it two compiles of the "
+                        "same inputs write byte-identical artifacts")
     c.set_defaults(func=cmd_compile)
 
     pl = sub.add_parser("planners", help="list the planners, their options and what they optimise")
@@ -364,18 +452,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. SIGTERM and SIGHUP are handled like Ctrl-C (SIGINT): a KeyboardInterrupt,
     so an output being written is removed and the old one kept; exit 128 + the signal number
     (130 SIGINT, 143 SIGTERM, 129 SIGHUP) with one line on stderr. The console script enters
-    through ``hetcc._entry.main``, which extends this to the imports before it."""
+    through ``hetcc._entry.main``, which extends this to the imports before it. A reader that
+    closes the output early (``hetcc targets --json | head -1``) ends the command quietly with
+    141, as SIGPIPE ends other Unix tools (see ``_closed_pipe``)."""
+    started = take_start()
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:   # --help, --version, or a one-line usage error (exit 2): return, not raise
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="hetcc: %(levelname)s: %(message)s")
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:   # --help, --version, or a one-line usage error (exit 2): return, not raise
+            sys.stdout.flush()
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        args.started = started
+        logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                            format="hetcc: %(levelname)s: %(message)s")
+        return _run(args)
+    except BrokenPipeError:
+        return _closed_pipe()
+    except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):   # rich's Console.on_broken_pipe exits 1
+            return _closed_pipe()
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         with terminate_as_interrupt():
             code = args.func(args)
+            sys.stdout.flush()      # a closed pipe shows here, inside the handling, not at exit
         if pending():       # a signal whose KeyboardInterrupt a library swallowed (an import it cut short)
             return interrupted()
         return code
+    except BrokenPipeError:
+        raise
     except Exception as exc:
         if pending():       # raised because of a signal (e.g. an import a Ctrl-C cut short)
             return interrupted()
@@ -386,3 +494,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return interrupted()
+
+
+#: exit status when the reader of stdout went away: 128 + SIGPIPE, what the shell reports for
+#: any tool that SIGPIPE ends (``set -o pipefail`` sees it; a plain pipeline reports the reader's)
+CLOSED_PIPE_EXIT = 141
+
+
+def _closed_pipe() -> int:
+    """stdout's reader closed it: stop, print nothing (there is no one to read it), and point
+    stdout and stderr at /dev/null so the interpreter's last flush does not fail again (the
+    Python docs' note on SIGPIPE). Not 0: the output was cut short, so a ``run --verify`` that
+    did not get to its verdict never reads as passed."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):   # no file descriptor (captured in tests)
+                pass
+        os.close(devnull)
+    except OSError:
+        pass
+    return CLOSED_PIPE_EXIT
