@@ -12,6 +12,10 @@ files are stored once); ``emit_workload`` writes several models as ``models/<nam
 sub-artifacts under a top manifest with a ``workload`` block. ``EmitArtifact`` is the pass
 form (one plan, from ``program.get("plan")``).
 
+Reproducible (docs/build-systems.md): every file is a function of the inputs alone, so two
+compiles of the same inputs write the same bytes; wall times (the planners' ``seconds``, clock
+readings in their stats) go only to the optional ``timings.json`` (``timings=``).
+
 Why one module of ~480 lines: slices, their external data, the manifest and costs.json are
 written in one atomic directory, and the manifest must list exactly the files written; keeping
 them together keeps that invariant in one place.
