@@ -3,9 +3,12 @@
     python examples/python_api.py [OUT_DIR]
 
 Exports SqueezeNet 1.1 (random weights) from the zoo and analyses it once for the HiKey 970
-model; then plans it three times without re-analysing (the fastest plan, the least-energy plan,
-and the least energy under HERTI's "medium" deadline, half way between the two), writes the last
-one, runs it and checks it against the unsliced model."""
+model; then plans it without re-analysing (the fastest plan, the least-energy plan, the least
+energy under HERTI's "medium" deadline, half way between the two, and the fastest under a 3 W
+average power cap), writes the "medium" one, runs it and checks it against the unsliced model.
+
+Limits take the command line's units: ``deadline="170ms"|"medium"|"1.3x"``, ``power_cap="3W"``;
+bare numbers go to ``deadline_ms=`` / ``power_cap_mw=``."""
 from __future__ import annotations
 
 import sys
@@ -24,10 +27,13 @@ def main(out: Path) -> None:
     frugal = session.plan("energy")                              # auto -> dp
     plan = session.plan("energy", deadline="medium")             # auto -> exact
     deadline = plan.objective.deadline_ms
+    capped = session.plan("latency", power_cap="3W")           # as --power-cap 3W; or power_cap_mw=3000
+    assert capped.objective.power_cap_mw == 3000.0 and capped.average_power_mw <= 3000.0 * (1 + 1e-9)
     print(f"fastest plan {fastest.latency_ms:.1f} ms; least-energy plan {frugal.energy_mj:.1f} mJ "
           f"at {frugal.latency_ms:.1f} ms")
     print(f"medium deadline {deadline:.1f} ms -> {len(plan.slices)} slices, {plan.latency_ms:.1f} ms, "
           f"{plan.energy_mj:.1f} mJ ({plan.planner}, {plan.seconds * 1e3:.1f} ms)")
+    print(session.describe(plan))                                # devices and MHz per slice
     session.emit(plan, out)
 
     ex = Executor(out)  # what ships to the board: numpy + onnxruntime only

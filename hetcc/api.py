@@ -5,9 +5,13 @@
     session.emit(plan, "build/")                                  # slices + manifest
     hetcc.compile(...)                                            # all three in one call
 
-``deadline`` takes ``170ms``, ``0.17s``, a number of ms, HERTI's presets ``short|medium|long``
-(T_best + zeta * (T_energy_opt - T_best), zeta = 0.25 / 0.5 / 1.0, both ends from ``dp``) or
-``1.3x`` (relative to the fastest plan); ``power_cap`` ``5W``, ``5000mW`` or a number of W.
+Units are the command line's. ``deadline`` takes what ``--deadline`` takes: ``170ms``, ``0.17s``,
+``170`` (ms), HERTI's presets ``short|medium|long`` (T_best + zeta * (T_energy_opt - T_best),
+zeta = 0.25 / 0.5 / 1.0, both ends from ``dp``) or ``1.3x`` (relative to the fastest plan); a
+Python number is milliseconds. ``power_cap`` takes what ``--power-cap`` takes: ``5W``,
+``5000mW`` or ``"5"`` (W); a Python number is refused there (W or mW? say which). Bare numbers go
+to the keywords with their unit in the name: ``deadline_ms=170``, ``power_cap_mw=5000``, which
+also take a string with its unit (``deadline_ms="medium"``, ``power_cap_mw="5W"``).
 """
 from __future__ import annotations
 
@@ -91,18 +95,47 @@ def preset_deadline_ms(spec: str, t_best: float, t_energy: float | None) -> floa
     return t_best * float(spec[:-1])
 
 
-def parse_power(text: str | float | None) -> float | None:
-    """``5W``, ``5000mW`` or a bare number of W -> mW (a Python number is taken as mW)."""
+def parse_power(text: str | None, flag: str = "--power-cap") -> float | None:
+    """``5W``, ``5000mW`` or a bare ``5`` (W, as ``--power-cap 5``) -> mW. A Python number is
+    refused: use ``power_cap_mw=`` (see ``limits``)."""
     if text is None:
         return None
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        m = re.fullmatch(rf"\s*({_NUM})\s*(W|w|mW|mw)?\s*", str(text))
-        if not m:
-            raise UsageError(f"malformed --power-cap {text!r}; use e.g. 5W, 5000mW or 5 (W)")
-        value = float(m.group(1)) * (1.0 if (m.group(3) or "W").lower() == "mw" else 1e3)
-    return _in_range("--power-cap", text, value, POWER_CAP_MAX_MW, f"100 kW ({POWER_CAP_MAX_MW / 1e3:.0f} W)", "5W")
+        raise UsageError(f"{flag}={text!r} is a bare number: say the unit, {flag}='{text:g}W' "
+                         f"(as --power-cap {text:g}) or power_cap_mw={text:g}")
+    m = re.fullmatch(rf"\s*({_NUM})\s*(W|w|mW|mw)?\s*", str(text))
+    if not m:
+        raise UsageError(f"malformed {flag} {text!r}; use e.g. 5W, 5000mW or 5 (W)")
+    value = float(m.group(1)) * (1.0 if (m.group(3) or "W").lower() == "mw" else 1e3)
+    return _in_range(flag, text, value, POWER_CAP_MAX_MW, f"100 kW ({POWER_CAP_MAX_MW / 1e3:.0f} W)", "5W")
+
+
+def limits(deadline: str | float | None = None, power_cap: str | None = None, *,
+           deadline_ms: float | str | None = None,
+           power_cap_mw: float | str | None = None) -> tuple[tuple[float | None, str | None], float | None]:
+    """The API's deadline and power cap in the CLI's units: ((ms, relative spec), cap in mW).
+
+    ``deadline`` is read as ``--deadline`` (a number: ms); ``power_cap`` as ``--power-cap`` (a
+    string; a bare number is refused as ambiguous). ``deadline_ms`` / ``power_cap_mw`` take a
+    number in the unit of their name, or a string that carries its unit (``"5W"``; a unitless
+    string is refused for ``power_cap_mw``, since ``--power-cap 5`` means 5 W). Giving both
+    forms of one limit is refused."""
+    for a, b, va, vb in (("deadline", "deadline_ms", deadline, deadline_ms),
+                         ("power_cap", "power_cap_mw", power_cap, power_cap_mw)):
+        if va is not None and vb is not None:
+            raise UsageError(f"give {a}= or {b}=, not both ({a}={va!r}, {b}={vb!r})")
+    dl = parse_deadline(deadline if deadline is not None else deadline_ms)
+    if power_cap_mw is None:
+        return dl, parse_power(power_cap, "power_cap")
+    if isinstance(power_cap_mw, bool) or not isinstance(power_cap_mw, (int, float, str)):
+        raise UsageError(f"power_cap_mw={power_cap_mw!r}: give a number of mW or a string with its unit, e.g. '5W'")
+    if isinstance(power_cap_mw, str):
+        if not re.search(r"[wW]\s*$", power_cap_mw):
+            raise UsageError(f"power_cap_mw={power_cap_mw!r}: a string needs its unit ('5W' or '5000mW'); "
+                             "or pass the number of mW")
+        return dl, parse_power(power_cap_mw, "power_cap_mw")
+    value = float(power_cap_mw)
+    return dl, _in_range("power_cap_mw", power_cap_mw, value, POWER_CAP_MAX_MW, f"{POWER_CAP_MAX_MW:.0f} mW", "5000")
 
 
 def parse_hardware(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -121,8 +154,10 @@ def parse_hardware(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str,
     return out
 
 
-def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | None, seed: int = 0) -> Path:
-    """A path to an ONNX file for a path, a zoo name or a torch.nn.Module."""
+def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None, seed: int = 0,
+                  *, progress: Progress | None = None, timings: list[PassTiming] | None = None) -> Path:
+    """A path to an ONNX file for a path, a zoo name or a torch.nn.Module (the last two exported
+    into hetcc's cache, under a progress line, the time appended to ``timings`` as ``export``)."""
     if isinstance(model, (str, Path)):
         path = Path(model)
         if path.exists() or str(model).endswith(".onnx") or "/" in str(model):
@@ -130,27 +165,91 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | None
         from . import zoo
 
         if str(model) in zoo.ZOO:
-            return _zoo_model(str(model), seed)
+            return _exported(f"exporting zoo model {model} (first use; cached)", timings, progress,
+                             lambda: _zoo_model(str(model), seed), lambda: _zoo_path(str(model), seed))
         return path  # the frontend reports the missing file
     torch = sys.modules.get("torch")  # a Module can only exist if torch is loaded; never import it here
     if torch is not None and isinstance(model, torch.nn.Module):
-        if not input_shapes or len(input_shapes) != 1:
-            raise UsageError("compiling a torch.nn.Module needs input_shapes={'input': (1, 3, 224, 224)}")
-        from . import zoo
-
-        (name, shape), = input_shapes.items()
-        out = Path(tempfile.mkdtemp(prefix="hetcc-module-")) / f"{type(model).__name__.lower()}.onnx"
-        return zoo.export_module(model, shape, out)
+        name, shape = module_input(model, input_shapes)
+        return _exported(f"exporting {type(model).__name__} to ONNX", timings, progress,
+                         lambda: _module_model(model, name, shape, seed), lambda: None)
     raise UsageError(f"cannot compile a {type(model).__name__}; pass a path to an .onnx file, a zoo name "
                      "or a torch.nn.Module")
+
+
+def _exported(label: str, timings: list[PassTiming] | None, progress: Progress | None,
+              export: Callable[[], Path], cached: Callable[[], Path | None]) -> Path:
+    """Run ``export`` under a progress line ``label`` and record it as the ``export`` step (a
+    model already in the cache is no step)."""
+    from .passmanager import step
+
+    hit = cached()
+    if hit is not None and hit.exists():
+        return hit
+    t0 = time.perf_counter()
+    with step(progress, label):
+        path = export()
+    if timings is not None:
+        timings.append(PassTiming("export", time.perf_counter() - t0, f"-> {path}"))
+    return path
+
+
+def module_input(module: Any, input_shapes: Mapping[str, Sequence[int]] | Sequence[int] | None
+                 ) -> tuple[str, tuple[int, ...]]:
+    """(input name, shape) for exporting ``module``: ``{'x': (1, 3, 224, 224)}`` names it;
+    a bare shape takes the name of ``forward``'s first parameter."""
+    if isinstance(input_shapes, Mapping):
+        if len(input_shapes) != 1:
+            raise UsageError("compiling a torch.nn.Module needs its one input's shape: input_shapes=(1, 3, 224, 224) "
+                             f"or {{'x': (1, 3, 224, 224)}}; got {dict(input_shapes)!r}")
+        (name, shape), = input_shapes.items()
+        return str(name), tuple(shape)
+    if input_shapes is None or isinstance(input_shapes, (str, bytes)):
+        raise UsageError("compiling a torch.nn.Module needs its input's shape: input_shapes=(1, 3, 224, 224) "
+                         "(or {'x': (1, 3, 224, 224)} to name the input)")
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return (params[0].name if params else "input"), tuple(input_shapes)
+
+
+def _module_model(module: Any, input_name: str, shape: tuple[int, ...], seed: int) -> Path:
+    """A torch.nn.Module exported into the cache (~/.cache/hetcc/modules/SHA/NAME.onnx, keyed
+    by the ONNX bytes: the same module is one file however often it is compiled, and ``hetcc run
+    --verify`` finds the unsliced model there); no temporary file is left behind."""
+    from . import zoo
+    from .fsutil import atomic_write_bytes
+    from .paths import cache_dir
+
+    import hashlib
+
+    data = zoo.module_onnx_bytes(module, shape, seed=seed, input_name=input_name)
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    path = cache_dir() / "modules" / digest / f"{type(module).__name__.lower()}.onnx"
+    if not path.is_file():
+        try:
+            atomic_write_bytes(path, data)
+        except OSError as exc:
+            raise UsageError(f"cannot write the exported module to {path} ({exc.strerror or exc}); "
+                             "set HETCC_CACHE_DIR to a writable directory") from None
+    return path
+
+
+def _zoo_path(name: str, seed: int) -> Path:
+    from .paths import cache_dir
+
+    return cache_dir() / "zoo" / f"seed{seed}" / f"{name}.onnx"  # the stem names the model
 
 
 def _zoo_model(name: str, seed: int) -> Path:
     """A zoo name given as MODEL: export once into the cache (~/.cache/hetcc/zoo) and reuse."""
     from . import zoo
-    from .paths import cache_dir
 
-    path = cache_dir() / "zoo" / f"seed{seed}" / f"{name}.onnx"  # the stem names the model
+    path = _zoo_path(name, seed)
     if not path.exists():
         zoo.export(name, path, seed=seed)
     return path
@@ -179,22 +278,42 @@ class Analysis:
         return self._reference
 
     def objective(self, metric: str = "latency", deadline: str | float | None = None,
-                  power_cap: str | float | None = None) -> Objective:
-        """An Objective with the deadline resolved to milliseconds (presets need ``dp`` runs)."""
+                  power_cap: str | None = None, *, deadline_ms: float | str | None = None,
+                  power_cap_mw: float | str | None = None) -> Objective:
+        """An Objective with the deadline resolved to milliseconds (presets need ``dp`` runs);
+        units as in the module docstring (``limits``)."""
         if metric not in METRICS:
             raise UsageError(f"unknown objective {metric!r}; choose one of {', '.join(METRICS)}")
-        cap = parse_power(power_cap)
+        (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
         if not self.target.has_power_model and (METRICS[metric].needs_power or cap is not None):
             raise UsageError(f"target {self.target.name!r} has no power model (its costs are measured, not "
                              "modelled): use --objective latency without --power-cap, or a modelled target "
                              "such as hikey970")
-        ms, spec = parse_deadline(deadline)
         if spec is not None:
             if spec in DEADLINE_PRESETS and not self.target.has_power_model:
                 raise UsageError(f"--deadline {spec} needs the energy optimum; target {self.target.name!r} "
                                  "has no power model: give milliseconds or a factor such as 1.3x")
             ms = preset_deadline_ms(spec, *self.reference_latencies())
         return Objective(metric=metric, deadline_ms=ms, power_cap_mw=cap, deadline_spec=spec)
+
+    # ---- reading a plan -------------------------------------------------------------------
+    def slices(self, plan: Plan) -> list[dict[str, Any]]:
+        """``plan``'s slices by name: device, frequency (MHz; None for a device without DVFS
+        levels), first and last layer (0-based, inclusive)."""
+        states = self.problem.states
+        return [{"device": states.device[s.state], "frequency_mhz": float(states.freq_mhz[s.state]) or None,
+                 "first_layer": s.first, "last_layer": s.last} for s in plan.slices]
+
+    def describe(self, plan: Plan) -> str:
+        """``plan`` in words: its cost, then one line per slice with device and MHz."""
+        energy = f", {plan.energy_mj:.2f} mJ" if self.target.has_power_model else ""
+        lines = [f"{plan.planner or 'plan'}: {len(plan.slices)} slices of {self.name} on {self.target.name}, "
+                 f"{plan.latency_ms:.2f} ms{energy}" + ("" if plan.feasible else " INFEASIBLE: " +
+                                                       "; ".join(plan.violations))]
+        for s in self.slices(plan):
+            mhz = f" @ {s['frequency_mhz']:g} MHz" if s["frequency_mhz"] else ""
+            lines.append(f"  layers {s['first_layer']}-{s['last_layer']}: {s['device']}{mhz}")
+        return "\n".join(lines)
 
     def problem_at(self, hardware: Mapping[str, Any] | None) -> PlanningProblem:
         """The problem with the board's knobs at ``hardware`` (unset knobs keep their default)."""
@@ -213,13 +332,19 @@ class Analysis:
 
     # ---- planning -------------------------------------------------------------------------
     def plan(self, objective: str | Objective = "latency", *, deadline: str | float | None = None,
-             power_cap: str | float | None = None, planner: str = "auto",
+             power_cap: str | None = None, deadline_ms: float | str | None = None,
+             power_cap_mw: float | str | None = None, planner: str = "auto",
              options: Mapping[str, Any] | None = None, seed: int = 0, budget: Budget | None = None,
              progress: Progress | None = None, allow_infeasible: bool = False,
              hardware: Mapping[str, Any] | None = None, cache_dir: str | Path | None = None) -> Plan:
         """Plan this model; raises InfeasibleError (exit 3) for a plan that breaks a limit unless
         ``allow_infeasible``."""
-        obj = objective if isinstance(objective, Objective) else self.objective(objective, deadline, power_cap)
+        if isinstance(objective, Objective):
+            if any(v is not None for v in (deadline, power_cap, deadline_ms, power_cap_mw)):
+                raise UsageError("an Objective carries its own deadline and power cap; drop deadline=/power_cap=")
+            obj = objective
+        else:
+            obj = self.objective(objective, deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
         if cache_dir is None:
             from .paths import cache_dir as root
 
@@ -228,13 +353,16 @@ class Analysis:
         return run_planner(self.problem_at(hardware), obj, planner, options, ctx, allow_infeasible=allow_infeasible)
 
     def emit(self, plans: Plan | Mapping[str, Plan], output_dir: str | Path, *,
-             default_variant: str | None = None) -> Path:
-        """Write the artifact: one plan, or several named variants of this model."""
+             default_variant: str | None = None, timings: Sequence[PassTiming] | None = None) -> Path:
+        """Write the artifact: one plan, or several named variants of this model; ``timings``
+        (pass timings, or ``[]``) also writes ``timings.json`` (wall times: the one file that
+        differs between two compiles of the same inputs)."""
         from .passes.codegen import emit_artifact
 
         if isinstance(plans, Plan):
             plans = {plans.planner or "plan": plans}
-        out = emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant)
+        out = emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant,
+                            timings=timings)
         from .why import write_why
 
         write_why(out, self.program)   # why.json: the legality reasons, for hetcc inspect --why
@@ -242,11 +370,19 @@ class Analysis:
 
 
 def analyse(model: Any, target: str | Path | Any = "hikey970", *,
-            input_shapes: Mapping[str, tuple[int, ...]] | None = None, max_cut_tensors: int = 1, seed: int = 0,
-            profile_repeats: int | None = None, profile_cache: bool = True,
-            on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None) -> Analysis:
-    """Load ``model`` (path, zoo name or torch.nn.Module) and run the analysis passes for ``target``."""
+            input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None = None, max_cut_tensors: int = 1,
+            seed: int = 0, profile_repeats: int | None = None, profile_cache: bool = True,
+            on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None,
+            progress: Progress | None = None, dump_beside: str | Path | None = None) -> Analysis:
+    """Load ``model`` (path, zoo name or torch.nn.Module) and run the analysis passes for ``target``.
+
+    ``input_shapes``: ``{name: shape}`` fixes dynamic input shapes; for a torch.nn.Module, its
+    input's shape (a bare shape takes the name of ``forward``'s first parameter). ``progress``
+    (``hetcc.RichProgress()`` for bars on stderr) shows each step while it runs; ``on_pass`` is
+    called after each with its wall time (export of a zoo model or module, load, every pass).
+    ``dump_after`` writes beside the artifact ``dump_beside`` (``dump_path``)."""
     from .frontend import load_model
+    from .passmanager import step
     from .pipeline import PLAN_PASSES, analysis_passes
     from .targets import load_target
 
@@ -263,29 +399,46 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     if dump_after is not None and dump_after not in names:
         raise UsageError(f"--dump-after {dump_after!r}: no such pass; passes: {', '.join(names)}")
     if dump_after is not None:
-        dump_path(dump_after)   # refuse an unusable dump file before the work, not after
+        dump_path(dump_after, dump_beside)   # refuse an unusable dump file before the work, not after
+    timings: list[PassTiming] = []
+    path = resolve_model(model, input_shapes, seed, progress=progress, timings=timings)
+    if timings and on_pass is not None:
+        on_pass(timings[-1])
+    shapes = input_shapes if isinstance(input_shapes, Mapping) or input_shapes is None else None
+    if not isinstance(model, (str, Path)):
+        shapes = None            # an exported module has static shapes, under the name given
+    elif shapes is None and input_shapes is not None:
+        raise UsageError(f"input_shapes={input_shapes!r}: name the input of an ONNX model, "
+                         "e.g. {'x': (1, 3, 224, 224)} (a bare shape is for a torch.nn.Module)")
     t0 = time.perf_counter()
-    program = load_model(resolve_model(model, input_shapes, seed), input_shapes)
+    with step(progress, f"loading {path.name} (checks, shape inference)"):
+        program = load_model(path, shapes)
     load = PassTiming("load", time.perf_counter() - t0, f"{len(program.graph)} nodes")
+    timings.append(load)
     if on_pass is not None:
         on_pass(load)
-    manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, dump=_dump)
+    manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, progress=progress,
+                          dump=lambda prog, name: _dump(prog, name, dump_beside))
     manager.run(program)
     from .pipeline import attach_hardware
 
     problem = attach_hardware(program.get(COSTS).problem(name=program.name), program, tgt)
-    return Analysis(program=program, target=tgt, problem=problem, timings=[load, *manager.timings])
+    return Analysis(program=program, target=tgt, problem=problem, timings=[*timings, *manager.timings])
 
 
 @dataclass
 class CompileResult:
-    """What ``compile`` returns: the chosen plan, the analysis, per-pass times, the artifact."""
+    """What ``compile`` returns: the chosen plan, the analysis, per-step times, the artifact.
+
+    ``seconds``: the wall time of the whole call (export, load, passes, planning, codegen and
+    what lies between them), so ``seconds >= sum(t.seconds for t in timings)``."""
 
     plan: Plan
     analysis: Analysis
     objective: Objective
     output_dir: Path | None
     timings: list[PassTiming] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def program(self) -> Program:
@@ -296,32 +449,53 @@ class CompileResult:
         return self.analysis.target
 
     @property
+    def plans(self) -> dict[str, Plan]:
+        """Every plan made (one, or one per variant), by name."""
+        return dict(self.program.get(PLAN))
+
+    @property
     def total_seconds(self) -> float:
-        return sum(t.seconds for t in self.timings)
+        """The call's wall time (``seconds``)."""
+        return self.seconds
+
+    def describe(self) -> str:
+        """The plan(s) in words: devices and MHz per slice, not state indices."""
+        return "\n".join(self.analysis.describe(p) for p in self.plans.values())
+
+    def __str__(self) -> str:
+        return self.describe()
 
 
 def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = "latency", *,
+            deadline: str | float | None = None, power_cap: str | None = None,
             deadline_ms: float | str | None = None, power_cap_mw: float | str | None = None,
             planner: str = "auto", planner_options: Mapping[str, Any] | None = None,
-            output_dir: str | Path | None = None, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+            output_dir: str | Path | None = None,
+            input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None = None,
             max_cut_tensors: int = 1, seed: int = 0, profile_repeats: int | None = None,
             profile_cache: bool = True, allow_infeasible: bool = False, budget: Budget | None = None,
             progress: Progress | None = None, hardware: Mapping[str, Any] | None = None,
             variants: Sequence[str] | None = None,
-            on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None) -> CompileResult:
+            on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None,
+            write_timings: bool = False) -> CompileResult:
     """Analyse, plan and (with ``output_dir``) emit in one call.
 
-    ``deadline_ms``: ms as a number, or a string ('170ms', '0.17s', 'medium', '1.3x');
-    ``power_cap_mw``: mW as a number, or a string ('5W', '5000mW'). ``variants``: planner names
-    whose plans all go into the artifact (the first is the default). Raises HetccError subclasses
-    on bad input and InfeasibleError when no plan meets the limits.
+    ``deadline`` / ``power_cap``: as ``--deadline`` / ``--power-cap`` ('170ms', 'medium', '1.3x';
+    '5W', '5000mW'); ``deadline_ms`` / ``power_cap_mw``: numbers in the unit of their name (see
+    ``limits``). ``variants``: planner names whose plans all go into the artifact (the first is
+    the default). Raises HetccError subclasses on bad input and InfeasibleError when no plan
+    meets the limits. The artifact is the same, byte for byte, for the same inputs;
+    ``write_timings`` adds ``timings.json`` (wall times). ``dump_after`` writes beside
+    ``output_dir`` (``dump_path``).
     """
     from .pipeline import Emit, Partition
 
+    t_start = time.perf_counter()
+    limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)  # refused before the work
     session = analyse(model, target, input_shapes=input_shapes, max_cut_tensors=max_cut_tensors, seed=seed,
                       profile_repeats=profile_repeats, profile_cache=profile_cache, on_pass=on_pass,
-                      dump_after=dump_after)
-    obj = session.objective(objective, deadline_ms, power_cap_mw)
+                      dump_after=dump_after, progress=progress, dump_beside=output_dir)
+    obj = session.objective(objective, deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
     names = list(variants) if variants else [planner]
 
     def plan_all() -> dict[str, Plan]:
@@ -333,15 +507,20 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
             plans[name if variants else p.planner] = p
         return plans
 
-    passes: list = [Partition(plan_all)]
+    limit = f"budget {budget.describe()}" if budget is not None and budget.limited else \
+        "no budget: --budget-seconds bounds a search"
+    passes: list = [Partition(plan_all, label=f"planning ({', '.join(names)}; {limit})")]
     if output_dir is not None:
-        passes.append(Emit(lambda plans: session.emit(plans, output_dir)))
-    manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, dump=_dump)
+        passes.append(Emit(lambda plans: session.emit(
+            plans, output_dir, timings=[*session.timings, *manager.timings] if write_timings else None),
+            label=f"writing {output_dir}"))
+    manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, progress=progress,
+                          dump=lambda prog, name: _dump(prog, name, output_dir))
     manager.run(session.program)
     plans = session.program.get(PLAN)
     return CompileResult(plan=next(iter(plans.values())), analysis=session, objective=obj,
                          output_dir=Path(output_dir) if output_dir is not None else None,
-                         timings=session.timings + manager.timings)
+                         timings=session.timings + manager.timings, seconds=time.perf_counter() - t_start)
 
 
 @dataclass
@@ -351,44 +530,56 @@ class WorkloadResult:
     objective: Objective
     output_dir: Path | None
     seconds: float
+    timings: list[PassTiming] = field(default_factory=list)
 
 
 def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970", objective: str = "latency", *,
+                     deadline: str | float | None = None, power_cap: str | None = None,
                      deadline_ms: float | str | None = None, power_cap_mw: float | str | None = None,
                      planner: str = "auto", planner_options: Mapping[str, Any] | None = None,
                      output_dir: str | Path | None = None, seed: int = 0, allow_infeasible: bool = False,
-                     progress: Progress | None = None, **analyse_kw: Any) -> WorkloadResult:
-    """Several models on one board: one analysis each, one workload plan, one artifact."""
+                     progress: Progress | None = None, write_timings: bool = False,
+                     **analyse_kw: Any) -> WorkloadResult:
+    """Several models on one board: one analysis each, one workload plan, one artifact (limits
+    in the units of ``compile``; a workload takes an absolute deadline)."""
+    from .passmanager import step
     from .targets import load_target
 
     t0 = time.perf_counter()
+    (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
+    if spec is not None:
+        raise UsageError("a workload takes an absolute --deadline (e.g. 100ms); presets are per model")
     tgt = target if hasattr(target, "states") else load_target(target)
-    analyses = [analyse(m, tgt, seed=seed, **analyse_kw) for m in models]
+    analyses = [analyse(m, tgt, seed=seed, progress=progress, **analyse_kw) for m in models]
     names = [a.name for a in analyses]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise UsageError(f"two models are named {dup[0]!r}; rename one file (the artifact keys models by name)")
-    ms, spec = parse_deadline(deadline_ms)
-    if spec is not None:
-        raise UsageError("a workload takes an absolute --deadline (e.g. 100ms); presets are per model")
-    obj = analyses[0].objective(objective, ms, power_cap_mw)
+    obj = analyses[0].objective(objective, deadline_ms=ms, power_cap_mw=cap)
     workload = WorkloadProblem(tuple(a.problem for a in analyses), tuple(names))
     ctx = PlanContext(seed, progress=progress)
-    wplan = run_planner(workload, obj, planner, planner_options, ctx, allow_infeasible=allow_infeasible)
+    timings = [t for a in analyses for t in a.timings]
+    t1 = time.perf_counter()
+    with step(progress, f"planning the workload ({planner})"):
+        wplan = run_planner(workload, obj, planner, planner_options, ctx, allow_infeasible=allow_infeasible)
+    timings.append(PassTiming("partition", time.perf_counter() - t1, f"{wplan.planner}: {len(names)} models"))
     out = None
     if output_dir is not None:
         from .passes.codegen import emit_workload
 
-        out = emit_workload(output_dir, tgt, [(n, a.program, p) for n, a, p in zip(names, analyses, wplan.plans)],
-                            wplan)
-        from .why import write_why_workload
+        t1 = time.perf_counter()
+        with step(progress, f"writing {output_dir}"):
+            out = emit_workload(output_dir, tgt, [(n, a.program, p) for n, a, p in zip(names, analyses, wplan.plans)],
+                                wplan, timings=list(timings) if write_timings else None)
+            from .why import write_why_workload
 
-        write_why_workload(out, [(n, a.program) for n, a in zip(names, analyses)])   # hetcc inspect --why
-    return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0)
+            write_why_workload(out, [(n, a.program) for n, a in zip(names, analyses)])   # hetcc inspect --why
+        timings.append(PassTiming("codegen", time.perf_counter() - t1, f"-> {out}"))
+    return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0, timings)
 
 
-def _dump(program: Program, pass_name: str) -> None:
-    """--dump-after PASS: write the analyses so far as JSON to ./hetcc-dump-PASS.json."""
+def _dump(program: Program, pass_name: str, beside: str | Path | None = None) -> None:
+    """--dump-after PASS: write the analyses so far as JSON to ``dump_path(PASS, beside)``."""
     import dataclasses
     import json
 
@@ -413,7 +604,7 @@ def _dump(program: Program, pass_name: str) -> None:
 
     from .fsutil import atomic_write_text
 
-    path = dump_path(pass_name)
+    path = dump_path(pass_name, beside)
     text = json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1, allow_nan=False)
     try:
         atomic_write_text(path, text)   # a temporary file renamed over it: never half-written
@@ -422,11 +613,17 @@ def _dump(program: Program, pass_name: str) -> None:
                          "run hetcc in a writable directory") from None
 
 
-def dump_path(pass_name: str) -> Path:
-    """``./hetcc-dump-PASS.json``, which ``--dump-after PASS`` (re)writes; refused when that name is
-    a directory, a symlink or anything but a regular file (it is never followed or replaced)."""
+def dump_path(pass_name: str, beside: str | Path | None = None) -> Path:
+    """The file ``--dump-after PASS`` (re)writes: ``DIR.dump-PASS.json`` beside the artifact
+    ``beside`` (``-o DIR``; never inside it, which would change the artifact), else
+    ``./hetcc-dump-PASS.json``. Refused when that name is a directory, a symlink or anything but
+    a regular file (it is never followed or replaced)."""
     from .fsutil import check_replaceable_file
 
-    path = Path(f"hetcc-dump-{pass_name}.json")
+    out = Path(beside) if beside is not None and str(beside) else None
+    if out is not None and out.name in ("", ".", ".."):
+        out = out.resolve()
+    path = out.parent / f"{out.name}.dump-{pass_name}.json" if out is not None and out.name \
+        else Path(f"hetcc-dump-{pass_name}.json")
     check_replaceable_file(path, f"--dump-after {pass_name}")
     return path
