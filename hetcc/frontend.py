@@ -495,6 +495,7 @@ def _fix_input_shapes(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) ->
     """Give every model input its static shape (from --input-shape where given); each must stay
     under the per-tensor limit, checked before anything is allocated."""
     inputs = {v.name: v for v in model.graph.inputs if v.name not in model.graph.initializers}
+    dynamic: list[tuple[str, list[str], str]] = []   # (input, its dynamic dimensions, an example shape)
     for name in shapes:
         if name not in inputs:
             raise UsageError(f"--input-shape names {name!r}, but the model's inputs are: {', '.join(inputs)}")
@@ -517,13 +518,19 @@ def _fix_input_shapes(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) ->
             continue
         if dims is None:
             raise ModelError(f"input {name!r} has no shape; pass --input-shape {name}=1x3x224x224")
-        for d in dims:
-            if not isinstance(d, int) or d <= 0:
-                example = "x".join(str(x) if isinstance(x, int) and x > 0 else "1" for x in dims)
-                raise ModelError(f"input {name!r} has a dynamic dimension {str(d)!r}; pass --input-shape {name}={example}")
+        free = [str(d) for d in dims if not isinstance(d, int) or d <= 0]
+        if free:
+            dynamic.append((name, free, "x".join(str(x) if isinstance(x, int) and x > 0 else "1" for x in dims)))
+            continue
         why = over_limit(f"input {name!r}", _np_name(value.dtype), tuple(dims), value.dtype.itemsize)
         if why:
             raise ModelError(f"{why}; export the model with smaller input dimensions")
+    if dynamic:  # all of them in one message: a BERT has three inputs of shape (batch, sequence)
+        name, free, _ = dynamic[0]
+        what = f"a dynamic dimension {free[0]!r}" if len(free) == 1 else f"dynamic dimensions {', '.join(map(repr, free))}"
+        also = f" (so do {', '.join(repr(n) for n, _, _ in dynamic[1:])})" if len(dynamic) > 1 else ""
+        flags = " ".join(f"--input-shape {n}={example}" for n, _, example in dynamic)
+        raise ModelError(f"input {name!r} has {what}{also}; pass {flags}")
 
 
 def _np_name(dtype: ir.DataType) -> str:
