@@ -107,7 +107,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     variants = _variants(args.variants)
     _check_planner_options(args.planner, options, variants)
     console = _console(stderr=args.json)
-    progress = default_progress(quiet=args.quiet or args.json)
+    progress = default_progress(quiet=args.quiet)   # stderr only: --json's stdout stays clean
     on_pass = None
     if args.verbose:
         def on_pass(t: Any) -> None:

@@ -192,14 +192,16 @@ def test_rich_lines_nest_in_one_display():
     assert "outer step" in text and "inner search" in text and progress._live == 0
 
 
-def _compile_on_a_terminal(chain: Path, tmp_path: Path, *flags: str) -> tuple[int, str]:
-    """``hetcc compile`` with stderr on a pseudo-terminal; (exit code, what the terminal got)."""
+def _compile_on_a_terminal(chain: Path, tmp_path: Path, *flags: str) -> tuple[int, str, str]:
+    """``hetcc compile`` with stderr on a pseudo-terminal and stdout to a file; (exit code, what
+    the terminal got, what the file got)."""
     import pty
 
     master, slave = pty.openpty()
     env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
-    proc = subprocess.Popen([sys.executable, "-m", "hetcc.cli", "compile", str(chain), "-o", str(tmp_path / "o"),
-                             *flags], stdout=subprocess.DEVNULL, stderr=slave, env=env, cwd=tmp_path)
+    with open(tmp_path / "stdout.txt", "w") as stdout:
+        proc = subprocess.Popen([sys.executable, "-m", "hetcc.cli", "compile", str(chain), "-o",
+                                 str(tmp_path / "o"), *flags], stdout=stdout, stderr=slave, env=env, cwd=tmp_path)
     os.close(slave)
     chunks: list[bytes] = []
 
@@ -217,12 +219,17 @@ def _compile_on_a_terminal(chain: Path, tmp_path: Path, *flags: str) -> tuple[in
     code = proc.wait(timeout=120)
     reader.join(timeout=10)
     os.close(master)
-    return code, b"".join(chunks).decode(errors="replace")
+    return code, b"".join(chunks).decode(errors="replace"), (tmp_path / "stdout.txt").read_text()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminal test")
 def test_a_terminal_gets_progress_and_quiet_gets_none(chain, tmp_path):
-    code, shown = _compile_on_a_terminal(chain, tmp_path)
+    code, shown, stdout = _compile_on_a_terminal(chain, tmp_path, "--verbose")
     assert code == 0 and "loading chain.onnx" in shown
-    code, shown = _compile_on_a_terminal(chain, tmp_path, "--quiet")
-    assert code == 0 and shown == ""
+    # stdout sent to a file keeps all its lines, also those printed while the display was up
+    assert "pass load" in stdout and "pass costs" in stdout and "wrote " in stdout
+    assert "pass load" not in shown
+    code, shown, stdout = _compile_on_a_terminal(chain, tmp_path, "--quiet")
+    assert code == 0 and shown == "" and "wrote " in stdout
+    code, shown, stdout = _compile_on_a_terminal(chain, tmp_path, "--json")
+    assert code == 0 and "loading chain.onnx" in shown and json.loads(stdout)["output_dir"]

@@ -119,7 +119,10 @@ class RichProgress(Progress):
 
             self._bar = RP(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24), Count(),
                            TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                           console=self._console or Console(stderr=True), transient=True)
+                           console=self._console or Console(stderr=True), transient=True,
+                           # stdout's lines go above the display when both share the terminal;
+                           # stdout sent to a file or pipe is left alone (its lines stay there)
+                           redirect_stdout=_isatty(sys.stdout))
         task_id = self._bar.add_task(description, total=total, info="")
         self._live += 1
         if self._live == 1:
@@ -139,9 +142,16 @@ class RichProgress(Progress):
                 self._bar.stop()
 
 
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def default_progress(quiet: bool = False) -> Progress:
     """A rich bar when stderr is a terminal and not ``quiet``, else silence."""
-    if quiet or not sys.stderr.isatty():
+    if quiet or not _isatty(sys.stderr):
         return Progress()
     return RichProgress()
 
