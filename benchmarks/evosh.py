@@ -32,6 +32,11 @@ its curve is padded with it.
     python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 5 hardware runs
     python benchmarks/evosh.py --parts fig5 --fig5-runs 50 --markdown /tmp/evosh.md
 
+The runs (and the time-boxed layer-level ``exact`` plans) are the cells of one ``hetcc sweep``
+(embedded Ray, ``--workers``; its table ``<out>-sweep/cells.csv``, resumed by a rerun unless
+``--fresh``); this script computes the references (caps, optima, enumerations) and judges the rows.
+A run's time inside ``space.evaluate`` is the planner's ``eval_s`` statistic.
+
 Why one script of ~750 lines: four experiments share one set of runs, one table printer and one
 JSON writer; split apart they would each repeat the set-up (models, spaces, caps, optima).
 """
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 import re
 import statistics
@@ -51,12 +57,9 @@ import numpy as np
 
 if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
     sys.path.insert(0, HERE)
-from _common import (MODELS_DIR, RESULTS_DIR, error_text, machine_info, make_console, model_path,  # noqa: E402
-                     utc_now, write_json)
+from _common import MODELS_DIR, RESULTS_DIR, machine_info, make_console, model_path, utc_now, write_json  # noqa: E402
 
-from hetcc.planners import Budget, Objective, PlanContext, plan  # noqa: E402
 from hetcc.planners.evosh import optimum as space_optimum  # noqa: E402
-from hetcc.planners.evosh.search import search  # noqa: E402
 from hetcc.planners.evosh.space import ConfigSpace  # noqa: E402
 
 SCRIPT = Path(__file__).stem
@@ -138,45 +141,22 @@ def compact_json(path: Path) -> None:
 
 # ---- running the searches ----------------------------------------------------------------------
 
-class Timed:
-    """Wraps ``space.evaluate`` to add up the seconds spent inside it (the model of a run on the board)."""
-
-    def __init__(self, space: ConfigSpace) -> None:
-        self.inside = 0.0
-        inner = space.evaluate
-
-        def evaluate(config):
-            t0 = time.perf_counter()
-            try:
-                return inner(config)
-            finally:
-                self.inside += time.perf_counter() - t0
-
-        space.evaluate = evaluate
-
-
-def run_case(space: ConfigSpace, timed: Timed, cap: float, opt_ms: float, runs: int, steps: int,
-             algorithms=ALGORITHMS) -> dict[str, list[dict]]:
-    """``runs`` seeded runs (seed = run index) of each algorithm; each keeps its curve padded to ``steps``
-    (a run that evaluated or shaved the whole space stops early: its best is final)."""
-    out: dict[str, list[dict]] = {}
-    for alg in algorithms:
-        rows = []
-        for seed in range(runs):
-            timed.inside = 0.0
-            t0 = time.perf_counter()
-            res = search(space, cap, steps, np.random.default_rng(seed), alg)
-            wall = time.perf_counter() - t0
-            curve = list(res.curve) + [res.curve[-1] if res.curve else math.inf] * (steps - len(res.curve))
-            best = float(res.best_latency)
-            reached = next((i + 1 for i, v in enumerate(curve) if v <= opt_ms * (1 + RTOL)), None)
-            first_best = next((i + 1 for i, v in enumerate(curve) if v == best), None) if math.isfinite(best) else None
-            rows.append({"seed": seed, "best_ms": best, "steps_run": res.steps, "exhausted": bool(res.exhausted),
-                         "redraws": res.redraws, "reached_optimum_step": reached, "first_best_step": first_best,
-                         "wall_s": wall, "eval_s": timed.inside, "overhead_s": wall - timed.inside,
-                         "curve": curve})
-        out[alg] = rows
-    return out
+def run_of_row(row: dict, steps: int, opt_ms: float) -> dict:
+    """One search run from its sweep row: best latency within the cap (inf when none), the
+    best-so-far curve padded to ``steps`` (a run that evaluated or shaved the whole space stops
+    early: its best is final), the seconds inside ``space.evaluate`` (the board's share) and the rest."""
+    st = json.loads(row["stats"]) if row.get("stats") else {}
+    raw = [math.inf if v is None else float(v) for v in st.get("curve_ms", [])]
+    curve = raw + [raw[-1] if raw else math.inf] * (steps - len(raw))
+    best = float(row["latency_ms"]) if row["status"] == "ok" else math.inf
+    reached = next((i + 1 for i, v in enumerate(curve) if v <= opt_ms * (1 + RTOL)), None)
+    first_best = next((i + 1 for i, v in enumerate(curve) if v == best), None) if math.isfinite(best) else None
+    wall = float(row["planner_seconds"]) if row["planner_seconds"] else math.nan
+    inside = float(st.get("eval_s", 0.0))
+    return {"seed": int(row["seed"]), "best_ms": best, "steps_run": int(st.get("steps", 0)),
+            "exhausted": bool(st.get("exhausted", False)), "redraws": int(st.get("redraws", 0)),
+            "reached_optimum_step": reached, "first_best_step": first_best, "wall_s": wall, "eval_s": inside,
+            "overhead_s": wall - inside, "curve": curve, "error": row["error"] if row["status"] == "error" else None}
 
 
 def summarise_runs(runs: dict[str, list[dict]], opt_ms: float, steps: int) -> dict[str, Any]:
@@ -239,20 +219,6 @@ def compact_runs(runs: dict[str, list[dict]], steps: int, opt_ms: float) -> dict
 
 # ---- spaces, caps and optima -------------------------------------------------------------------
 
-def layer_exact(problem, cap: float, seconds: float) -> dict[str, Any]:
-    """The layer-granularity optimum with a DVFS level per slice (the problem's knobs), time-boxed
-    (exact is anytime: past the budget it returns its best plan and the proven gap)."""
-    t0 = time.perf_counter()
-    try:
-        p = plan(problem, Objective("latency", power_cap_mw=cap), "exact", None,
-                 PlanContext(budget=Budget(seconds=seconds)))
-    except Exception as exc:  # InfeasibleError below the lowest reachable power
-        return {"error": error_text(exc), "seconds": time.perf_counter() - t0}
-    st = dict(p.stats)
-    return {"latency_ms": p.latency_ms, "power_mw": p.average_power_mw, "slices": len(p.slices),
-            "optimal": bool(st.get("optimal", False)), "gap": st.get("gap"), "seconds": time.perf_counter() - t0}
-
-
 def optimum(space: ConfigSpace, cap: float) -> dict[str, Any]:
     t0 = time.perf_counter()
     p = space_optimum(space, cap)
@@ -282,61 +248,72 @@ def enumerate_mapping(space: ConfigSpace) -> tuple[np.ndarray, np.ndarray]:
     return vals[:, 0], vals[:, 1]
 
 
+def cap_text(cap_mw: float) -> str:
+    """A cap as the sweep spec spells it (6 decimals of mW: the value every run and optimum uses)."""
+    return f"{cap_mw:.6f}mW"
+
+
 class Bench:
+    """Phase 1 here: each case's space, caps, optimum and enumeration (the references); phase 2:
+    every search run (and the time-boxed layer-level exact plans) as the cells of one ``hetcc sweep``;
+    phase 3 (``attach``): the sweep's rows back into the cases."""
+
     def __init__(self, args: argparse.Namespace, log: Callable[[str], None]) -> None:
         import hetcc
 
         self.args, self.log, self._hetcc = args, log, hetcc
         self.problems: dict[str, Any] = {}
-        self.layer: dict[tuple[str, float], dict] = {}
+        self.paths: dict[str, str] = {}
         self.models: list[dict] = []
+        self.grids: list[dict] = []
+        self.layer_caps: dict[str, list[str]] = {}
 
     def problem(self, label: str):
         if label not in self.problems:
             t0 = time.perf_counter()
             name = MODELS[label]
-            p = self._hetcc.analyse(model_path(name, self.args.models_dir), target=TARGET).problem
-            self.problems[label] = p
+            path = model_path(name, self.args.models_dir).resolve()
+            p = self._hetcc.analyse(path, target=TARGET).problem
+            self.problems[label], self.paths[label] = p, str(path)
             self.models.append({"label": label, "model": name, "layers": p.num_layers, "states": p.num_states,
                                 "devices": list(p.devices), "analyse_s": time.perf_counter() - t0})
         return self.problems[label]
 
-    def layer_exact(self, label: str, cap: float) -> dict:
-        if self.args.layer_exact_seconds <= 0:
-            return {"error": "skipped (--layer-exact-seconds 0)"}
-        key = (label, round(cap, 6))
-        if key not in self.layer:
-            self.layer[key] = layer_exact(self.problem(label), cap, self.args.layer_exact_seconds)
-        return self.layer[key]
+    def _runs(self, case: dict, label: str, options: str, runs: int) -> None:
+        """The case's search runs as one grid of the sweep: each algorithm x seeds 0..runs-1."""
+        case["_planners"] = {alg: f"evosh {options} steps={self.args.steps} search={alg}" for alg in ALGORITHMS}
+        case["_runs"] = runs
+        self.grids.append({"models": [self.paths[label]], "power_caps": [case["_cap"]],
+                           "planners": list(case["_planners"].values()), "seeds": list(range(runs))})
+        if self.args.layer_exact_seconds > 0:
+            self.layer_caps.setdefault(label, [])
+            if case["_cap"] not in self.layer_caps[label]:
+                self.layer_caps[label].append(case["_cap"])
 
     def mapping_case(self, part: str, label: str, blocks: int, runs: int) -> list[dict]:
         space = ConfigSpace.build(self.problem(label), "mapping", blocks=blocks)
-        timed = Timed(space)
         n = len(space.starts)
         p_cpu, p_gpu = space.evaluate((0,) * n)[1], space.evaluate((1,) * n)[1]
         enum = enumerate_mapping(space) if n <= 12 else None
         cases = []
         for frac in MAPPING_FRACTIONS:
-            cap = p_cpu + frac * (p_gpu - p_cpu)
-            self.log(f"{part}: {label} {n} blocks, cap {cap:.0f} mW")
-            opt = optimum(space, cap)
+            text = cap_text(p_cpu + frac * (p_gpu - p_cpu))
+            cap = float(text[:-2])
+            self.log(f"{part}: {label} {n} blocks, cap {cap:.0f} mW: optimum")
             case = {"part": part, "model": label, "space": "mapping", "blocks": n, "space_size": space.size,
                     "power_all_cpu_mw": p_cpu, "power_all_gpu_mw": p_gpu, "cap_fraction": frac, "cap_mw": cap,
-                    "optimum": opt, "layer_exact": self.layer_exact(label, cap)}
+                    "optimum": optimum(space, cap), "_label": label, "_cap": text}
             if enum is not None:
                 T, P = enum
                 ok = np.isfinite(T) & (P <= cap * (1 + RTOL))
                 case.update(feasible_configs=int(ok.sum()), enumerated_optimum_ms=float(T[ok].min()),
                             power_range_mw=[float(P[np.isfinite(T)].min()), float(P[np.isfinite(T)].max())])
-            runs_ = run_case(space, timed, cap, opt["latency_ms"], runs, self.args.steps)
-            case["summary"] = summarise_runs(runs_, opt["latency_ms"], self.args.steps)
-            case["runs"] = compact_runs(runs_, self.args.steps, opt["latency_ms"])
+            self._runs(case, label, f"space=mapping blocks={blocks}", runs)
             cases.append(case)
         return cases
 
     def hardware_cases(self, label: str) -> list[dict]:
         space = ConfigSpace.build(self.problem(label), "hardware")
-        timed = Timed(space)
         t0 = time.perf_counter()
         T, P = enumerate_hardware(space)
         enum_s = time.perf_counter() - t0
@@ -347,20 +324,77 @@ class Bench:
         cases = []
         for i in range(k):
             frac = (2 * i + 1) / (2 * k)
-            cap = lo + frac * (hi - lo)
-            self.log(f"hardware: {label}, cap {cap:.0f} mW ({i + 1}/{k})")
-            opt = optimum(space, cap)
+            text = cap_text(lo + frac * (hi - lo))
+            cap = float(text[:-2])
+            self.log(f"hardware: {label}, cap {cap:.0f} mW ({i + 1}/{k}): optimum")
             ok = valid & (P <= cap * (1 + RTOL))
             case = {"part": "hardware", "model": label, "space": "hardware", "mapping": "gpu", "space_size": space.size,
                     "dims": {d.name: d.size for d in space.dims}, "distinct_latency_power": distinct,
                     "power_range_mw": [lo, hi], "enumeration_s": enum_s, "cap_index": i, "cap_fraction": frac,
                     "cap_mw": cap, "feasible_configs": int(ok.sum()), "enumerated_optimum_ms": float(T[ok].min()),
-                    "optimum": opt, "layer_exact": self.layer_exact(label, cap)}
-            runs_ = run_case(space, timed, cap, opt["latency_ms"], self.args.hw_runs, self.args.steps)
-            case["summary"] = summarise_runs(runs_, opt["latency_ms"], self.args.steps)
-            case["runs"] = compact_runs(runs_, self.args.steps, opt["latency_ms"])
+                    "optimum": optimum(space, cap), "_label": label, "_cap": text}
+            self._runs(case, label, "space=hardware", self.args.hw_runs)
             cases.append(case)
         return cases
+
+    def sweep(self, out: Path) -> tuple[dict, list[dict], Path]:
+        """Every run as one ``hetcc sweep`` (embedded Ray, ``--workers``); a rerun resumes the table
+        in ``<out>-sweep/`` unless ``--fresh``."""
+        import shutil
+
+        from hetcc.sweep import parse_spec, run_sweep
+
+        grids = list(self.grids)
+        for label, caps in self.layer_caps.items():   # the layer-granularity optimum, time-boxed (anytime)
+            grids.append({"models": [self.paths[label]], "power_caps": caps, "planners": ["exact"],
+                          "budget_seconds": self.args.layer_exact_seconds})
+        doc = {"models": [self.paths[m["label"]] for m in self.models], "targets": [TARGET],
+               "objectives": ["latency"], "gap_to": "none", "grid": grids}
+        root = out.with_name(f"{out.stem}-sweep")
+        if self.args.fresh and root.exists():
+            shutil.rmtree(root)
+        self.log(f"sweep: {sum(len(g['planners']) * len(g.get('seeds', [0])) * len(g['power_caps']) for g in grids)} "
+                 f"cells on {self.args.workers or 'every'} worker(s)")
+        result = run_sweep(parse_spec(doc, root / "spec.json"), root, workers=self.args.workers,
+                           progress=sys.stderr.isatty())
+        (root / "spec.json").write_text(json.dumps(doc, indent=1) + "\n")
+        self.log(f"sweep: {result.ran} planned now, {result.skipped_done} from {root}/cells.csv")
+        return doc, result.rows, root
+
+    def attach(self, cases: list[dict], rows: list[dict]) -> None:
+        from hetcc.sweep import planner_entry
+
+        label_of = {path: label for label, path in self.paths.items()}
+        by: dict[tuple, list[dict]] = {}
+        for r in rows:
+            by.setdefault((label_of.get(r["model"]), r["power_cap"], r["planner"], r["options"]), []).append(r)
+        for c in cases:
+            label, cap, opt_ms = c.pop("_label"), c.pop("_cap").lower(), c["optimum"]["latency_ms"]
+            runs_ = {}
+            for alg, entry in c.pop("_planners").items():
+                sel = sorted(by.get((label, cap, *planner_entry(entry, {}, Path("evosh"), "")), []),
+                             key=lambda r: int(r["seed"]))
+                runs_[alg] = [run_of_row(r, self.args.steps, opt_ms) for r in sel]
+                if len(sel) != c["_runs"] or any(r["error"] for r in runs_[alg]):
+                    raise SystemExit(f"{case_name(c)} {alg}: {len(sel)} of {c['_runs']} runs in the sweep; "
+                                     f"errors: {[r['error'] for r in runs_[alg] if r['error']][:3]}")
+            c.pop("_runs")
+            c["summary"] = summarise_runs(runs_, opt_ms, self.args.steps)
+            c["runs"] = compact_runs(runs_, self.args.steps, opt_ms)
+            le = by.get((label, cap, "exact", "{}"), [])
+            c["layer_exact"] = layer_exact_of(le[0]) if le else {"error": "skipped (--layer-exact-seconds 0)"}
+
+
+def layer_exact_of(row: dict) -> dict[str, Any]:
+    """The layer-granularity optimum with a DVFS level per slice, time-boxed (exact is anytime:
+    past the budget it returns its best plan and the proven gap)."""
+    if row["status"] != "ok":
+        return {"error": row["error"] or row["status"], "seconds": float(row["planner_seconds"] or 0)}
+    st = json.loads(row["stats"]) if row["stats"] else {}
+    lat = float(row["latency_ms"])
+    return {"latency_ms": lat, "power_mw": float(row["energy_mj"]) / lat * 1000.0, "slices": int(row["slices"]),
+            "optimal": bool(st.get("optimal", False)), "gap": st.get("gap"),
+            "seconds": float(row["planner_seconds"])}
 
 
 # ---- targets -----------------------------------------------------------------------------------
@@ -691,6 +725,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layer-exact-seconds", type=float, default=None,
                     help="time box of each layer-granularity exact plan (default 10; quick 3; 0: skip them)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
+    ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU)")
+    ap.add_argument("--fresh", action="store_true", help="run every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/evosh[-quick].json)")
     ap.add_argument("--markdown", type=Path, default=None, help="also write the tables and targets as markdown here")
     args = ap.parse_args(argv)
@@ -725,11 +761,15 @@ def main(argv: list[str] | None = None) -> int:
             for label in hw_models:
                 cases += bench.hardware_cases(label)
         part_s[part] = time.perf_counter() - tp
+    out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if q else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tp = time.perf_counter()
+    spec, rows, sweep_dir = bench.sweep(out)
+    part_s["sweep"] = time.perf_counter() - tp
+    bench.attach(cases, rows)
     tg = targets(cases, args)
     rep = Report(console)
     show(rep, cases, args, tg)
-    out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if q else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     plots = plot(out, cases, args)
     total = time.perf_counter() - t0
     write_json({"script": SCRIPT, "date": date, "machine": machine, "target": TARGET,
@@ -739,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
                          "fig4_blocks": fig4_models, "hw_models": list(hw_models)},
                 "interval": "95% Student-t interval over runs: mean +- t(0.975, n-1) * s / sqrt(n)",
                 "seeds": "run i of every algorithm uses numpy.random.default_rng(i)",
+                "sweep": {"dir": str(sweep_dir), "cells": len(rows), "spec": spec},
                 "total_s": total, "part_s": part_s, "paper": PAPER, "models": bench.models, "targets": tg,
                 "plots": plots, "cases": cases}, out)
     compact_json(out)

@@ -458,15 +458,17 @@ def _warm_planner(analysis: Any, obj: Any, planner: str, options: dict) -> None:
 
 
 def _stats(stats: Mapping[str, Any]) -> str | None:
-    """The plan's numeric statistics as compact JSON (numbers, flags and lists of numbers)."""
-    def ok(v: Any) -> bool:
-        if isinstance(v, (bool, int)):
-            return True
-        if isinstance(v, float):
-            return math.isfinite(v)
-        return isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+    """The plan's numeric statistics as compact JSON: numbers, flags and lists of numbers (a
+    list's inf or nan as null, e.g. a search's best-so-far curve before anything fitted)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float))
 
-    keep = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(stats or {}).items() if ok(v)}
+    keep: dict[str, Any] = {}
+    for k, v in dict(stats or {}).items():
+        if isinstance(v, bool) or (isinstance(v, int) and number(v)) or (isinstance(v, float) and math.isfinite(v)):
+            keep[k] = v
+        elif isinstance(v, (list, tuple)) and all(number(x) and not isinstance(x, bool) for x in v):
+            keep[k] = [x if math.isfinite(x) else None for x in v]
     return json.dumps(keep, sort_keys=True, separators=(",", ":")) if keep else None
 
 
@@ -564,7 +566,7 @@ class Table:
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return "" if not math.isfinite(v) else f"{v:.6g}"
+        return "" if not math.isfinite(v) else f"{v:.12g}"
     return "" if v is None else str(v)
 
 

@@ -50,6 +50,12 @@ def test_evosh_quick(tmp_path, models_dir):
     assert a["steps"] == 50 and a["fig4_blocks"] == {"B0": 9} and a["hw_models"] == ["B0"]
     assert doc["machine"]["cpu_count"] >= 1 and doc["total_s"] > 0
     cases = doc["cases"]
+    # every search run was a cell of one `hetcc sweep` (its table beside the JSON)
+    from hetcc.sweep import read_table
+
+    table = read_table(tmp_path / "e-sweep" / "cells.csv")
+    assert len(table) == doc["sweep"]["cells"] > 0 and not [r for r in table if r["status"] == "error"]
+    assert {r["planner"] for r in table} == {"evosh", "exact"}
     assert [c["part"] for c in cases] == ["fig4"] * 2 + ["fig5"] * 2 + ["hardware"] * a["hw_caps"]
     steps = a["steps"]
     for c in cases:

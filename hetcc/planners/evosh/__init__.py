@@ -10,6 +10,7 @@ optimum here (2^N x 308,880 configurations).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -59,11 +60,23 @@ def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Pl
     base = {"space": o.space, "blocks": len(space.starts), "space_size": space.size, "devices": list(space.devices)}
     if o.search == "optimum":
         return optimum(space, cap, base)
+    inside = [0.0]                 # seconds in space.evaluate: what a run on the board would replace
+    evaluate = space.evaluate
+
+    def timed(config):
+        t0 = time.perf_counter()
+        try:
+            return evaluate(config)
+        finally:
+            inside[0] += time.perf_counter() - t0
+
+    space.evaluate = timed
     with ctx.progress.task(f"evosh ({o.search}, {o.space})", total=o.steps) as bar:
         res = search(space, cap, o.steps, ctx.rng, o.search, o.population, min(o.subpopulation, o.population),
                      o.crossover, o.mutation, on_step=lambda step, best: bar.update(1, best_ms=best),
                      stop=lambda step: ctx.out_of_budget(step))
-    stats = dict(base, steps=res.steps, redraws=res.redraws, exhausted=res.exhausted,
+    space.evaluate = evaluate
+    stats = dict(base, steps=res.steps, redraws=res.redraws, exhausted=res.exhausted, eval_s=inside[0],
                  curve_ms=[float(x) for x in res.curve],
                  shaved_pivots=len(res.shaved.over) + len(res.shaved.under))
     if res.best is None:
