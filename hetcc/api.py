@@ -361,12 +361,8 @@ class Analysis:
 
         if isinstance(plans, Plan):
             plans = {plans.planner or "plan": plans}
-        out = emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant,
-                            timings=timings)
-        from .why import write_why
-
-        write_why(out, self.program)   # why.json: the legality reasons, for hetcc inspect --why
-        return out
+        return emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant,
+                             timings=timings)
 
 
 def analyse(model: Any, target: str | Path | Any = "hikey970", *,
@@ -571,9 +567,6 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
         with step(progress, f"writing {output_dir}"):
             out = emit_workload(output_dir, tgt, [(n, a.program, p) for n, a, p in zip(names, analyses, wplan.plans)],
                                 wplan, timings=list(timings) if write_timings else None)
-            from .why import write_why_workload
-
-            write_why_workload(out, [(n, a.program) for n, a in zip(names, analyses)])   # hetcc inspect --why
         timings.append(PassTiming("codegen", time.perf_counter() - t1, f"-> {out}"))
     return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0, timings)
 

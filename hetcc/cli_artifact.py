@@ -547,8 +547,8 @@ def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
     shown = str(root / WHY_NAME)
     path = artifact_file(root, WHY_NAME, shown)
     if not path.exists():
-        return None, f"no {WHY_NAME} in this artifact (compiled by an older hetcc or by emit_artifact alone): " \
-                     "reasons come from the cost tables only; recompile to see every reason"
+        return None, f"no {WHY_NAME} in this artifact (compiled by an older hetcc): the reasons come from the " \
+                     "cost tables only; recompile to see every reason"
     if not path.is_file():
         raise ManifestError(f"{shown}: not a regular file; the artifact is damaged, recompile")
     doc = check_why(read_json(path, shown), shown)
@@ -888,7 +888,9 @@ def _row_label(device: str, slices: Any) -> str:
 
 def _plot_title(manifest: Any, v: Any, name: str) -> str:
     obj, pr = v.objective, v.predicted
-    head = f"{manifest.model.name} on {manifest.target.name}" + (f", variant {name}" if len(manifest.variants) > 1 else "")
+    head = f"{manifest.model.name} on {manifest.target.name}"
+    if len(manifest.variants) > 1:
+        head += f", variant {name}"
     limits = ""
     if obj.deadline_ms is not None:
         limits += f", deadline {obj.deadline_ms:.3g} ms"

@@ -64,6 +64,7 @@ from typing import Any, Iterator
 
 from .errors import UsageError
 from .runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, TIMINGS_NAME
+from .why import WHY_NAME
 
 try:  # POSIX; without it (Windows) there is no lock
     import fcntl
@@ -78,7 +79,7 @@ logger = logging.getLogger(__name__)
 #: the file that marks a directory as a hetcc output (it may be replaced by a new compile)
 MARKER = MANIFEST_NAME
 #: files hetcc writes into every artifact beside those its manifest lists
-OWN_FILES = frozenset({MARKER, COSTS_NAME, TIMINGS_NAME})
+OWN_FILES = frozenset({MARKER, COSTS_NAME, TIMINGS_NAME, WHY_NAME})
 _SCHEMA_PREFIX = "hetcc.manifest/"
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 

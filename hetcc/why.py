@@ -1,11 +1,11 @@
-"""Why a plan is what it is: ``why.json`` (written at the end of a compile) and ``hetcc inspect --why``.
+"""Why a plan is what it is: ``why.json`` (written by codegen into every model artifact) and ``hetcc inspect --why``.
 
 Two questions, answered from the artifact alone:
 
 * **Why was a device not used for a layer?** The legality pass knows (an op the device does not
   support, an element type it does not compute in, parameters over its capacity, a named
-  predicate); ``write_why`` stores those reasons beside ``costs.json`` as ``why.json``, stamped
-  with the sha256 of that ``costs.json`` so a stale file is never shown.
+  predicate); codegen calls ``write_why`` to store those reasons beside ``costs.json`` as
+  ``why.json``, stamped with the sha256 of that ``costs.json`` so a stale file is never shown.
 * **What would the next-best choice cost?** For every slice of a plan, each other legal device
   state (device and frequency) for the same layers, scored with the cost tables of
   ``costs.json`` (the one slice-cost formula of ``hetcc.planners.problem``); the best one under
@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-logger = logging.getLogger(__name__)
-
-__all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "write_why_workload", "check_why", "layer_reasons",
+__all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "check_why", "layer_reasons",
            "layer_runs", "slice_alternatives", "next_best", "why_report", "LayerRun", "Alternative", "SliceWhy"]
 
 WHY_NAME = "why.json"
@@ -48,32 +45,19 @@ def why_document(program: Any, costs_bytes: bytes) -> dict[str, Any]:
             "devices": list(legality.devices), "illegal": illegal}
 
 
-def write_why(artifact_dir: str | Path, program: Any) -> Path | None:
-    """Write ``why.json`` into a model artifact just emitted from ``program`` (atomically). A
-    failure is logged, not raised: the artifact is complete without it and ``inspect --why``
-    then says the reasons are missing."""
-    from .fsutil import atomic_write_text
+def write_why(root: Path, program: Any) -> Path | None:
+    """Write ``why.json`` beside the ``costs.json`` just written into ``root``, the temporary
+    directory of an artifact being emitted (``passes.codegen``): it appears with the artifact,
+    atomically, or not at all."""
+    from .program import LEGALITY
     from .runtime.manifest import COSTS_NAME
 
-    root = Path(artifact_dir)
-    try:
-        doc = why_document(program, (root / COSTS_NAME).read_bytes())
-        return atomic_write_text(root / WHY_NAME, json.dumps(doc, allow_nan=False) + "\n")
-    except OSError as exc:
-        logger.warning("%s: cannot write %s (%s); hetcc inspect --why will show no reasons",
-                       root, WHY_NAME, exc.strerror or exc)
+    if not program.has(LEGALITY):   # costs from elsewhere: inspect --why falls back to costs.json's table
         return None
-
-
-def write_why_workload(artifact_dir: str | Path, entries: Sequence[tuple[str, Any]]) -> None:
-    """``write_why`` for each model of a workload artifact (``entries``: (model name, program))."""
-    from .runtime.manifest import load_manifest
-
-    root = Path(artifact_dir)
-    dirs = {m.name: m.dir for m in load_manifest(root).workload.models}
-    for name, program in entries:
-        if str(name) in dirs:
-            write_why(root / dirs[str(name)], program)
+    doc = why_document(program, (Path(root) / COSTS_NAME).read_bytes())
+    path = Path(root) / WHY_NAME
+    path.write_text(json.dumps(doc, allow_nan=False) + "\n")
+    return path
 
 
 def check_why(doc: Any, shown: str) -> dict[str, Any]:

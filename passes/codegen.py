@@ -41,6 +41,7 @@ from hetcc.frontend import (embed_external, external_base_dir, external_info, ex
 from hetcc.fsutil import atomic_directory
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
+from hetcc.why import write_why
 from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
                                     FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
                                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,
@@ -434,6 +435,7 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
     )
     _write_manifest(root, manifest)
     (root / COSTS_FILE).write_text(json.dumps(program.get(COSTS).to_json(), allow_nan=False) + "\n")
+    write_why(root, program)   # why.json: the legality reasons (hetcc inspect --why)
     if timings is not None:
         _write_timings(root, plans, timings)
     return manifest

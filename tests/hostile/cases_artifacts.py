@@ -180,7 +180,7 @@ CASES = [
     Case("artifacts/manifest-5000-slices", INSPECT, 2, ["manifest.json", "5000 slices", "at most 4096"],
          setup=_many_slices(5000), child=True, timeout=60),
     Case("artifacts/manifest-1000-slices-3-files", INSPECT, 2, ["manifest.json", "lists 1000 slice files",
-                                                               "holds 3 files"],
+                                                               "but the artifact holds"],
          setup=_many_slices(1000), child=True, timeout=60),
     Case("artifacts/manifest-65-variants", INSPECT, 2, ["manifest.json", "65 variants"], setup=edit(_variants(65))),
     # -- numbers in range for JSON, out of range for a run

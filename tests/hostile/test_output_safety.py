@@ -60,9 +60,9 @@ def one_error_line(err: str) -> str:
 
 
 def artifact_files(out) -> list[str]:
-    """What a valid artifact in ``out`` consists of: its manifest, costs.json, its slices."""
+    """What a valid artifact in ``out`` consists of: its manifest, costs.json, why.json, its slices."""
     m = load_manifest(out)
-    files = {"manifest.json", "costs.json"}
+    files = {"manifest.json", "costs.json", "why.json"}
     for v in m.variants.values():
         for s in v.slices:
             assert sha256_file(out / s.file) == s.sha256
@@ -238,7 +238,7 @@ def test_recompiling_a_model_whose_slices_have_data_files(capsys, tmp_path, monk
         code, err = compile_(capsys, model, out, "--planner", planner)
         assert code == 0, err  # the old data files are hetcc's: no collision, none left over
         n = int(planner[-1])
-        assert listing(out) == sorted(["costs.json", "manifest.json", "slices/", "slices/NOTES.md",
+        assert listing(out) == sorted(["costs.json", "manifest.json", "why.json", "slices/", "slices/NOTES.md",
                                        *[f"slices/{i:02d}_big.onnx{ext}" for i in range(n) for ext in ("", ".data")]])
         assert artifact_files(out)  # the slices are the manifest's
     assert names(tmp_path) == ["out", "w.onnx"]
