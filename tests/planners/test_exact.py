@@ -297,18 +297,25 @@ def test_at_scale_latency_under_cap_and_deadline_agrees_with_the_enumerated_sear
 
 def test_edp_dominance_keeps_the_optimum_and_drops_labels(monkeypatch):
     # edp under a deadline: a slower label that a faster one beats on every completion goes; the
-    # search must find the same optimum with fewer labels than without the rule
-    p = synthetic_problem(80, seed=1)
-    fast = exact(p, Objective("latency"))
-    lean = exact(p, Objective("edp"))
-    objective = Objective("edp", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2)
-    with_rule = exact(p, objective)
-    monkeypatch.setattr(exact_module.dominance, "applies", lambda m: False)
-    without = exact(p, objective)
-    assert with_rule.stats["optimal"] and without.stats["optimal"]
-    assert close(objective.value(with_rule.latency_ms, with_rule.energy_mj),
-                 objective.value(without.latency_ms, without.energy_mj))
-    assert with_rule.stats["labels"] < 0.8 * without.stats["labels"], (with_rule.stats, without.stats)
+    # search must find the same optimum with fewer labels than without the rule (summed over four
+    # instances: on one instance alone the rule may have little to drop)
+    labels = {True: 0, False: 0}
+    applies = exact_module.dominance.applies
+    for seed in range(4):
+        p = synthetic_problem(40, seed=seed)
+        fast = exact(p, Objective("latency"))
+        lean = exact(p, Objective("edp"))
+        objective = Objective("edp", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2)
+        monkeypatch.setattr(exact_module.dominance, "applies", applies)
+        with_rule = exact(p, objective)
+        monkeypatch.setattr(exact_module.dominance, "applies", lambda m: False)
+        without = exact(p, objective)
+        assert with_rule.stats["optimal"] and without.stats["optimal"]
+        assert close(objective.value(with_rule.latency_ms, with_rule.energy_mj),
+                     objective.value(without.latency_ms, without.energy_mj))
+        labels[True] += with_rule.stats["labels"]
+        labels[False] += without.stats["labels"]
+    assert labels[True] < 0.8 * labels[False], labels
 
 
 def test_edp_dominance_applies_only_to_edp_under_a_deadline_without_a_cap():
