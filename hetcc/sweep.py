@@ -617,6 +617,8 @@ def _check_reachable(address: str) -> None:
 def init_ray(address: str | None, workers: int | None) -> Any:
     """Connect to ``address`` (``auto`` or HOST:PORT) or start Ray embedded with ``workers`` CPUs."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")    # no usage reports to the Ray project
+    # Ray's C++ crash handler turns a SIGTERM during ray.init into an abort with a stack dump
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     try:
         import ray
     except ImportError:
@@ -628,32 +630,93 @@ def init_ray(address: str | None, workers: int | None) -> Any:
 
     main_thread = threading.current_thread() is threading.main_thread()
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
-    try:
-        _start_ray(ray, address, workers)
-    finally:                                          # ray.init takes SIGTERM over: hetcc's exits 143
+
+    def restore() -> None:                            # ray.init takes SIGTERM over: hetcc's exits 143
         for signum, handler in saved.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+    try:
+        _start_ray(ray, address, workers, restore)
+    except BaseException:                             # Ctrl-C / SIGTERM during start-up: no orphans
+        restore()
+        _shutdown_quietly()                           # stops the gcs/raylet this driver started
+        raise
+    restore()
     return ray
 
 
-def _start_ray(ray: Any, address: str | None, workers: int | None) -> None:
+def _start_ray(ray: Any, address: str | None, workers: int | None, restore: Any) -> None:
     import logging
 
     if address:
         _check_reachable(address)
         try:
-            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+            with _own_sigterm(ray):
+                ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise UsageError(f"--address {address}: cannot connect to a Ray cluster ({_one_line(e)}); "
                              "start one with `ray start --head` or drop --address to run here") from None
+        restore()
     else:
         n = workers or os.cpu_count() or 1
-        ray.init(address="local", num_cpus=n, include_dashboard=False,
-                 logging_level=logging.ERROR, log_to_driver=False,
-                 object_store_memory=256 * 1024 * 1024)
+        with _own_sigterm(ray):
+            ray.init(address="local", num_cpus=n, include_dashboard=False,
+                     logging_level=logging.ERROR, log_to_driver=False,
+                     object_store_memory=256 * 1024 * 1024)
+        restore()
         # start-up, not sweep time: each worker process imports hetcc's analysis once, now
         ray.get([ray.remote(num_cpus=1)(_warm).remote() for _ in range(n)])
+
+
+def _shutdown_quietly() -> None:
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        try:
+            ray.shutdown()
+        except Exception:
+            pass
+
+
+def _kill_embedded_ray() -> None:
+    """Have the gcs, raylet and helpers of the Ray this process started (none for --address)
+    killed just after this process exits: killed before, Ray's core worker threads here crash
+    (SIGSEGV) when their connections drop; the workers follow their raylet."""
+    import subprocess
+
+    try:
+        import ray._private.worker as worker
+
+        node = worker._global_node
+        pids = [str(p.process.pid) for procs in node.all_processes.values() for p in procs
+                if getattr(p, "process", None) is not None] if node is not None and node.head else []
+    except Exception:
+        pids = []
+    if pids:
+        subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -9 {' '.join(pids)} 2>/dev/null"], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class _own_sigterm:
+    """While Ray starts, SIGTERM stays hetcc's (an interrupt that ``init_ray`` cleans up): Ray's own
+    handlers would ``sys.exit(15)`` from inside ``ray.init`` (exit 15, no message, the half-started
+    gcs and raylet left running). Ray installs them through one helper, replaced for the call."""
+
+    def __init__(self, ray: Any) -> None:
+        try:
+            import ray._private.utils as utils
+        except ImportError:                           # another Ray layout: leave it alone
+            utils = None
+        self.utils = utils if hasattr(utils, "set_sigterm_handler") else None
+
+    def __enter__(self) -> None:
+        if self.utils is not None:
+            self.saved = self.utils.set_sigterm_handler
+            self.utils.set_sigterm_handler = lambda handler: None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.utils is not None:
+            self.utils.set_sigterm_handler = self.saved
 
 
 def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = None,
@@ -705,8 +768,9 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
                             bar.advance(row)
             finally:
                 bar.close()
-                for gen in pending:
-                    ray.cancel(gen, force=True)
+                if sys.exc_info()[0] is None:     # an interrupt: ray.shutdown stops every task
+                    for gen in pending:
+                        ray.cancel(gen, force=True)
         table.close()
         keys = {c.key for c in cells}
         rows = [r for r in read_table(root / "cells.csv") if r["cell"] in keys]
@@ -851,7 +915,18 @@ def cmd_sweep(args: Any) -> int:
     except KeyboardInterrupt:
         print(f"hetcc: sweep interrupted; finished cells are in {Path(args.output) / 'cells.csv'}: "
               "run the same command to resume", file=sys.stderr)
-        raise
+        if "ray" not in sys.modules or not sys.modules["ray"].is_initialized():
+            raise
+        # leave at once, no ray.shutdown and no interpreter teardown: Ray's core worker threads
+        # crashed the process there (SIGSEGV, exit 139) when the interrupt came while tasks were
+        # starting; the processes an embedded Ray started are killed once this one is gone
+        _kill_embedded_ray()
+        from ._entry import interrupted
+
+        code = interrupted()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     out = Console(width=None if Console().is_terminal else 160)
     print_summary(out, result)
     failed = sum(r["status"] == "error" for r in result.rows)
