@@ -5,7 +5,7 @@ prints the one-line message; importing this module imports neither onnxruntime n
 """
 from __future__ import annotations
 
-__all__ = ["ManifestError", "InputError", "RemoteSliceError"]
+__all__ = ["ManifestError", "InputError", "RemoteSliceError", "SliceRunError"]
 
 
 class ManifestError(Exception):
@@ -21,3 +21,8 @@ class InputError(ManifestError):
 class RemoteSliceError(ManifestError):
     """A slice was planned for a remote device (reached over a link) and this runtime was not
     told to run it locally (``local_fallback`` / ``--local-fallback``)."""
+
+
+class SliceRunError(ManifestError):
+    """onnxruntime failed while running a slice on the given inputs (e.g. an index input out of
+    range for a Gather): one line naming the slice, onnxruntime's message and what to check."""

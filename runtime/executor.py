@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 import numpy as np
 
 from . import _ort
-from .errors import InputError, ManifestError, RemoteSliceError
+from .errors import InputError, ManifestError, RemoteSliceError, SliceRunError
 from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
                        artifact_file, read_manifest, sha256_file, slice_path, to_json)
@@ -90,6 +90,7 @@ def make_session_options(
     if isinstance(runtime, RuntimeInfo):
         runtime = to_json(runtime)
     so = ort.SessionOptions()
+    so.log_severity_level = 4   # a failing kernel is reported once, as SliceRunError, not also by ORT's logger
     threads = runtime.get("intra_op_num_threads") or None   # bounded by Executor (check_threads)
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -322,7 +323,13 @@ class Pipeline:
         clock = time.perf_counter
         for step in self._steps:
             t0 = clock()
-            outs = step.session.run(step.out_names, {n: store[n] for n in step.in_names})
+            try:
+                outs = step.session.run(step.out_names, {n: store[n] for n in step.in_names})
+            except Exception as exc:  # onnxruntime's Fail / InvalidArgument / RuntimeException
+                text = " ".join(str(exc).split())
+                raise SliceRunError(f"slice {step.file}: onnxruntime failed on these inputs: {text[:300]}; "
+                                    "check the input values (e.g. indices within their table's size) "
+                                    "or feed real data with --input NAME=x.npy") from None
             store.update(zip(step.out_names, outs))
             del outs  # the store holds the only reference, so freeing below really frees
             timings.append((clock() - t0) * 1e3)
