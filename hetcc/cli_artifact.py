@@ -701,6 +701,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     every variant of a model artifact and every model of a workload."""
     from .runtime.manifest import artifact_root, load_manifest
 
+    if getattr(args, "costs", False) and not args.json:
+        raise UsageError("--costs adds costs.json to the --json output; add --json, or drop --costs "
+                         "(the table already shows each slice's predicted cost)")
     if args.plot is not None:
         _plot_path(args.plot)   # a bad --plot is refused before anything is read
     root = artifact_root(args.dir)

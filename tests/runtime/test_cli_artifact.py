@@ -120,3 +120,12 @@ def test_inspect_plot(capsys, variants, workload, tmp_path):
     with pytest.raises(UsageError, match="pick one with --model"):
         call(capsys, "inspect", workload, "--plot", tmp_path / "w.png")
     assert call(capsys, "inspect", workload, "--model", "chain", "--plot", tmp_path / "w.png")[0] == 0
+
+
+def test_inspect_costs_without_json_is_refused(capsys, variants):
+    from hetcc.cli import main
+
+    assert main(["inspect", str(variants), "--costs"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert not captured.out and len(err) == 1 and err[0].startswith("hetcc: error: --costs") and "--json" in err[0]
