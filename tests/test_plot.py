@@ -11,7 +11,7 @@ import onnx
 import onnx.parser
 import pytest
 
-from hetcc.cli_artifact import MIN_BAR_FRACTION, _plot, schedule_figure
+from hetcc.plot import MIN_BAR_FRACTION, _plot, schedule_figure
 from hetcc.frontend import load_model
 from hetcc.passes.codegen import emit_artifact
 from hetcc.passmanager import PassManager
