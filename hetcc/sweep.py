@@ -28,6 +28,11 @@ not apply (``dp`` with ``edp``, energy on a target without a power model) is rec
 Ray starts embedded on this machine (``--workers N`` CPUs, default all) unless ``--address``
 names a cluster (``auto`` or ``HOST:PORT``). At the end: ``summary.csv``, a summary table per
 planner and objective, and two plots (gap to the reference and planner time per planner).
+
+Why one module of ~930 lines: the spec, the Ray tasks, the table and the summary are one
+command's parts that change together (a new spec key is a Cell field, a column and a summary
+line); ``load_spec``/``parse_spec``/``planner_entry`` are what ``hetcc tune`` and the benchmarks
+reuse, and Ray is imported only inside ``init_ray``.
 """
 from __future__ import annotations
 
