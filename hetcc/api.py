@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import re
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,7 +225,7 @@ def _module_model(module: Any, input_name: str, shape: tuple[int, ...], seed: in
     by the ONNX bytes: the same module is one file however often it is compiled, and ``hetcc run
     --verify`` finds the unsliced model there); no temporary file is left behind."""
     from . import zoo
-    from .fsutil import atomic_write_bytes
+    from .fsutil import write_file
     from .paths import cache_dir
 
     import hashlib
@@ -235,11 +234,7 @@ def _module_model(module: Any, input_name: str, shape: tuple[int, ...], seed: in
     digest = hashlib.sha256(data).hexdigest()[:16]
     path = cache_dir() / "modules" / digest / f"{type(module).__name__.lower()}.onnx"
     if not path.is_file():
-        try:
-            atomic_write_bytes(path, data)
-        except OSError as exc:
-            raise UsageError(f"cannot write the exported module to {path} ({exc.strerror or exc}); "
-                             "set HETCC_CACHE_DIR to a writable directory") from None
+        write_file(path, data, "exporting the module", "set HETCC_CACHE_DIR to a writable directory")
     return path
 
 
@@ -599,15 +594,11 @@ def _dump(program: Program, pass_name: str, beside: str | Path | None = None) ->
             return o
         return repr(o)
 
-    from .fsutil import atomic_write_text
+    from .fsutil import write_file
 
     path = dump_path(pass_name, beside)
     text = json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1, allow_nan=False)
-    try:
-        atomic_write_text(path, text)   # a temporary file renamed over it: never half-written
-    except OSError as exc:
-        raise UsageError(f"--dump-after {pass_name}: cannot write {path} ({exc.strerror or exc}); "
-                         "run hetcc in a writable directory") from None
+    write_file(path, text, f"--dump-after {pass_name}", "run hetcc in a writable directory")
 
 
 def dump_path(pass_name: str, beside: str | Path | None = None) -> Path:

@@ -479,21 +479,16 @@ def save_outputs(outputs: dict[str, Any], directory: Path) -> dict[str, str]:
     not at all); returns {output name: file written}."""
     import numpy as np
 
-    from .fsutil import atomic_write_bytes, check_replaceable_file
+    from .fsutil import check_replaceable_file, write_file
 
     taken: set[str] = set()
     files = {name: directory / (safe_file_name(name, taken) + ".npy") for name in outputs}
     for path in files.values():
         check_replaceable_file(path, "--save-outputs")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, path in files.items():
-            buf = io.BytesIO()
-            np.save(buf, np.asarray(outputs[name]), allow_pickle=False)
-            atomic_write_bytes(path, buf.getvalue())
-    except OSError as exc:
-        raise UsageError(f"--save-outputs {directory}: cannot write ({exc.strerror or exc}); name a writable "
-                         "directory") from None
+    for name, path in files.items():
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(outputs[name]), allow_pickle=False)
+        write_file(path, buf.getvalue(), "--save-outputs", "name a writable directory")
     return {name: str(path) for name, path in files.items()}
 
 

@@ -91,26 +91,3 @@ class CostTable:
             "capacity_bytes": [None if not math.isfinite(c) else int(c) for c in self.capacity_bytes.tolist()],
             "base_power_mw": float(self.base_power_mw),
         }
-
-
-def problem_from_costs_json(doc: dict[str, Any]) -> PlanningProblem:
-    """Rebuild the PlanningProblem from a ``costs.json`` document (illegal cells become inf)."""
-    legal = np.array(doc["legal"], dtype=bool)
-
-    def arr(key: str) -> np.ndarray:
-        return np.array([[np.inf if v is None else v for v in row] for row in doc[key]], dtype=np.float64)
-
-    states = doc["states"]
-    return PlanningProblem(
-        latency_ms=arr("latency_ms"), power_mw=arr("power_mw"),
-        transfer_in_ms=arr("transfer_in_ms"), transfer_out_ms=arr("transfer_out_ms"),
-        transfer_in_mj=arr("transfer_in_mj"), transfer_out_mj=arr("transfer_out_mj"),
-        legal=legal,
-        param_bytes=np.array([l["param_bytes"] for l in doc["layers"]], dtype=np.int64),
-        capacity_bytes=np.array([np.inf if c is None else c for c in doc["capacity_bytes"]], dtype=np.float64),
-        base_power_mw=float(doc["base_power_mw"]),
-        states=StateTable.build([s["device"] for s in states], [float(s["frequency_mhz"] or 0.0) for s in states],
-                                kind=[s.get("kind", "cpu") for s in states]),
-        layer_names=tuple(f"L{l['id']:02d}" for l in doc["layers"]),
-    )
-

@@ -109,7 +109,7 @@ def check_depfile(depfile: str | None, output_dir: str | None) -> Path | None:
 def write_depfile(depfile: Path, output_dir: str | os.PathLike, models: Iterable[str | os.PathLike],
                   target_file: str | os.PathLike | None) -> Path:
     """Write the depfile of a finished compile (atomically: a temporary file renamed over it)."""
-    from .fsutil import atomic_write_text
+    from .fsutil import write_file
 
     inputs: list[str] = []
     for m in models:
@@ -118,9 +118,4 @@ def write_depfile(depfile: Path, output_dir: str | os.PathLike, models: Iterable
         inputs.append(os.fspath(target_file))
     inputs.append(str(version_stamp()))
     text = depfile_text(output_dir, inputs)
-    try:
-        atomic_write_text(depfile, text)
-    except OSError as exc:
-        raise UsageError(f"--depfile: cannot write {depfile} ({exc.strerror or exc}); the artifact was written; "
-                         "choose another --depfile") from None
-    return depfile
+    return write_file(depfile, text, "--depfile", "the artifact was written; choose another --depfile")

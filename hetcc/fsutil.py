@@ -593,6 +593,15 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
     return atomic_write_bytes(path, text.encode(encoding))
 
 
+def write_file(path: str | os.PathLike, data: bytes | str, what: str, fix: str) -> Path:
+    """``atomic_write_bytes`` of a file a command was asked to write (``what``: ``--plot``,
+    ``--depfile``, ...); an OS refusal is one UsageError naming the file and ``fix``."""
+    try:
+        return atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write {path} ({exc.strerror or exc}); {fix}") from None
+
+
 def check_replaceable_file(path: Path, what: str) -> None:
     """UsageError unless ``path`` (the file ``what`` writes, e.g. ``--plot x.png``) is absent or a
     regular file: a symlink, a directory or a special file there is never followed or replaced."""

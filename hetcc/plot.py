@@ -56,12 +56,9 @@ def _plot(manifest: Any, path: Path, variant: str | None = None) -> None:
     fig.savefig(image, format="svg" if fmt == "html" else fmt)
     plt.close(fig)
     data = _plot_html(manifest, v, name, image.getvalue().decode("utf-8")) if fmt == "html" else image.getvalue()
-    from .fsutil import atomic_write_bytes
+    from .fsutil import write_file
 
-    try:
-        atomic_write_bytes(path, data)   # complete or not there: never a half-written image
-    except OSError as exc:
-        raise UsageError(f"--plot {path}: cannot write it ({exc.strerror or exc}); name a writable file") from None
+    write_file(path, data, "--plot", "name a writable file")   # complete or not there: never half-written
 
 
 def schedule_figure(manifest: Any, v: Any, name: str) -> Any:

@@ -12,7 +12,8 @@ Two questions, answered from the artifact alone:
   the plan's objective, with its latency and energy difference and whether the deadline and
   power cap still hold.
 
-Pure Python over the parsed JSON (no numpy, no onnx), so ``inspect`` stays light.
+Over the parsed JSON and ``hetcc.planners.problem`` (numpy only: no onnx), so ``inspect --why``
+also runs on a board that holds only numpy and onnxruntime.
 """
 from __future__ import annotations
 
@@ -28,8 +29,6 @@ __all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "check_why", "laye
 
 WHY_NAME = "why.json"
 SCHEMA = "hetcc.why/1"
-#: relative tolerance of the deadline and power-cap checks (as hetcc.planners.metrics.RTOL)
-_RTOL = 1e-9
 
 
 # ---------------------------------------------------------------- compile side
@@ -192,30 +191,6 @@ def _label(state: Mapping[str, Any]) -> str:
     return f"{state['device']}@{f:g}" if f else str(state["device"])
 
 
-def _cell(table: Sequence[Sequence[Any]], i: int, s: int) -> float:
-    v = table[i][s]
-    return math.inf if v is None else float(v)
-
-
-def _slice_cost(costs: Mapping[str, Any], first: int, last: int, s: int) -> tuple[float, float]:
-    """(latency ms, energy mJ) of layers first..last on state s: the formula of
-    ``PlanningProblem.slice_cost`` over costs.json's tables."""
-    lat = [_cell(costs["latency_ms"], i, s) for i in range(first, last + 1)]
-    pw = [_cell(costs["power_mw"], i, s) for i in range(first, last + 1)]
-    t_in, t_out = _cell(costs["transfer_in_ms"], first, s), _cell(costs["transfer_out_ms"], last, s)
-    latency = t_in + sum(lat) + t_out
-    energy = (_cell(costs["transfer_in_mj"], first, s) + sum(a * b for a, b in zip(lat, pw)) / 1000.0
-              + _cell(costs["transfer_out_mj"], last, s) + float(costs.get("base_power_mw", 0.0)) * latency / 1000.0)
-    return latency, energy
-
-
-def _slice_legal(costs: Mapping[str, Any], first: int, last: int, s: int) -> bool:
-    if not all(bool(costs["legal"][i][s]) for i in range(first, last + 1)):
-        return False
-    cap = costs["capacity_bytes"][s]
-    return cap is None or sum(int(costs["layers"][i]["param_bytes"]) for i in range(first, last + 1)) <= cap
-
-
 def _state_of(costs: Mapping[str, Any], device: str, freq: float | None) -> int | None:
     for k, s in enumerate(costs["states"]):
         f = s.get("frequency_mhz")
@@ -238,16 +213,19 @@ def slice_alternatives(variant: Any, costs: Mapping[str, Any]) -> list[SliceWhy]
     """For every slice of ``variant`` (a manifest Variant), the best other legal state for its
     layers: deadline and power cap kept first, then the objective's metric on the plan's totals
     with only that slice moved."""
+    from .planners.metrics import RTOL
+    from .planners.problem import problem_from_costs_json
+
     obj = variant.objective
     deadline, cap = obj.deadline_ms, obj.power_cap_mw
     total_t = variant.predicted.latency_ms
     total_e = variant.predicted.energy_mj     # None: the target has no power model
+    problem = problem_from_costs_json(costs)
     out: list[SliceWhy] = []
-    n_layers = len(costs["layers"])
     for sl in variant.slices:
         first, last = sl.first_layer, sl.last_layer
         planned = f"{sl.device}@{sl.frequency_mhz:g}" if sl.frequency_mhz else sl.device
-        if last >= n_layers:
+        if last >= problem.num_layers:
             out.append(SliceWhy(sl.id, first, last, planned, None, 0, "costs.json has fewer layers; recompile"))
             continue
         here = _state_of(costs, sl.device, sl.frequency_mhz)
@@ -255,19 +233,21 @@ def slice_alternatives(variant: Any, costs: Mapping[str, Any]) -> list[SliceWhy]
             out.append(SliceWhy(sl.id, first, last, planned, None, 0,
                                 "its state is not in costs.json (remote or re-configured device)"))
             continue
-        t0, e0 = _slice_cost(costs, first, last, here)
+        now = problem.slice_cost(first, last, here)
         candidates: list[tuple[tuple, Alternative]] = []
         for s, state in enumerate(costs["states"]):
-            if s == here or not _slice_legal(costs, first, last, s):
+            if s == here or not problem.slice_legal(first, last, s):
                 continue
-            t1, e1 = _slice_cost(costs, first, last, s)
-            if not math.isfinite(t1):
+            alt_cost = problem.slice_cost(first, last, s)
+            if not math.isfinite(alt_cost.latency_ms):
                 continue
-            lat = total_t + (t1 - t0)
-            en = None if total_e is None else total_e + (e1 - e0)
-            meets = None if deadline is None else lat <= deadline * (1 + _RTOL)
-            within = None if cap is None or en is None else (en / lat * 1000.0 if lat > 0 else 0.0) <= cap * (1 + _RTOL)
-            alt = Alternative(_label(state), t1 - t0, None if en is None else e1 - e0, lat, en, meets, within)
+            dt = alt_cost.latency_ms - now.latency_ms
+            de = None if total_e is None else alt_cost.energy_mj - now.energy_mj
+            lat = total_t + dt
+            en = None if de is None else total_e + de
+            meets = None if deadline is None else lat <= deadline * (1 + RTOL)
+            within = None if cap is None or en is None else (en / lat * 1000.0 if lat > 0 else 0.0) <= cap * (1 + RTOL)
+            alt = Alternative(_label(state), dt, de, lat, en, meets, within)
             candidates.append((_rank(obj.metric, alt), alt))
         if not candidates:
             out.append(SliceWhy(sl.id, first, last, planned, None, 0,

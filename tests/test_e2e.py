@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 import hetcc
-from hetcc.costtable import problem_from_costs_json
+from hetcc.planners.problem import problem_from_costs_json
 from hetcc.planners import Objective, Slice
 from hetcc.planners.exact import exact
 from hetcc.runtime import Executor, random_inputs, verify

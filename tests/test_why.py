@@ -12,7 +12,7 @@ import pytest
 
 import hetcc
 from hetcc.cli_artifact import add_inspect_arguments, cmd_inspect
-from hetcc.costtable import problem_from_costs_json
+from hetcc.planners.problem import problem_from_costs_json
 from hetcc.runtime import ManifestError
 from hetcc.why import WHY_NAME, layer_reasons, layer_runs
 
