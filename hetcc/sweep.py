@@ -771,11 +771,12 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
                             table.append(row)
                             ran += 1
                             bar.advance(row)
-            finally:
+            except Exception:                     # the driver failed: stop what still runs
+                for gen in pending:
+                    ray.cancel(gen, force=True)
+                raise
+            finally:                              # an interrupt: cmd_sweep stops the whole cluster
                 bar.close()
-                if sys.exc_info()[0] is None:     # an interrupt: ray.shutdown stops every task
-                    for gen in pending:
-                        ray.cancel(gen, force=True)
         table.close()
         keys = {c.key for c in cells}
         rows = [r for r in read_table(root / "cells.csv") if r["cell"] in keys]
