@@ -84,6 +84,8 @@ BUILTIN: dict[str, str] = {
     "dqn": "hetcc.planners.dqn",
     "evosh": "hetcc.planners.evosh",
     "autoscale-static": "hetcc.planners.autoscale_static",
+    "hca": "hetcc.planners.ablations",
+    "hcca": "hetcc.planners.ablations",
 }
 #: ``auto`` picks the first of these whose capabilities cover the objective
 AUTO_ORDER = ("dp", "exact")
