@@ -71,18 +71,41 @@ def random_feed(infos: Sequence[TensorInfo], seed: int = 0) -> dict[str, np.ndar
     return random_inputs([TensorSpec(i.name, i.dtype, i.shape) for i in infos], seed=seed)
 
 
-def time_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
-                 max_runs: int = 200) -> float:
-    """Median wall ms of ``sess.run`` after two warm-up runs."""
+@dataclass(frozen=True)
+class Timing:
+    """One measurement: the median wall ms of a run, how many runs were timed, and the mean
+    power over them (mW) when a power meter was given (``hetcc.power``)."""
+
+    ms: float
+    runs: int
+    power_mw: float | None = None
+
+
+def measure_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
+                    max_runs: int = 200, meter: Any = None) -> Timing:
+    """Time ``sess.run`` after two warm-up runs: at least ``min_runs`` runs and ``min_seconds``,
+    at most ``max_runs``. ``meter`` (a ``hetcc.power.PowerMeter``) is started before the timed
+    runs, sampled after each and stopped after the last: the mean power over them."""
     for _ in range(2):
         sess.run(None, feed)
     times = []
+    if meter is not None:
+        meter.start()
     t_start = time.perf_counter()
     while len(times) < max_runs and (len(times) < min_runs or time.perf_counter() - t_start < min_seconds):
         t0 = time.perf_counter()
         sess.run(None, feed)
         times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times))
+        if meter is not None:
+            meter.sample()
+    power = meter.stop() if meter is not None else None
+    return Timing(float(np.median(times)), len(times), power)
+
+
+def time_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
+                 max_runs: int = 200) -> float:
+    """Median wall ms of ``sess.run`` after two warm-up runs."""
+    return measure_session(sess, feed, min_runs, min_seconds, max_runs).ms
 
 
 def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
@@ -92,25 +115,35 @@ def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
     return proto_with_data(model).SerializeToString()
 
 
-def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
-    """Median ms of each layer run alone in its own session (a progress line counts them)."""
+def layer_timings(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05, *,
+                  min_runs: int = 5, max_runs: int = 200, meter: Any = None,
+                  label: str = "profiling layers on this machine") -> list[Timing]:
+    """Each layer run alone in its own session (a one-layer slice: the layer, the session's fixed
+    cost and its boundary tensors), timed by ``measure_session``; a progress line counts them."""
     from .planners.context import current_progress
 
     ort = _ort.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     out = []
-    with current_progress().task("profiling layers on this machine", total=len(layers)) as bar:
+    with current_progress().task(label, total=len(layers)) as bar:
         for layer in layers:
             graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
             sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
-            out.append(time_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_seconds=min_seconds))
+            out.append(measure_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_runs=min_runs,
+                                       min_seconds=min_seconds, max_runs=max_runs, meter=meter))
             bar.update(1)
     return out
 
 
-def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float:
-    """Median ms of the whole (unsliced) model in one session."""
+def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
+    """Median ms of each layer run alone in its own session (a progress line counts them)."""
+    return [t.ms for t in layer_timings(program, layers, so, min_seconds)]
+
+
+def model_timing(program: Program, so: Any, min_seconds: float = 0.05, *, min_runs: int = 5,
+                 max_runs: int = 200, meter: Any = None) -> Timing:
+    """The whole (unsliced) model in one session, timed by ``measure_session``."""
     ort = _ort.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
@@ -119,7 +152,19 @@ def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float
     from .frontend import proto_with_data
 
     sess = ort.InferenceSession(proto_with_data(program.model).SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return time_session(sess, random_feed([tensors[n] for n in inputs]), min_seconds=min_seconds)
+    return measure_session(sess, random_feed([tensors[n] for n in inputs]), min_runs=min_runs,
+                           min_seconds=min_seconds, max_runs=max_runs, meter=meter)
+
+
+def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float:
+    """Median ms of the whole (unsliced) model in one session."""
+    return model_timing(program, so, min_seconds).ms
+
+
+def layers_fingerprint(layers: Sequence[Layer]) -> str:
+    """What identifies a layering (each layer's node names, in order): a measurement of "layer N"
+    means the same layer only under the same fingerprint (same model, same --max-cut-tensors)."""
+    return hashlib.sha256(json.dumps([list(l.nodes) for l in layers]).encode()).hexdigest()[:16]
 
 
 def boundary_scale(layer_ms: Sequence[float], model_ms: float, t_in: np.ndarray, t_out: np.ndarray) -> float:
@@ -230,6 +275,44 @@ def _cached(key: str, compute: Any, use_cache: bool = True) -> Any:
     return value
 
 
+def boundary_fit(use_cache: bool = True) -> BoundaryFit:
+    """This machine's session-boundary cost (``measure_boundary``), cached per machine."""
+    b_key = hashlib.sha256(json.dumps(["boundary", machine_fingerprint(), CACHE_VERSION]).encode()).hexdigest()[:32]
+    fit = _cached(f"boundary-{b_key}", lambda: _measure_boundary_shown().__dict__, use_cache)
+    return BoundaryFit(delta_ms=float(fit["delta_ms"]), beta_ms_per_byte=float(fit["beta_ms_per_byte"]),
+                       samples=tuple(tuple(x) for x in fit.get("samples", ())))
+
+
+def costs_from_profile(layers: Sequence[Layer], target: Any, legal_dev: np.ndarray, layer_ms: Sequence[float],
+                       model_ms: float, fit: BoundaryFit, source: str = "measured") -> CostTable:
+    """The cost table of a measured target from a profile: each layer's time alone, the whole
+    model's time and the boundary fit. The one builder behind the profile cache (``measured_costs``)
+    and a measurement file (``--target FILE.csv``, ``hetcc.measured_target``)."""
+    layers = tuple(layers)
+    layer_ms = np.asarray(layer_ms, dtype=np.float64)
+    delta, beta = fit.delta_ms, fit.beta_ms_per_byte
+    states = target.states()
+    dev_index = {d.name: i for i, d in enumerate(target.devices)}
+    n_l, n_s = len(layers), len(states)
+    in_b = np.array([l.input_bytes for l in layers], dtype=np.float64)
+    out_b = np.array([l.output_bytes for l in layers], dtype=np.float64)
+    # half of a boundary (delta + beta * bytes) on each side of it: the cost model's Eq. 1-2
+    t_in = transfer_ms(in_b, beta * 1e6 / 2, delta / 2)
+    t_out = transfer_ms(out_b, beta * 1e6 / 2, delta / 2)
+    scale = boundary_scale(layer_ms, float(model_ms), t_in, t_out)
+    logger.info("host boundary model: delta %.1f us, beta %.1f us/MB, x%.2f calibrated on the model",
+                delta * 1e3, beta * 1e9, scale)
+    t_in, t_out = t_in * scale, t_out * scale
+    compute = np.maximum(layer_ms - t_in - t_out, 0.02 * layer_ms)
+    legal = np.stack([legal_dev[:, dev_index[s.device]] for s in states], axis=1)
+    rep = lambda v: np.repeat(v[:, None], n_s, axis=1)  # noqa: E731
+    zeros = np.zeros((n_l, n_s))
+    return CostTable(layers=layers, states=tuple(states), latency_ms=rep(compute), power_mw=zeros,
+                     transfer_in_ms=rep(t_in), transfer_out_ms=rep(t_out), transfer_in_mj=zeros.copy(),
+                     transfer_out_mj=zeros.copy(), legal=legal,
+                     capacity_bytes=np.full(n_s, np.inf), base_power_mw=0.0, source=source)
+
+
 def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats: int | None = None,
                    use_cache: bool = True) -> CostTable:
     """Cost table for a measured target: every state is this machine's CPU. Profiles are cached
@@ -243,27 +326,5 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
                                            min_seconds]).encode()).hexdigest()[:32]
     profile = _cached(f"layers-{layer_key}", lambda: {"layers_ms": profile_layers(program, layers, so, min_seconds),
                                                       "model_ms": profile_model(program, so, min_seconds)}, use_cache)
-    layer_ms = np.array(profile["layers_ms"], dtype=np.float64)
-    b_key = hashlib.sha256(json.dumps(["boundary", fp, CACHE_VERSION]).encode()).hexdigest()[:32]
-    fit = _cached(f"boundary-{b_key}", lambda: _measure_boundary_shown().__dict__, use_cache)
-    delta, beta = float(fit["delta_ms"]), float(fit["beta_ms_per_byte"])
-    states = target.states()
-    dev_index = {d.name: i for i, d in enumerate(target.devices)}
-    n_l, n_s = len(layers), len(states)
-    in_b = np.array([l.input_bytes for l in layers], dtype=np.float64)
-    out_b = np.array([l.output_bytes for l in layers], dtype=np.float64)
-    # half of a boundary (delta + beta * bytes) on each side of it: the cost model's Eq. 1-2
-    t_in = transfer_ms(in_b, beta * 1e6 / 2, delta / 2)
-    t_out = transfer_ms(out_b, beta * 1e6 / 2, delta / 2)
-    scale = boundary_scale(layer_ms, float(profile["model_ms"]), t_in, t_out)
-    logger.info("host boundary model: delta %.1f us, beta %.1f us/MB, x%.2f calibrated on the model",
-                delta * 1e3, beta * 1e9, scale)
-    t_in, t_out = t_in * scale, t_out * scale
-    compute = np.maximum(layer_ms - t_in - t_out, 0.02 * layer_ms)
-    legal = np.stack([legal_dev[:, dev_index[s.device]] for s in states], axis=1)
-    rep = lambda v: np.repeat(v[:, None], n_s, axis=1)  # noqa: E731
-    zeros = np.zeros((n_l, n_s))
-    return CostTable(layers=layers, states=tuple(states), latency_ms=rep(compute), power_mw=zeros,
-                     transfer_in_ms=rep(t_in), transfer_out_ms=rep(t_out), transfer_in_mj=zeros.copy(),
-                     transfer_out_mj=zeros.copy(), legal=legal,
-                     capacity_bytes=np.full(n_s, np.inf), base_power_mw=0.0, source="measured")
+    return costs_from_profile(layers, target, legal_dev, profile["layers_ms"], float(profile["model_ms"]),
+                              boundary_fit(use_cache))
