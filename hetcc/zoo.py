@@ -1,10 +1,13 @@
-"""The model zoo: torchvision architectures with random weights, exported to ONNX.
+"""The model zoo: torchvision and timm architectures with random weights, exported to ONNX.
 
-Nothing is downloaded: every model is built with ``weights=None`` after seeding torch's RNG
-(BatchNorm statistics then set from one seeded random batch, so outputs are not ~0): the same
-name and seed give the same ONNX bytes with the same torch build on the same CPU; elsewhere the
-calibrated statistics may differ in the last bits (CPU kernels differ by instruction set).
-torch and torchvision are optional (``pip install 'hetcc[zoo]'``) and imported lazily.
+Nothing is downloaded: every model is built with ``weights=None`` (torchvision) or
+``pretrained=False`` (timm) after seeding torch's RNG (BatchNorm statistics then set from one
+seeded random batch, so outputs are not ~0): the same name and seed give the same ONNX bytes with
+the same torch build on the same CPU; elsewhere the calibrated statistics may differ in the last
+bits (CPU kernels differ by instruction set). Most entries come from torchvision; the two of
+MOSAIC's workloads torchvision lacks (Inception-V4, ResNet V2) come from timm, the maintained
+source of both. torch, torchvision and timm are optional (``pip install 'hetcc[zoo]'``) and
+imported lazily.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from .errors import ModelError, UsageError
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["ZOO", "ZooEntry", "build_module", "export", "export_module", "list_models", "module_onnx_bytes"]
+__all__ = ["SOURCES", "ZOO", "ZooEntry", "build_module", "export", "export_module", "list_models", "module_onnx_bytes"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,23 +42,33 @@ INPUT_NAME = "input"
 OUTPUT_NAME = "output"
 
 _MISSING_TORCH = "the model zoo needs torch and torchvision: pip install 'hetcc[zoo]'"
+_MISSING_TIMM = "zoo model {name!r} is built by timm, which is not installed: pip install 'hetcc[zoo]'"
+#: where a zoo entry's constructor lives: torchvision.models functions or timm.create_model names
+SOURCES = ("torchvision", "timm")
 
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """One zoo model: which torchvision constructor builds it, with what, and for what input."""
+    """One zoo model: which constructor builds it (from ``source``), with what, and for what input."""
 
     name: str
-    constructor: str  # a function of ``torchvision.models``
+    constructor: str  # a function of ``torchvision.models``, or a ``timm.create_model`` name
     kwargs_items: tuple[tuple[str, Any], ...]  # extra constructor kwargs (a tuple: hashable)
     input_shape: tuple[int, ...]  # NCHW, batch 1
     description: str
     core: bool  # in the core evaluation set
+    source: str = "torchvision"  # one of SOURCES
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"zoo entry {self.name!r}: source must be one of {SOURCES}, not {self.source!r}")
 
     @property
     def kwargs(self) -> dict[str, Any]:
-        """The constructor's keyword arguments, ``weights=None`` included."""
-        return {"weights": None, **dict(self.kwargs_items)}
+        """The constructor's keyword arguments, random weights asked for (``weights=None`` for
+        torchvision, ``pretrained=False`` for timm)."""
+        fresh = {"pretrained": False} if self.source == "timm" else {"weights": None}
+        return {**fresh, **dict(self.kwargs_items)}
 
     @property
     def output_shape(self) -> tuple[int, ...]:
@@ -73,6 +86,7 @@ def _entry(
     constructor: str | None = None,
     core: bool = False,
     input_shape: tuple[int, ...] = _IMAGENET,
+    source: str = "torchvision",
     **kwargs: Any,
 ) -> ZooEntry:
     return ZooEntry(
@@ -82,6 +96,7 @@ def _entry(
         input_shape=input_shape,
         description=description,
         core=core,
+        source=source,
     )
 
 
@@ -115,6 +130,12 @@ _ENTRIES = (
     # EvoSh's models beside B0 (its Fig. 4: B2 at 260x260, B4 at 380x380, as torchvision trains them)
     _entry("efficientnet_b2", "EfficientNet-B2 at 260x260 (EvoSh's medium model)", input_shape=(1, 3, 260, 260)),
     _entry("efficientnet_b4", "EfficientNet-B4 at 380x380 (EvoSh's large model)", input_shape=(1, 3, 380, 380)),
+    # MOSAIC's IN and RN (its Table I), from timm: torchvision has neither architecture
+    _entry("inception_v4", "Inception-V4 at 299x299 (timm; MOSAIC's IN): stem, 4 A, 7 B, 3 C blocks, 42.7M params",
+           source="timm", input_shape=(1, 3, 299, 299)),
+    _entry("resnetv2_152", "ResNet-V2-152 (timm; pre-activation bottlenecks, 60.2M params): stand-in for MOSAIC's "
+           "RN ('ResNet V2, 77.8% top-1', depth not named): TF-slim's ResNet V2 152 is the one of that accuracy",
+           source="timm"),
 )
 
 ZOO: dict[str, ZooEntry] = {e.name: e for e in _ENTRIES}
@@ -145,8 +166,20 @@ def _lookup(name: str) -> ZooEntry:
     )
 
 
+def _constructor(entry: ZooEntry) -> Any:
+    """The function that builds ``entry`` (called with ``entry.kwargs``); timm is imported here."""
+    _, torchvision = _import_torch()
+    if entry.source == "torchvision":
+        return getattr(torchvision.models, entry.constructor)
+    try:
+        import timm
+    except ImportError as exc:
+        raise UsageError(_MISSING_TIMM.format(name=entry.name)) from exc
+    return lambda **kwargs: timm.create_model(entry.constructor, **kwargs)
+
+
 def build_module(name: str, seed: int = 0) -> "torch.nn.Module":
-    """The torchvision model ``name`` in eval mode with random weights drawn from ``seed``.
+    """The zoo model ``name`` in eval mode with random weights drawn from ``seed``.
 
     Fresh torchvision weights give near-constant outputs (MobileNetV2 ~1e-9, EfficientNet
     ~1e-14, ViT exactly 0), which would make "sliced equals unsliced" checks vacuous; see
@@ -154,8 +187,8 @@ def build_module(name: str, seed: int = 0) -> "torch.nn.Module":
     the caller's RNG state is kept.
     """
     entry = _lookup(name)
-    torch, torchvision = _import_torch()
-    ctor = getattr(torchvision.models, entry.constructor)
+    torch, _ = _import_torch()
+    ctor = _constructor(entry)
     with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.manual_seed(seed)
