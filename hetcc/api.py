@@ -254,6 +254,24 @@ def _zoo_model(name: str, seed: int) -> Path:
     return path
 
 
+def board_of(target: str | Path | Any) -> tuple[Any, Any]:
+    """(board, measurements) of a ``target``: a Target as it is; a built-in name or a .toml path
+    loaded; a measurement file (``*.csv``, ``hetcc.measured_target``) read: its board (host) and
+    the Measurements the costs pass plans with instead of profiling."""
+    from .measured_target import Measurements, is_measurement_file, load_measurements
+
+    if isinstance(target, Measurements):
+        return target.board, target
+    if hasattr(target, "states"):
+        return target, None
+    if is_measurement_file(target):
+        m = load_measurements(target)
+        return m.board, m
+    from .targets import load_target
+
+    return load_target(target), None
+
+
 @dataclass
 class Analysis:
     """A model analysed for one target: plan it as often as you like, emit any plan."""
@@ -379,7 +397,6 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     from .frontend import load_model
     from .passmanager import step
     from .pipeline import PLAN_PASSES, analysis_passes
-    from .targets import load_target
 
     if isinstance(max_cut_tensors, bool) or not isinstance(max_cut_tensors, int) or max_cut_tensors < 1:
         raise UsageError(f"--max-cut-tensors {max_cut_tensors!r}: give an integer of at least 1 (default 1)")
@@ -387,9 +404,9 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
                                         or profile_repeats < 1):
         raise UsageError(f"--profile-repeats {profile_repeats!r}: give an integer of at least 1 (or none: adaptive)")
     check_seed(seed)
-    tgt = target if hasattr(target, "states") else load_target(target)
+    tgt, measurements = board_of(target)
     passes = analysis_passes(tgt, max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats,
-                             profile_cache=profile_cache)
+                             profile_cache=profile_cache, measurements=measurements)
     names = [p.name for p in passes] + list(PLAN_PASSES)
     if dump_after is not None and dump_after not in names:
         raise UsageError(f"--dump-after {dump_after!r}: no such pass; passes: {', '.join(names)}")
@@ -538,14 +555,13 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
     """Several models on one board: one analysis each, one workload plan, one artifact (limits
     in the units of ``compile``; a workload takes an absolute deadline)."""
     from .passmanager import step
-    from .targets import load_target
 
     t0 = time.perf_counter()
     (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
     if spec is not None:
         raise UsageError("a workload takes an absolute --deadline (e.g. 100ms); presets are per model")
-    tgt = target if hasattr(target, "states") else load_target(target)
-    analyses = [analyse(m, tgt, seed=seed, progress=progress, **analyse_kw) for m in models]
+    tgt, measurements = board_of(target)
+    analyses = [analyse(m, measurements or tgt, seed=seed, progress=progress, **analyse_kw) for m in models]
     names = [a.name for a in analyses]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -22,14 +22,21 @@ PLAN_PASSES = ("partition", "codegen")
 
 
 def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: int | None = None,
-                    profile_cache: bool = True) -> list[Pass]:
-    """The passes ``hetcc.analyse`` runs, in order."""
+                    profile_cache: bool = True, measurements: Any = None) -> list[Pass]:
+    """The passes ``hetcc.analyse`` runs, in order. ``measurements`` (``--target FILE.csv``, a
+    ``hetcc.measured_target.Measurements``) replaces the costs pass by the file's costs."""
+    if measurements is not None:
+        from hetcc.measured_target import MeasuredCosts
+
+        costs: Pass = MeasuredCosts(measurements)
+    else:
+        costs = EstimateCosts(target, repeats=profile_repeats, use_cache=profile_cache)
     return [
         AnnotateTensors(),
         FindConstants(),
         GroupLayers(max_cut_tensors),
         CheckLegality(target),
-        EstimateCosts(target, repeats=profile_repeats, use_cache=profile_cache),
+        costs,
     ]
 
 

@@ -1,0 +1,204 @@
+"""``--target FILE.csv``: plan with the per-layer costs of a measurement file instead of
+profiling again.
+
+Why: a profile is worth keeping. ``hetcc profile`` writes one (``hetcc.observations/1``), a
+colleague or a paper's supplement can hand one over, and a compile against it is reproducible
+(the file is the cost model) and fast (nothing is timed).
+
+The rule for the board: a measurement file is a profile of ``host`` (this module plans for the
+board ``hetcc profile`` measures: one device, ``cpu``). Its rows must name device ``cpu``; a
+``# hetcc.profile board=NAME`` comment naming another board is refused. A modelled board is
+fitted to measurements with ``hetcc calibrate`` instead.
+
+Which rows count: the latency rows of the model being compiled, recognised by ``model_sha256``
+(the sha256 of the model's ONNX bytes) or, for rows without one, by the zoo name or the file
+path; a row that names the model but gives another sha256 is refused (exit 2: profile the
+model again). Every layer 0..L-1 of the compile's layering needs a row (``layer = N``); a row
+for a layer beyond L, or a ``layering=`` comment (written by ``hetcc profile``) that differs
+from the compile's, is refused: the file was measured with another ``--max-cut-tensors`` or
+``--input-shape``. Rows at several CPU frequencies: the top one is used (empty ``freq_mhz`` =
+top), as ``host`` has one state; repeated rows of one layer: their median.
+
+The cost table is built by ``hetcc.profiler.costs_from_profile``, the builder behind the
+compile's own profile cache: the layers' times, the whole model's (its row with an empty
+``layer``; without one the boundary model is not calibrated on the model, scale 1) and the
+session-boundary fit from the file's ``boundary_delta_ms`` / ``boundary_beta_ms_per_mb``
+comment (absent: ``host``'s ``transfer`` defaults).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+from .errors import UsageError
+from .passmanager import Pass, PassResult
+from .program import COSTS, LAYERS, LEGALITY, TENSORS, Program
+
+logger = logging.getLogger(__name__)
+
+#: the board a measurement file describes, and its one device
+BOARD = "host"
+DEVICE = "cpu"
+
+
+def is_measurement_file(target: Any) -> bool:
+    """``--target`` names a measurement file (``*.csv``) rather than a board."""
+    return isinstance(target, (str, Path)) and str(target).lower().endswith(".csv")
+
+
+@dataclass
+class Measurements:
+    """A measurement file read for planning: its latency rows, its ``# hetcc.profile`` comments
+    and the board they describe (``host``)."""
+
+    path: Path
+    rows: list[Any]
+    comments: list[dict[str, str]]
+    board: Any
+    label: str = ""
+    header: dict[str, str] = field(default_factory=dict)
+
+    def costs(self, program: Program, legal_dev: Any) -> Any:
+        """The cost table of ``program`` (after the layers and legality passes) from the file."""
+        import numpy as np
+
+        from .profiler import BoundaryFit, costs_from_profile, layers_fingerprint
+
+        layers = program.get(LAYERS)
+        rows = self._rows_of(program)
+        top = _top_frequency(rows)
+        rows = [r for r in rows if r.freq_mhz == top]
+        n = len(layers)
+        fp = self.header.get("layering")
+        if fp is not None and fp != layers_fingerprint(layers):
+            raise UsageError(f"{self.label}: measured on another layering of {program.name} "
+                             f"({self.header.get('layers', '?')} layers, --max-cut-tensors "
+                             f"{self.header.get('max_cut_tensors', '?')}; this compile has {n} layers); profile "
+                             "again with the compile's --max-cut-tensors and --input-shape")
+        per_layer: dict[int, list[float]] = {}
+        whole: list[float] = []
+        for r in rows:
+            if r.layer is None:
+                whole.append(r.value)
+            elif r.layer[0] == r.layer[1]:
+                if r.layer[0] >= n:
+                    raise UsageError(f"{r.where}: layer {r.layer[0]}, but {program.name} has {n} layers "
+                                     f"(0-{n - 1}) in this compile; profile again with the compile's "
+                                     "--max-cut-tensors and --input-shape")
+                per_layer.setdefault(r.layer[0], []).append(r.value)
+        missing = [i for i in range(n) if i not in per_layer]
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:8]) + (", ..." if len(missing) > 8 else "")
+            at = f" at {top:g} MHz" if top is not None else ""
+            raise UsageError(f"{self.label}: no latency of layer{'s' if len(missing) > 1 else ''} {shown} of "
+                             f"{program.name}{at} ({len(per_layer)} of {n} layers measured); profile the whole "
+                             f"model: hetcc profile {program.name} -o {self.label}")
+        layer_ms = np.array([float(np.median(per_layer[i])) for i in range(n)])
+        model_ms = float(np.median(whole)) if whole else float(layer_ms.sum())
+        if not whole:
+            logger.info("%s: no whole-model row; the boundary model is not calibrated on the model", self.label)
+        fit = self._boundary()
+        return costs_from_profile(layers, self.board, legal_dev, layer_ms, model_ms,
+                                  BoundaryFit(delta_ms=fit[0], beta_ms_per_byte=fit[1] / 1e6), source="measured")
+
+    def _boundary(self) -> tuple[float, float]:
+        """(delta ms, beta ms/MB) of a session boundary: the file's comment, else host's defaults."""
+        try:
+            return (float(self.header["boundary_delta_ms"]), float(self.header["boundary_beta_ms_per_mb"]))
+        except (KeyError, ValueError):
+            d = self.board.devices[0]
+            return float(d.transfer_delta_ms), float(d.transfer_beta_ms_per_mb)
+
+    def _rows_of(self, program: Program) -> list[Any]:
+        """The latency rows of ``program``: by sha256, else by zoo name or path (module doc)."""
+        from .observations import check_model_hash
+
+        sha = program.source_sha256
+        src = str(Path(program.source_path).resolve()) if program.source_path else ""
+        mine, named = [], []
+        for r in self.rows:
+            m = r.models[0]
+            by_name = m == program.name if not _is_path(m) else str(Path(m).resolve()) == src
+            if r.model_sha256 is not None and r.model_sha256 == sha:
+                mine.append(r)
+            elif by_name:
+                named.append(r)
+        for r in named:
+            check_model_hash(r, r.models[0], sha)   # a row naming the model with another hash: refused
+        mine += named   # (rows naming it without a hash)
+        if not mine:
+            held = sorted({r.model for r in self.rows})
+            raise UsageError(f"{self.label}: no latency measurements of {program.name} (sha256 {sha[:12]}…); the "
+                             f"file holds {', '.join(held[:5])}{', ...' if len(held) > 5 else ''}; profile it: "
+                             f"hetcc profile {program.name} -o FILE.csv")
+        return mine
+
+
+def _is_path(model: str) -> bool:
+    from .observations import is_model_path
+
+    return is_model_path(model)
+
+
+def _top_frequency(rows: Sequence[Any]) -> float | None:
+    """The frequency whose rows are used: None (the top level) when any row leaves it empty,
+    else the highest measured."""
+    freqs = {r.freq_mhz for r in rows}
+    if None in freqs:
+        return None
+    return max(freqs)
+
+
+def load_measurements(path: str | Path) -> Measurements:
+    """Read a measurement file for ``--target`` (UsageError, one line, for anything wrong)."""
+    from .observations import MAX_BYTES, read_observations
+    from .profile import parse_profile_comments
+    from .targets import load_target
+
+    p = Path(path)
+    label = str(path)
+    board = load_target(BOARD)
+    rows = [r for r in read_observations(p, check_files=False) if r.kind == "latency"]
+    if not rows:
+        raise UsageError(f"{label}: holds no latency rows; --target FILE.csv plans with measured latencies "
+                         "(write them with hetcc profile MODEL -o FILE.csv)")
+    for r in rows:
+        if r.device != DEVICE:
+            raise UsageError(f"{r.where}: column 'device': {r.device!r} is not a device of {BOARD} ({DEVICE}); "
+                             f"--target FILE.csv plans for {BOARD}, the board hetcc profile measures (fit a "
+                             "modelled board to measurements with hetcc calibrate)")
+    with open(p, "rb") as f:
+        text = f.read(MAX_BYTES).decode("utf-8-sig", "replace")
+    comments = parse_profile_comments(text)
+    header: dict[str, str] = {}
+    for c in comments:
+        if "" not in c:   # the key=value lines; theta_rho lines carry a leading word
+            header.update(c)
+    named = header.get("board")
+    if named is not None and named != BOARD:
+        raise UsageError(f"{label}: a profile of board {named!r}; --target FILE.csv plans for {BOARD} only "
+                         "(fit a modelled board with hetcc calibrate)")
+    return Measurements(path=p, rows=rows, comments=comments, board=board, label=label, header=header)
+
+
+class MeasuredCosts(Pass):
+    """The ``costs`` pass for ``--target FILE.csv``: the table from the file (``Measurements.costs``)."""
+
+    name: ClassVar[str] = "costs"
+    requires: ClassVar[tuple[str, ...]] = (TENSORS, LAYERS, LEGALITY)
+    ensures: ClassVar[tuple[str, ...]] = (COSTS,)
+
+    def __init__(self, measurements: Measurements) -> None:
+        self.measurements = measurements
+        self.label = f"reading the measured costs of {measurements.label}"
+
+    def run(self, program: Program) -> PassResult:
+        table = self.measurements.costs(program, program.get(LEGALITY).mask)
+        program.put(COSTS, table)
+        return PassResult(False, f"measured ({self.measurements.label}): {len(table.layers)} layers x "
+                          f"{len(table.states)} states")
+
+
+__all__ = ["BOARD", "DEVICE", "MeasuredCosts", "Measurements", "is_measurement_file", "load_measurements"]
