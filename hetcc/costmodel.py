@@ -118,7 +118,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
         per_state = {
             "device": [d.name] * k, "freq_mhz": list(f), "fmax_mhz": [fmax] * k, "dvfs_scale": list(scale),
             "static_mw": [lvl.static_power_mw for lvl in d.dvfs], "dynamic_mw": [d.dynamic_power_mw] * k,
-            "peak_gflops": [[d.peak_gflops[c] for c in OP_CLASSES]] * k,
+            "peak_gflops": [[d.peak(c) for c in OP_CLASSES]] * k,
             "mem_bandwidth_gbps": [d.mem_bandwidth_gbps] * k, "layer_overhead_ms": [d.layer_overhead_ms] * k,
             "node_overhead_ms": [d.node_overhead_ms] * k,
             "transfer_beta_ms_per_mb": [d.transfer_beta_ms_per_mb] * k,

@@ -12,9 +12,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .opclasses import OP_CLASSES
 from .planners.problem import FEATURES, LayerFeatures, PlanningProblem, StateTable
 from .program import Layer
 from .targets import State
+
+
+def activation_bytes(layer: Layer) -> int:
+    """Bytes of every tensor ``layer``'s nodes produce (``Layer.activation_bytes``; 0 for a layer
+    built without it)."""
+    return int(getattr(layer, "activation_bytes", 0))
 
 
 def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
@@ -24,12 +31,13 @@ def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
         nc, g, fc = l.node_classes, l.geometry, l.flops_by_class
         row = {"nodes": len(l.nodes) - l.fused_nodes, "flops": l.flops, "param_bytes": l.param_bytes,
                "input_bytes": l.input_bytes, "output_bytes": l.output_bytes}
-        for c in ("conv", "matmul", "other"):
+        for c in OP_CLASSES:
             row[f"{c}_nodes"] = nc.get(c, 0)
             row[f"{c}_flops"] = fc.get(c, 0.0)
             row[f"{c}_int8_flops"] = l.int8_flops_by_class.get(c, 0.0)
         for k in ("kernel", "stride", "in_channels", "out_channels"):
             row[k] = g.get(k, 0)
+        row["activation_bytes"] = activation_bytes(l)
         rows.append([float(row[name]) for name in FEATURES])
     return LayerFeatures(FEATURES, np.array(rows, dtype=np.float64).reshape(len(layers), len(FEATURES)))
 

@@ -1,4 +1,5 @@
-"""FLOP estimates per node, split into op classes that targets give separate peak throughputs."""
+"""FLOP estimates per node, split into op classes that targets give separate peak throughputs
+(``node_class``: the class of a node, which for a convolution depends on its ``group``)."""
 from __future__ import annotations
 
 import math
@@ -31,6 +32,18 @@ _MATMUL_A_INPUT = {"MatMul": 0, "Gemm": 0, "MatMulInteger": 0, "QLinearMatMul": 
 _POOL_OPS = frozenset({"MaxPool", "AveragePool", "LpPool", "QLinearAveragePool"})
 _REDUCE_OPS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
                          "QLinearGlobalAveragePool"})
+
+
+def node_class(node: ir.Node) -> str:
+    """The op class of ``node`` (hetcc.opclasses): a convolution with ``group`` > 1 (depthwise or
+    grouped) is 'dwconv', any other by its op type."""
+    return op_class(node.op_type, _attr_int(node, "group", 1) if node.op_type in CONV_OPS else 1)
+
+
+def produced_bytes(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> int:
+    """Bytes of the tensors ``node`` produces, as the model holds them (float32 activations at 4
+    bytes an element): what a runtime that keeps every intermediate tensor allocates for it."""
+    return int(sum(tensors[o.name].nbytes for o in node.outputs if o.name and o.name in tensors))
 
 
 def node_flops(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> float:
@@ -92,9 +105,9 @@ def _einsum_flops(node: ir.Node, ins: list[TensorInfo | None]) -> float:
     return 2.0 * float(math.prod(sizes.values()))
 
 
-def _attr_int(node: ir.Node, name: str) -> int:
+def _attr_int(node: ir.Node, name: str, default: int = 0) -> int:
     a = node.attributes.get(name)
-    return a.as_int() if a is not None else 0
+    return a.as_int() if a is not None else default
 
 
 _FLOAT_TYPES = frozenset({ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE, ir.DataType.BFLOAT16})
@@ -145,3 +158,7 @@ def runs_int8(node: ir.Node) -> bool:
     if node.op_type in QDQ_OPS:
         return fused_qdq(node)
     return _in_qdq_group(node)
+
+
+__all__ = ["CONV_OPS", "INT8_OPS", "MATMUL_OPS", "OP_CLASSES", "QDQ_OPS", "fused_qdq", "node_class", "node_flops",
+           "op_class", "produced_bytes", "runs_int8"]

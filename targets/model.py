@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from hetcc.errors import TargetError
-from hetcc.opclasses import OP_CLASSES
+from hetcc.opclasses import DEFAULT_CLASS, OP_CLASSES
 
 SCHEMA = "hetcc.target/1"
 DEVICE_KINDS = ("cpu", "gpu", "npu", "dsp", "remote")
@@ -113,6 +113,8 @@ class Device:
     affinity: tuple[int, ...] | None
     dvfs: tuple[DvfsLevel, ...]
     dynamic_power_mw: float | None
+    #: effective GFLOP/s at f_max for every class of OP_CLASSES (an optional class the file does not
+    #: give holds its DEFAULT_CLASS's figure: 'dwconv' the 'conv' one)
     peak_gflops: Mapping[str, float] | None
     mem_bandwidth_gbps: float | None
     layer_overhead_ms: float | None
@@ -130,14 +132,26 @@ class Device:
     power_model: bool = True
     endpoint: str | None = None      # remote devices: where the runtime would send the slice
     control: DeviceControl | None = None  # how the OS sets its frequency (runtime --apply-hardware)
-    #: effective int8 GOP/s at f_max per op class for integer kernels (None = peak_gflops: no speed-up)
+    #: effective int8 GOP/s at f_max per op class for integer kernels, as the file gives them
+    #: (None = peak_gflops: no speed-up; an optional class may be absent, see ``int8_speedup``)
     int8_peak_gops: Mapping[str, float] | None = None
 
+    def peak(self, op_class: str) -> float:
+        """The effective float throughput of ``op_class`` (its DEFAULT_CLASS's when not given)."""
+        assert self.peak_gflops is not None
+        if op_class in self.peak_gflops:
+            return self.peak_gflops[op_class]
+        return self.peak(DEFAULT_CLASS[op_class])
+
     def int8_speedup(self, op_class: str) -> float:
-        """Integer kernels' throughput over float's for ``op_class`` (1 without int8 figures)."""
+        """Integer kernels' throughput over float's for ``op_class`` (1 without int8 figures; a
+        class without an int8 figure has its DEFAULT_CLASS's speed-up: int8 dwconv runs dwconv's
+        float figure x int8 conv / conv)."""
         if self.int8_peak_gops is None or self.peak_gflops is None:
             return 1.0
-        return self.int8_peak_gops[op_class] / self.peak_gflops[op_class]
+        if op_class not in self.int8_peak_gops:
+            return self.int8_speedup(DEFAULT_CLASS[op_class])
+        return self.int8_peak_gops[op_class] / self.peak(op_class)
 
     @property
     def f_max_mhz(self) -> float | None:

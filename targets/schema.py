@@ -23,8 +23,10 @@ from typing import Any, Callable, Mapping
 
 from hetcc.errors import TargetError
 
-from .model import (DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, OP_CLASSES, SCHEMA, TARGET_KINDS, Device,
-                    DvfsLevel, Knob, Link, Target)
+from hetcc.opclasses import OP_CLASSES, REQUIRED_CLASSES, class_figures
+
+from .model import (DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, SCHEMA, TARGET_KINDS, Device, DvfsLevel, Knob,
+                    Link, Target)
 from .controls import CLOCK_UNITS, device_control, knob_control, rule_controls
 from .predicates import PREDICATES
 
@@ -210,11 +212,17 @@ KEYS: tuple[Key, ...] = (
          only_if="power_model"),
     Key("devices.*.peak_gflops", "table", "effective GFLOP/s at f_max per op class", required="modelled"),
     *(_num(f"devices.*.peak_gflops.{c}", f"effective {c} throughput at f_max", "GFLOP/s", lo_open=True,
-           required=True) for c in OP_CLASSES),
+           required=True) for c in REQUIRED_CLASSES),
+    _num("devices.*.peak_gflops.dwconv", "effective throughput at f_max of depthwise and grouped convolutions "
+         "(Conv, ConvTranspose, QLinearConv, ConvInteger with group > 1); absent = the conv figure",
+         "GFLOP/s", lo_open=True),
     Key("devices.*.int8_peak_gops", "table", "effective int8 GOP/s at f_max per op class, for integer "
         "kernels (QLinearConv, ConvInteger, QDQ groups); absent = peak_gflops (no int8 speed-up)"),
     *(_num(f"devices.*.int8_peak_gops.{c}", f"effective int8 {c} throughput at f_max", "GOP/s", lo_open=True,
-           required=True) for c in OP_CLASSES),
+           required=True) for c in REQUIRED_CLASSES),
+    _num("devices.*.int8_peak_gops.dwconv", "effective int8 throughput at f_max of depthwise and grouped "
+         "convolutions; absent = the conv class's int8 speed-up (int8 conv / conv) times the dwconv figure",
+         "GOP/s", lo_open=True),
     _num("devices.*.mem_bandwidth_gbps", "effective memory bandwidth", "GB/s", lo_open=True, required="modelled"),
     _num("devices.*.layer_overhead_ms", "fixed cost per layer", "ms", required="modelled"),
     _num("devices.*.node_overhead_ms", "fixed cost per ONNX node of a layer (kernel launches); default 0", "ms"),
@@ -526,7 +534,7 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         provider_options=MappingProxyType(dict(d.get("provider_options", {}))),
         affinity=tuple(d["affinity"]) if "affinity" in d else None, dvfs=levels,
         dynamic_power_mw=float(d["dynamic_power_mw"]) if power_model else None,
-        peak_gflops=None if peak is None else MappingProxyType({c: float(peak[c]) for c in OP_CLASSES}),
+        peak_gflops=None if peak is None else MappingProxyType(class_figures({c: float(v) for c, v in peak.items()})),
         mem_bandwidth_gbps=float(d["mem_bandwidth_gbps"]) if "mem_bandwidth_gbps" in d else None,
         layer_overhead_ms=float(d["layer_overhead_ms"]) if "layer_overhead_ms" in d else None,
         transfer_beta_ms_per_mb=float(tr["beta_ms_per_mb"]), transfer_delta_ms=float(tr["delta_ms"]),
@@ -536,7 +544,7 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         unsupported_ops=frozenset(d.get("unsupported_ops", ())), dtypes=frozenset(d["dtypes"]),
         predicates=tuple(d.get("predicates", ())), link=d.get("link"), description=d.get("description", ""),
         power_model=power_model, endpoint=d.get("endpoint"), control=device_control(d),
-        int8_peak_gops=None if int8 is None else MappingProxyType({c: float(int8[c]) for c in OP_CLASSES}))
+        int8_peak_gops=None if int8 is None else MappingProxyType({c: float(int8[c]) for c in OP_CLASSES if c in int8}))
 
 
 def _link(name: str, ln: Mapping[str, Any]) -> Link:

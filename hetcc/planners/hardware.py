@@ -8,6 +8,8 @@ knob configuration through the same ``cost_tables``: one implementation of the c
 The cost model (MOSAIC Eq. 1-5, as used by HERTI), per layer l and state s (device d at f):
 
     compute at f_max  t_c = sum over op classes of FLOPs / (peak GFLOP/s x 1e6)      [ms]
+                      (a state whose 'dwconv' figures equal its 'conv' ones counts grouped
+                      convolutions' FLOPs with the dense ones: the numbers of before the class)
     parameters        t_p = param bytes / (bandwidth GB/s x 1e6)                     [ms]
     overhead          o   = node_overhead x nodes                                    [ms]
     latency           T   = t_c f_max / f + o + t_p + stall (theta/f + rho, Eq. 3; stall: knobs)
@@ -61,7 +63,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..opclasses import OP_CLASSES   # the order DeviceParams.peak_gflops holds them
+from ..opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES   # the order DeviceParams.peak_gflops holds them
 
 #: the [L, S] tables ``cost_tables`` / ``HardwareSpace.tables`` return (plus ``legal``)
 TABLES = ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_out_mj")
@@ -116,7 +118,8 @@ class DeviceParams:
 
     ``freq_mhz`` / ``fmax_mhz``: the state's clock and its device's top clock (1 and 1 for a
     fixed device with an undocumented clock: theta/f is then the time at f_max);
-    ``dvfs_scale``: MOSAIC Eq. 5 factor; ``peak_gflops``: [S, 3] in OP_CLASSES order;
+    ``dvfs_scale``: MOSAIC Eq. 5 factor; ``peak_gflops``: [S, C] in OP_CLASSES order (an [S, 3]
+    array of the REQUIRED_CLASSES gets the optional classes' columns from their DEFAULT_CLASS);
     ``transfer_power_mw``: NaN = the device's own power at that state; ``link_*``: NaN
     bandwidth = no link (a local device)."""
 
@@ -126,7 +129,7 @@ class DeviceParams:
     dvfs_scale: np.ndarray
     static_mw: np.ndarray
     dynamic_mw: np.ndarray
-    peak_gflops: np.ndarray          # [S, 3]
+    peak_gflops: np.ndarray          # [S, C], C = len(OP_CLASSES)
     mem_bandwidth_gbps: np.ndarray
     layer_overhead_ms: np.ndarray
     node_overhead_ms: np.ndarray
@@ -140,7 +143,7 @@ class DeviceParams:
     capacity_bytes: np.ndarray
     base_power_mw: float
     mem_slowdown: Any = None         # [S] >= 1: memory time stretched by a slower memory clock (default 1)
-    int8_speedup: Any = None         # [S, 3] > 0: int8 over float throughput per op class (default 1)
+    int8_speedup: Any = None         # [S, C] > 0: int8 over float throughput per op class (default 1)
 
     def __post_init__(self) -> None:
         S = len(self.device)
@@ -153,6 +156,8 @@ class DeviceParams:
                 continue
             a = _ro(getattr(self, f.name))
             want = (S, len(OP_CLASSES)) if f.name in ("peak_gflops", "int8_speedup") else (S,)
+            if f.name in ("peak_gflops", "int8_speedup") and a.shape == (S, len(REQUIRED_CLASSES)):
+                a = _ro(_complete_classes(a))
             if a.shape != want:
                 raise ValueError(f"DeviceParams.{f.name} has shape {a.shape}, expected {want}")
             object.__setattr__(self, f.name, a)
@@ -170,17 +175,48 @@ class DeviceParams:
         return dataclasses.replace(self, **changes)
 
 
+def _complete_classes(a: np.ndarray) -> np.ndarray:
+    """[S, len(REQUIRED_CLASSES)] per-class columns -> [S, len(OP_CLASSES)]: an optional class
+    takes its DEFAULT_CLASS's column."""
+    cols = {c: a[:, i] for i, c in enumerate(REQUIRED_CLASSES)}
+    return np.stack([cols[c] if c in cols else cols[DEFAULT_CLASS[c]] for c in OP_CLASSES], axis=1)
+
+
 def _features(features: Any) -> dict[str, np.ndarray]:
-    """The columns the cost model reads from a LayerFeatures (or a name -> [L] mapping)."""
+    """The columns the cost model reads from a LayerFeatures (or a name -> [L] mapping). Older
+    feature sets lack the int8, 'dwconv' and activation columns: nothing runs in int8, no node is
+    a grouped convolution, no activation bytes."""
     col = features.column if hasattr(features, "column") else features.__getitem__
     out = {k: np.asarray(col(k), dtype=np.float64) for k in
-           ("conv_flops", "matmul_flops", "other_flops", "input_bytes", "output_bytes", "param_bytes", "nodes")}
-    for c in OP_CLASSES:   # older feature sets have no int8 columns: nothing runs in int8
+           ("input_bytes", "output_bytes", "param_bytes", "nodes", *(f"{c}_flops" for c in REQUIRED_CLASSES))}
+    optional = [f"{c}_flops" for c in OP_CLASSES if c not in REQUIRED_CLASSES]
+    for name in (*optional, *(f"{c}_int8_flops" for c in OP_CLASSES), "activation_bytes"):
         try:
-            out[f"{c}_int8_flops"] = np.asarray(col(f"{c}_int8_flops"), dtype=np.float64)
+            out[name] = np.asarray(col(name), dtype=np.float64)
         except KeyError:
-            out[f"{c}_int8_flops"] = np.zeros_like(out["nodes"])
+            out[name] = np.zeros_like(out["nodes"])
     return out
+
+
+def compute_ms_at_fmax(x: Mapping[str, np.ndarray], p: DeviceParams) -> np.ndarray:
+    """[L, S] compute time at f_max: FLOPs per op class (their int8 share at the int8 speed-up)
+    over the effective peak. A state whose optional class (dwconv) has the same figures as its
+    DEFAULT_CLASS (conv) adds that class's FLOPs to the default's before dividing, so a board
+    without dwconv figures gets the numbers of before the class existed, bit for bit (FLOPs are
+    whole numbers: their sums are exact)."""
+    flops = np.stack([x[f"{c}_flops"] for c in OP_CLASSES], axis=1)                    # [L, C]
+    int8 = np.stack([x[f"{c}_int8_flops"] for c in OP_CLASSES], axis=1)               # [L, C], part of flops
+    L, S, C = flops.shape[0], len(p), len(OP_CLASSES)
+    fl = np.broadcast_to((flops - int8)[:, None, :], (L, S, C)).copy()
+    i8 = np.broadcast_to(int8[:, None, :], (L, S, C)).copy()
+    for c, d in DEFAULT_CLASS.items():
+        k, j = OP_CLASSES.index(c), OP_CLASSES.index(d)
+        same = (p.peak_gflops[:, k] == p.peak_gflops[:, j]) & (p.int8_speedup[:, k] == p.int8_speedup[:, j])
+        for a in (fl, i8):
+            a[:, same, j] += a[:, same, k]
+            a[:, same, k] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ((fl + i8 / p.int8_speedup[None, :, :]) / p.peak_gflops[None, :, :]).sum(axis=2) / 1e6
 
 
 def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[str, np.ndarray]:
@@ -188,17 +224,13 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
     states of ``params`` (the formulas of the module docstring). ``legal`` [L, S] is cleared
     where a layer's own parameters exceed the state's capacity; illegal cells hold inf."""
     x = _features(features)
-    flops = np.stack([x["conv_flops"], x["matmul_flops"], x["other_flops"]], axis=1)   # [L, 3]
-    int8 = np.stack([x[f"{c}_int8_flops"] for c in OP_CLASSES], axis=1)                # [L, 3], part of flops
     inb, outb, par = x["input_bytes"], x["output_bytes"], x["param_bytes"]
-    L, S = flops.shape[0], len(params)
+    L, S = par.shape[0], len(params)
     legal = np.asarray(legal, dtype=bool)
     if legal.shape != (L, S):
         raise ValueError(f"legal has shape {legal.shape}, expected ({L}, {S})")
     p = params
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_comp_fmax = (((flops - int8)[:, None, :] + int8[:, None, :] / p.int8_speedup[None, :, :])
-                       / p.peak_gflops[None, :, :]).sum(axis=2) / 1e6                   # [L, S] ms at f_max
+    t_comp_fmax = compute_ms_at_fmax(x, p)                                               # [L, S] ms at f_max
     theta = t_comp_fmax * p.fmax_mhz[None, :]                                            # ms*MHz
     slow = p.mem_slowdown[None, :]
     t_par = par[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)                      # [L, S] ms
@@ -450,4 +482,4 @@ class HardwareSpace:
 
 
 __all__ = ["DeviceParams", "EFFECTS", "HardwareSpace", "Knob", "OP_CLASSES", "TABLES", "amdahl_speedup",
-           "apply_knob", "cost_tables", "dvfs_scale", "latency_ms", "link_ms", "transfer_ms"]
+           "apply_knob", "compute_ms_at_fmax", "cost_tables", "dvfs_scale", "latency_ms", "link_ms", "transfer_ms"]

@@ -92,10 +92,12 @@ class StateTable:
         return f"{self.device[s]}@{f:g}" if f else self.device[s]
 
 
-#: the columns ``layer_features`` has (op-class node counts, sizes, conv geometry)
+#: the columns ``layer_features`` has (op-class node counts, sizes, conv geometry); later
+#: additions are appended, so a column's index never changes
 FEATURES = ("nodes", "conv_nodes", "matmul_nodes", "other_nodes", "flops", "conv_flops", "matmul_flops",
             "other_flops", "param_bytes", "input_bytes", "output_bytes", "kernel", "stride",
-            "in_channels", "out_channels", "conv_int8_flops", "matmul_int8_flops", "other_int8_flops")
+            "in_channels", "out_channels", "conv_int8_flops", "matmul_int8_flops", "other_int8_flops",
+            "dwconv_nodes", "dwconv_flops", "dwconv_int8_flops", "activation_bytes")
 
 
 @dataclass(frozen=True)
