@@ -38,12 +38,13 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import UsageError
 from .observations import MEASURED, Observation, check_model_hash, planner_spec, read_observations
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 #: the hinge's margin (log units): a plan_uses row holds with ~1 % to spare
 MARGIN = 0.01
@@ -182,6 +183,7 @@ class Board:
 
     @property
     def x0(self) -> np.ndarray:
+        import numpy as np
         return np.array([p.x0 for p in self.params], dtype=np.float64)
 
     def index(self, name: str) -> int:
@@ -235,6 +237,7 @@ def _price(problem: Any, slices: Sequence[Any], metric: str) -> float:
 def _forced(problem: Any, metric: str, states: np.ndarray, target: int) -> tuple[float, list, float, list]:
     """(best cost of a plan using state ``target`` at least once, its slices, best cost of a plan
     never using it, its slices), over ``states``: exact, a DP over (layer boundary, used)."""
+    import numpy as np
     from .planners.dp import SliceTables, cell_costs
     from .planners.problem import Slice
 
@@ -295,6 +298,7 @@ class Calibration:
 
     def __init__(self, board: Board, observations: Sequence[Observation], *, progress: Any = None,
                  max_cut_tensors: int = 1) -> None:
+        import numpy as np
         from .api import analyse
         from .passmanager import step
         from .program import LAYERS, LEGALITY
@@ -377,6 +381,7 @@ class Calibration:
         return f"layer{'s' if o.layer[0] != o.layer[1] else ''} {o.layer_text}"
 
     def _why_illegal(self, m: _Model, a: int, b: int, s: int) -> str:
+        import numpy as np
         legal = np.asarray(m.problem.legal, dtype=bool)
         for i in range(a, b + 1):
             if not legal[i, s]:
@@ -388,6 +393,7 @@ class Calibration:
 
     @staticmethod
     def _dp_states(problem: Any, o: Observation) -> np.ndarray:
+        import numpy as np
         name = planner_spec(o.planner or "dp")[0]
         if name == "dp" and o.objective == "latency":
             return np.flatnonzero(problem.states.is_fmax)
@@ -396,6 +402,7 @@ class Calibration:
     # -- predictions -----------------------------------------------------------------------------
     def problems(self, target: Any, refs: Sequence[str] | None = None) -> dict[str, Any]:
         """Each model's PlanningProblem on ``target`` (cost tables recomputed)."""
+        import numpy as np
         from .costmodel import device_params
         from .planners.hardware import TABLES, cost_tables
 
@@ -430,6 +437,7 @@ class Calibration:
         """Predictions at ``values`` (default: the file's; or at a loaded ``target``). ``frozen``
         (an earlier Evaluation's) holds its plans fixed; ``rows`` limits the work to those rows
         (the others are NaN)."""
+        import numpy as np
         tgt = target if target is not None else self.board.target(self.board.x0 if values is None else values)
         idx = range(len(self.obs)) if rows is None else rows
         refs = list(dict.fromkeys(m for i in idx for m in self.obs[i].models))
@@ -531,6 +539,7 @@ def parse_bound(text: str) -> tuple[str, float, float]:
 
 def _dependence(cal: Calibration, x: np.ndarray, base: Evaluation, candidates: Sequence[int]) -> dict[int, list[int]]:
     """Rows whose signal moves when each candidate parameter is scaled by 1.1 (plans held)."""
+    import numpy as np
     out = {}
     for j in candidates:
         v = x.copy()
@@ -576,6 +585,7 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
         progress: Any = None) -> FitResult:
     """Least squares over the free parameters (see the module docstring); raises UsageError for
     the refusals: too few observations, a parameter at its bound, parameters not separated."""
+    import numpy as np
     try:
         from scipy.optimize import least_squares
     except ImportError:
@@ -680,6 +690,7 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
 
 def _check_rank(J: np.ndarray, names: Sequence[str]) -> None:
     """UsageError naming the parameters of the weakest direction when J is rank-deficient."""
+    import numpy as np
     if J.size == 0:
         return
     norms = np.linalg.norm(J, axis=0)
@@ -830,6 +841,7 @@ def _error(o: Observation, v: float) -> tuple[str, float | None]:
 def summary(obs: Sequence[Observation], pred: np.ndarray) -> dict[str, dict[str, float]]:
     """Per kind: rows and MAPE % (latency/energy/power), mean |error| in points (gain), rows that
     agree (plan_uses)."""
+    import numpy as np
     out: dict[str, dict[str, float]] = {}
     for kind in ("latency", "energy", "power", "gain", "plan_uses"):
         idx = [i for i, o in enumerate(obs) if o.kind == kind]
@@ -911,7 +923,8 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
         console.print("not constrained by these observations, kept: " + ", ".join(names[i].name for i in result.kept))
     if result.fixed:
         console.print("fixed: " + ", ".join(names[i].name for i in result.fixed))
-    console.print(f"wrote {output} ({len(result.free)} parameters fitted to {len(cal.obs)} observations; "
+    n = len(result.free)
+    console.print(f"wrote {output} ({n} parameter{'s' if n != 1 else ''} fitted to {len(cal.obs)} observations; "
                   f"{result.nfev} evaluations, {result.njev} Jacobians, {result.seconds:.1f} s)")
 
 
@@ -931,6 +944,7 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
               range_factor: float = DEFAULT_RANGE, progress: Any = None) -> tuple[Calibration, FitResult, str]:
     """Fit ``board`` to the observation files and write the fitted board to ``output``
     atomically; returns the calibration, the result and the text written."""
+    import numpy as np
     import importlib.util
 
     if importlib.util.find_spec("scipy") is None or importlib.util.find_spec("tomlkit") is None:

@@ -1,0 +1,250 @@
+"""hetcc calibrate: recovers known parameters from observations the model itself generated, writes
+a board that loads and predicts what was printed (comments kept), and refuses in one line."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hetcc.calibrate import Board, Calibration, _forced, board_parameters, predict_observations
+from hetcc.cli import main
+from hetcc.observations import read_observations, write_observations
+from hetcc.targets import load_target
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(["calibrate", *map(str, args), "-q"])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def free_args(names) -> list[str]:
+    return [a for n in names for a in ("--free", n)]
+
+
+def test_parameters_are_enumerated_from_the_document():
+    names = [p.name for p in Board.load("hikey970").params]
+    assert names[0] == "base_power_mw"
+    for n in ("big.peak_gflops.conv", "big.int8_peak_gops.other", "gpu.transfer.beta_ms_per_mb",
+              "gpu.transfer.delta_ms", "npu.mem_bandwidth_gbps", "little.layer_overhead_ms",
+              "little.node_overhead_ms", "gpu.dynamic_power_mw", "gpu.static_power_mw", "npu.static_power_mw"):
+        assert n in names
+    # a key a file adds (an op class, a level's own transfer) is a parameter without code changes
+    doc = {"base_power_mw": 1000, "devices": {"x": {
+        "peak_gflops": {"conv": 1.0, "dwconv": 2.0}, "dvfs": [
+            {"freq_mhz": 100.0, "static_power_mw": 5.0, "transfer": {"beta_ms_per_mb": 0.5, "delta_ms": 0.1}},
+            {"freq_mhz": 200.0, "static_power_mw": 10.0}]}}}
+    params = {p.name: p for p in board_parameters(doc)}
+    assert {"x.peak_gflops.dwconv", "x@100.transfer.beta_ms_per_mb", "x@100.transfer.delta_ms"} <= set(params)
+    static = params["x.static_power_mw"]
+    assert static.x0 == 10.0 and [s for _, s in static.slots] == [0.5, 1.0]   # one factor on every level
+
+
+def test_fit_recovers_known_parameters_and_the_file_round_trips(synthetic, capsys, tmp_path):
+    d = synthetic["dir"]
+    out = tmp_path / "fitted.toml"
+    rc, text, err = run(capsys, "hikey970", d / "synth.csv", "-o", out, "--json", *free_args(synthetic["truth"]))
+    assert rc == 0, err
+    doc = json.loads(text)
+    fitted = {p["name"]: p for p in doc["parameters"]}
+    for name, want in synthetic["truth"].items():
+        assert fitted[name]["status"] == "fitted"
+        assert fitted[name]["after"] == pytest.approx(want, rel=0.01), name
+    assert doc["summary"]["after"]["latency"]["mape_pct"] < 0.01
+    assert doc["summary"]["before"]["latency"]["mape_pct"] > 5
+    # the written board loads and predicts what was printed
+    load_target(out)
+    again = predict_observations(out, d / "synth.csv")
+    printed = [r["predicted"] for r in doc["observations"]]
+    assert again == pytest.approx(printed, rel=1e-12)
+    written = out.read_text()
+    assert "},     # Table II; 250*(0.6/1.0)^2" in written             # the board's comments are kept
+    assert "static_power_mw = 113.4 },    # fitted: static_power_mw was 81.0 -- Table II; 200*(0.7/1.1)^2" in written
+    assert re.search(r"^layer_overhead_ms = 0\.15 +# fitted by hetcc calibrate from synth\.csv \(39 observations\), "
+                     r"was 0\.1 -- calibrated, see above$", written, re.M), written
+    assert "peak_gflops = { conv = 234.0, matmul = 80.0, other = 10.0 }  # fitted by hetcc calibrate" in written
+
+
+def test_table_output(synthetic, capsys, tmp_path):
+    d = synthetic["dir"]
+    rc, text, err = run(capsys, "hikey970", d / "synth.csv", "-o", tmp_path / "f.toml",
+                        "--free", "gpu.peak_gflops.conv", "--free", "gpu.node_overhead_ms")
+    assert rc == 0, err
+    assert "synth.csv:3" in text and "latency: 24 rows, MAPE" in text and "gpu.peak_gflops.conv" in text
+    assert f"wrote {tmp_path / 'f.toml'}" in text
+
+
+def one_line_refusal(capsys, out: Path, *args) -> str:
+    rc, text, err = run(capsys, *args, "-o", out)
+    assert rc == 2, (text, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hetcc: error: "), err
+    assert not out.exists()                   # no partial output
+    return lines[0]
+
+
+def test_refuses_a_parameter_at_its_bound(synthetic, capsys, tmp_path):
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", synthetic["dir"] / "synth.csv",
+                           "--free", "gpu.peak_gflops.conv", "--bound", "gpu.peak_gflops.conv=100:150")
+    assert ("the fit pushed gpu.peak_gflops.conv to its bound 150 GFLOP/s: the observations want it higher; widen "
+            "it with --bound gpu.peak_gflops.conv=LO:HI or fix it with --fix gpu.peak_gflops.conv") in msg
+
+
+def test_refuses_parameters_the_observations_cannot_separate(synthetic, capsys, tmp_path):
+    whole = tmp_path / "whole.csv"
+    rows = [r for r in read_observations(synthetic["dir"] / "synth.csv") if r.layer is None and r.kind == "latency"]
+    write_observations(whole, rows, base_dir=synthetic["dir"])
+    shutil.copy(whole, synthetic["dir"] / "whole.csv")
+    # whole-model runs pay one per-slice overhead and two transfer deltas: only a combination shows
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", synthetic["dir"] / "whole.csv",
+                           "--free", "gpu.layer_overhead_ms", "--free", "gpu.transfer.delta_ms")
+    assert re.search(r"gpu\.(layer_overhead_ms|transfer\.delta_ms) and gpu\.(transfer\.delta_ms|layer_overhead_ms) "
+                     r"are not separated by these observations \(only a combination of them is\): fix one with "
+                     r"--fix", msg), msg
+
+
+def test_refuses_free_parameters_nothing_depends_on_and_too_many(synthetic, capsys, tmp_path):
+    d = synthetic["dir"]
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--free", "little.peak_gflops.conv")
+    assert "--free little.peak_gflops.conv: no observation depends on it" in msg
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--free", "nothing.*")
+    assert "--free 'nothing.*' matches no parameter of this board" in msg
+    few = tmp_path / "few.csv"
+    write_observations(few, read_observations(d / "synth.csv")[:3], base_dir=d)
+    shutil.copy(few, d / "few.csv")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "few.csv", "--free", "big.*")
+    assert re.search(r"\d+ free parameters but 3 observations: a least-squares fit needs at least as many", msg), msg
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--bound", "gpu.speed=1:2")
+    assert "hikey970.toml has no parameter 'gpu.speed'" in msg
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--bound", "gpu.node_overhead_ms=2:1")
+    assert "need 0 < LO < HI" in msg
+
+
+HEADER = "kind,model,model_sha256,device,freq_mhz,layer,value,unit"
+BAD_FILES = [
+    ("missing column", "kind,model,value\nlatency,a.onnx,3\n", "missing required column 'unit'"),
+    ("unknown device", f"{HEADER}\nlatency,a.onnx,,dsp,,,3,ms\n", "column 'device': 'dsp' is not a device of hikey970"),
+    ("negative time", f"{HEADER}\nlatency,a.onnx,,gpu,,,-3,ms\n", "column 'value': '-3' is negative"),
+    ("non-finite", f"{HEADER}\nlatency,a.onnx,,gpu,,,inf,ms\n", "column 'value': 'inf' is not finite"),
+    ("bad unit", f"{HEADER}\nenergy,a.onnx,,gpu,,,3,J\n", "column 'unit': 'J' is not the unit of a energy; write 'mJ'"),
+    ("hash mismatch", f"{HEADER}\nlatency,a.onnx,{'0' * 64},gpu,,,3,ms\n",
+     "model a.onnx has sha256 "),
+    ("unknown kind", f"{HEADER}\nthroughput,a.onnx,,gpu,,,3,ms\n", "column 'kind': 'throughput' is not a kind"),
+    ("layer out of range", f"{HEADER}\nlatency,a.onnx,,gpu,,7-99,3,ms\n",
+     "column 'layer': '7-99' is out of range; a has 9 layers (0-8) on hikey970"),
+    ("not runnable", f"{HEADER}\nlatency,a.onnx,,npu,,,3,ms\n" if False else f"{HEADER}\nlatency,a.onnx,,big,700,,3,ms\n",
+     "column 'freq_mhz': '700' is not a DVFS level of hikey970's big"),
+]
+
+
+@pytest.mark.parametrize("case,text,message", BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_bad_observation_files_are_one_line_exit_2(synthetic, capsys, tmp_path, case, text, message):
+    d = synthetic["dir"]
+    bad = d / f"bad-{case.replace(' ', '-')}.csv"
+    bad.write_text(text)
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", bad)
+    assert str(bad) in msg and message in msg, msg
+
+
+def test_a_measured_board_and_a_missing_file_are_refused(synthetic, capsys, tmp_path):
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "host", synthetic["dir"] / "synth.csv")
+    assert "is measured, not modelled" in msg
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", tmp_path / "nope.csv")
+    assert "cannot read the observations file" in msg
+
+
+# --- plan_uses and gain ------------------------------------------------------------------------------
+
+def test_forced_optima_are_exact_against_enumeration():
+    from hetcc.planners.baselines import enumerate_plans
+    from hetcc.planners.problem import PlanningProblem, StateTable
+
+    rng = np.random.default_rng(3)
+    L, S = 5, 3
+    legal = rng.random((L, S)) > 0.2
+    legal[:, 0] = True
+    z = lambda: rng.uniform(0.1, 2.0, (L, S))  # noqa: E731
+    p = PlanningProblem(latency_ms=z(), power_mw=z() * 1000, transfer_in_ms=z(), transfer_out_ms=z(),
+                        transfer_in_mj=z(), transfer_out_mj=z(), legal=legal, param_bytes=np.ones(L, np.int64),
+                        capacity_bytes=np.array([np.inf, 2.0, np.inf]), base_power_mw=500.0,
+                        states=StateTable.build(["a", "b", "c"], [1.0, 1.0, 1.0]))
+    plans = list(enumerate_plans(p))
+    for metric, k in (("latency", 1), ("energy", 2)):
+        for t in range(S):
+            use, use_sl, avoid, not_sl = _forced(p, metric, np.arange(S), t)
+            want_use = min((pl[k] for pl in plans if any(s.state == t for s in pl[0])), default=math.inf)
+            want_not = min((pl[k] for pl in plans if not any(s.state == t for s in pl[0])), default=math.inf)
+            assert use == pytest.approx(want_use) and avoid == pytest.approx(want_not)
+            if use_sl:
+                assert any(s.state == t for s in use_sl)
+                ev = p.evaluate(use_sl)
+                assert (ev.latency_ms if metric == "latency" else ev.energy_mj) == pytest.approx(use)
+            if not_sl:
+                assert not any(s.state == t for s in not_sl)
+
+
+def test_plan_uses_hinge_flips_the_plan_and_gain_is_matched(synthetic, capsys, tmp_path):
+    d = synthetic["dir"]
+    board = Board.load("hikey970")
+    rows = [{"kind": "plan_uses", "model": "b.onnx", "device": "big", "objective": "latency", "value": 1,
+             "unit": "bool"},
+            {"kind": "plan_uses", "model": "b.onnx", "device": "gpu", "objective": "latency", "value": 0,
+             "unit": "bool"}]
+    obs = read_observations(_written(d, "uses.csv", rows), board.target())
+    cal = Calibration(board, obs)
+    start = cal.evaluate()
+    # at the file's values the latency-optimal plan of b runs its convolutions on the GPU (and its tail on
+    # big): the gpu row is off by its margin (log of the best plan that avoids the GPU over the best that
+    # uses it, plus MARGIN); the big row holds with more than MARGIN to spare, so its hinge is 0
+    assert list(start.predicted) == [1.0, 1.0]
+    assert start.signal[0] < -0.01 and start.residual[0] == 0.0
+    assert start.residual[1] > 0 and start.residual[1] == pytest.approx(-start.signal[1] + 0.01)
+    # a faster big conv flips the gpu row: the fit finds it, the residuals vanish, the plan changes
+    rc, text, err = run(capsys, "hikey970", d / "uses.csv", "-o", tmp_path / "f.toml", "--json",
+                        "--free", "big.peak_gflops.conv")
+    assert rc == 0, err
+    doc = json.loads(text)
+    assert [r["agrees"] for r in doc["observations"]] == [True, True]
+    assert [r["predicted"] for r in doc["observations"]] == [1.0, 0.0]
+    assert [r["predicted_before"] for r in doc["observations"]] == [1.0, 1.0]
+    big = next(p for p in doc["parameters"] if p["name"] == "big.peak_gflops.conv")
+    assert big["after"] > big["before"]
+    fitted = Calibration(Board.load(tmp_path / "f.toml"), obs).evaluate()
+    assert list(fitted.residual) == [0.0, 0.0] and fitted.signal[0] < -0.01 < 0.01 < fitted.signal[1]
+
+    # gain: dp over single:big for latency grows as big slows down; the fit meets an observed gain
+    rows = [{"kind": "gain", "model": "a.onnx+b.onnx", "objective": "latency", "baseline": "single:big",
+             "value": 0.5, "unit": "fraction"}]
+    cal_gain = Calibration(board, read_observations(_written(d, "gain.csv", rows), board.target()))
+    start = cal_gain.evaluate()
+    assert 0 < start.predicted[0] < 0.5 and start.residual[0] < 0     # the model starts below the observation
+    rc, text, err = run(capsys, "hikey970", d / "gain.csv", "-o", tmp_path / "g.toml", "--json",
+                        "--free", "big.peak_gflops.conv")
+    assert rc == 0, err
+    doc = json.loads(text)
+    assert doc["observations"][0]["predicted"] == pytest.approx(0.5, abs=1e-4)   # ... and the fit meets it
+    big = next(p for p in doc["parameters"] if p["name"] == "big.peak_gflops.conv")
+    assert big["after"] < big["before"]
+
+
+def _written(d: Path, name: str, rows) -> Path:
+    write_observations(d / name, rows)
+    return d / name
+
+
+def test_the_command_imports_cheaply():
+    """Registering the command (hetcc's parser) loads neither scipy, tomlkit nor numpy; they come with
+    the fit."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hetcc.cli, hetcc.observations; hetcc.cli.build_parser(); "
+            "print(sorted(m for m in ('scipy', 'tomlkit', 'numpy', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
