@@ -52,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int_in(1, REPEATS_MAX), default=None, metavar="N",
                    help=f"timed runs per measurement, 1 to {REPEATS_MAX} (the median is kept; default adaptive: "
                         "at least 5 runs and 50 ms, at most 200)")
+    p.add_argument("--threads", type=int_in(1, 1024), default=None, metavar="N",
+                   help="onnxruntime intra-op threads (default: the runtime's, one per core)")
     p.add_argument("--layers", action="store_true", help="print the per-layer table (ms per frequency, theta/rho)")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="fix a dynamic input shape")
     p.add_argument("--max-cut-tensors", type=int_in(1, 1024), default=1, metavar="K",
@@ -159,7 +161,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     meter, why = find_power_meter()
     if meter is None:
         _note(f"no power source readable (RAPL, hwmon, INA rails): latency only ({why})")
-    result = profile(program, levels, cpu=cpu, meter=meter, repeats=args.repeats, progress=progress)
+    result = profile(program, levels, cpu=cpu, meter=meter, repeats=args.repeats, threads=args.threads,
+                     progress=progress)
     progress.finish()
     rows, comments = observations(result, model=_model_column(args.model, program, out), device=device,
                                   max_cut_tensors=args.max_cut_tensors, board=target.name)
@@ -208,7 +211,7 @@ class ProfileResult:
 
 
 def profile(program: Any, levels: Sequence[float | None], *, cpu: Any = None, meter: Any = None,
-            repeats: int | None = None, progress: Any = None) -> ProfileResult:
+            repeats: int | None = None, threads: int | None = None, progress: Any = None) -> ProfileResult:
     """Time every layer alone and the whole model at each of ``levels`` (MHz set through ``cpu``,
     a ``hetcc.power.CpuFrequency``; None = as it is). Whatever ``cpu`` changed is restored before
     this returns or raises (Ctrl-C and SIGTERM included: the CLI turns both into
@@ -218,7 +221,7 @@ def profile(program: Any, levels: Sequence[float | None], *, cpu: Any = None, me
     from .program import LAYERS
 
     layers = program.get(LAYERS)
-    so = session_options(None)
+    so = session_options(threads)
     kw: dict[str, Any] = (dict(min_runs=5, min_seconds=0.05, max_runs=200) if repeats is None
                           else dict(min_runs=repeats, min_seconds=0.0, max_runs=repeats))
     result = ProfileResult(program, int(so.intra_op_num_threads), getattr(meter, "name", None), None)
