@@ -106,7 +106,7 @@ def by_layer(rows: Sequence[Any]) -> dict[Any, float]:
 
 
 def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Sequence[str],
-             free: Sequence[str] = ()) -> dict[str, Any]:
+             free: Sequence[str] = (), range_factor: float | None = None) -> dict[str, Any]:
     from hetcc.calibrate import predict_observations
     from hetcc.observations import read_observations
     from hetcc.profile import load_program
@@ -117,6 +117,8 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
     prof = ["--target", "host", "--repeats", str(repeats), "-q"] + (["--threads", str(threads)] if threads else [])
     hetcc("profile", model, "-o", str(a), *prof)
     fixes = [x for f in fix for x in ("--fix", f)] + [x for f in free for x in ("--free", f)]
+    if range_factor is not None:
+        fixes += ["--range", f"{range_factor:g}"]
     cal = json.loads(hetcc("calibrate", str(BOARD), str(a), "-o", str(fitted), *fixes, "--json", "-q").stdout)
     hetcc("profile", model, "-o", str(b), *prof)
 
@@ -179,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--free", action="append", default=None, metavar="PATTERN",
                     help="parameters calibrate fits (default: every one the rows depend on; with --quick "
                          f"{', '.join(QUICK_FREE)})")
+    ap.add_argument("--range", type=float, default=None, metavar="FACTOR",
+                    help="calibrate's --range (default its own; 1000 with --quick, whose few rows are noisy)")
     ap.add_argument("--json", type=Path, default=None, metavar="OUT",
                     help="JSON path (default benchmarks/results/host_fit.json, host_fit-quick.json with --quick)")
     ap.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep A.csv, B.csv, fitted.toml there")
@@ -187,13 +191,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.json or RESULTS_DIR / ("host_fit-quick.json" if args.quick else "host_fit.json")
     doc: dict[str, Any] = {"script": "host_fit", "date": utc_now(), "machine": machine_info(),
                            "args": {"quick": args.quick, "model": args.model, "repeats": repeats,
-                                    "threads": args.threads}, "targets": TARGETS}
+                                    "threads": args.threads, "range": args.range}, "targets": TARGETS}
     with tempfile.TemporaryDirectory(prefix="host_fit-") as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         model = str(tiny_convnet(work / "tiny_convnet.onnx")) if args.quick else args.model
         free = args.free if args.free is not None else (QUICK_FREE if args.quick else ())
-        res = evaluate(model, work, repeats, args.threads, args.fix if args.fix is not None else FIXED, free)
+        rng = args.range if args.range is not None else (1000.0 if args.quick else None)
+        res = evaluate(model, work, repeats, args.threads, args.fix if args.fix is not None else FIXED, free, rng)
     doc["result"] = res
     print_table(res)
     write_json(doc, out)
