@@ -666,16 +666,23 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     z = res.x
     x_fit = values(z)
 
-    # refusal 1: a parameter at its bound
+    # refusal 1: parameters at their bounds (all of them named, so one run says what to widen)
+    hits = []
     for col, j in enumerate(free_idx):
         at_lo = res.active_mask[col] < 0 or abs(z[col] - zlo[col]) <= BOUND_RTOL
         at_hi = res.active_mask[col] > 0 or abs(z[col] - zhi[col]) <= BOUND_RTOL
         if at_lo or at_hi:
-            b = lo[j] if at_lo else hi[j]
             unit = f" {params[j].unit}" if params[j].unit else ""
-            raise UsageError(f"the fit pushed {names[j]} to its bound {b:.6g}{unit}: the observations want it "
-                             f"{'lower' if at_lo else 'higher'}; widen it with --bound {names[j]}=LO:HI or fix it "
-                             f"with --fix {names[j]}")
+            hits.append((names[j], f"{lo[j] if at_lo else hi[j]:.6g}{unit}", "lower" if at_lo else "higher"))
+    if len(hits) == 1:
+        n, b, way = hits[0]
+        raise UsageError(f"the fit pushed {n} to its bound {b}: the observations want it {way}; widen it with "
+                         f"--bound {n}=LO:HI or fix it with --fix {n}")
+    if hits:
+        raise UsageError("the fit pushed " + ", ".join(f"{n} to its bound {b} (the observations want it {way})"
+                                                       for n, b, way in hits)
+                         + ": widen them with --bound NAME=LO:HI or fix them with "
+                         + " ".join(f"--fix {n}" for n, _, _ in hits))
     # refusal 2: parameters the observations cannot separate (at the solution)
     J = jacobian(z, point(z))
     _check_rank(J, [names[j] for j in free_idx])
@@ -704,14 +711,24 @@ def _check_rank(J: np.ndarray, names: Sequence[str]) -> None:
                          + " ".join(f"--fix {n}" for n in flat[:8]) + (" ..." if len(flat) > 8 else "")
                          + ", or add observations that measure it")
     _, s, vt = np.linalg.svd(J, full_matrices=False)
-    if s.size and s[-1] < RANK_RTOL * s[0]:
-        v = np.abs(vt[-1])
-        order = [int(i) for i in np.argsort(-v) if v[i] >= 0.1 * v.max()][:4]
-        who = [names[i] for i in order]
-        listed = _listing(who)
-        raise UsageError(f"{listed} are not separated by these observations (only a combination of them is): fix "
-                         f"one with --fix {who[-1]}, or add observations that tell them apart (single layers, other "
-                         "models, other frequencies)")
+    weak = [k for k in range(s.size) if s[k] < RANK_RTOL * s[0]]
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for k in weak[::-1][:5]:                      # the weakest directions first
+        v = np.abs(vt[k])
+        who = [names[i] for i in np.argsort(-v) if v[i] >= 0.1 * v.max()][:4]
+        if not set(who) <= seen:
+            groups.append(who)
+            seen |= set(who)
+    if not groups:
+        return
+    parts = [f"{g[0]} is not determined by these observations (the rows barely move with it)" if len(g) == 1 else
+             f"{_listing(g)} are not separated by these observations (only a combination of them is)" for g in groups]
+    fixes = " ".join(f"--fix {g[-1]}" for g in groups)
+    one = len(groups) == 1 and len(groups[0]) == 1
+    raise UsageError("; ".join(parts) + f": fix {'it' if one else 'one of each' if len(groups) > 1 else 'one'} "
+                     f"with {fixes}, or add observations that tell them apart (single layers, other models, other "
+                     "frequencies)")
 
 
 def _listing(names: Sequence[str], most: int = 8) -> str:
