@@ -98,7 +98,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
         "device", "freq_mhz", "fmax_mhz", "dvfs_scale", "static_mw", "dynamic_mw", "peak_gflops",
         "mem_bandwidth_gbps", "layer_overhead_ms", "node_overhead_ms", "transfer_beta_ms_per_mb",
         "transfer_delta_ms", "transfer_power_mw", "link_bandwidth_mbps", "link_rtt_ms", "link_tx_mw",
-        "link_rx_mw", "capacity_bytes", "int8_speedup")}
+        "link_rx_mw", "capacity_bytes", "int8_speedup", "activation_factor")}
     for d in target.devices:
         _require_model(target, d)
         k = len(d.dvfs)
@@ -128,6 +128,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
             "link_rx_mw": [lrx] * k,
             "capacity_bytes": [np.inf if d.capacity_bytes is None else float(d.capacity_bytes)] * k,
             "int8_speedup": [[d.int8_speedup(c) for c in OP_CLASSES]] * k,
+            "activation_factor": [d.activation_factor] * k,
         }
         for key, vals in per_state.items():
             cols[key].extend(vals)
@@ -157,7 +158,8 @@ def analytical_costs(layers: Sequence[Layer], target: "Target", legal_dev: np.nd
     every hardware knob at its most capable value.
 
     ``legal_dev`` is the [L, D] mask of the legality pass (D in ``target.devices`` order); it is
-    expanded to states and also cleared where a layer's own parameters exceed the capacity.
+    expanded to states and also cleared where a layer alone exceeds the capacity (its parameters,
+    plus its activations on a device with ``capacity_counts = "params+activations"``).
     ``signal_dbm`` overrides the links' default signal strength (remote devices).
     Illegal cells hold inf."""
     _require_modelled(target)
@@ -169,7 +171,9 @@ def analytical_costs(layers: Sequence[Layer], target: "Target", legal_dev: np.nd
                      transfer_in_ms=t["transfer_in_ms"], transfer_out_ms=t["transfer_out_ms"],
                      transfer_in_mj=t["transfer_in_mj"], transfer_out_mj=t["transfer_out_mj"],
                      legal=t["legal"], capacity_bytes=np.array(params.capacity_bytes),
-                     base_power_mw=float(target.base_power_mw), source="analytical")
+                     base_power_mw=float(target.base_power_mw), source="analytical",
+                     activation_factor=np.array(params.activation_factor)
+                     if (params.activation_factor > 0).any() else None)
 
 
 def hardware_space(target: "Target", features: "LayerFeatures", legal_dev: np.ndarray,
@@ -188,8 +192,7 @@ def hardware_space(target: "Target", features: "LayerFeatures", legal_dev: np.nd
 
 def whole_model_ms(table: CostTable, state: int) -> float:
     """Latency of running every layer as one slice on ``state`` (inf when illegal there)."""
-    params = sum(l.param_bytes for l in table.layers)
-    if not table.legal[:, state].all() or params > table.capacity_bytes[state]:
+    if not table.problem().slice_legal(0, len(table.layers) - 1, state):
         return float("inf")
     return float(table.transfer_in_ms[0, state] + table.latency_ms[:, state].sum()
                  + table.transfer_out_ms[-1, state])

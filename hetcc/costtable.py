@@ -56,6 +56,9 @@ class CostTable:
     capacity_bytes: np.ndarray    # [S], inf = unlimited
     base_power_mw: float
     source: str = "analytical"    # 'analytical' or 'measured'
+    #: [S] share of a layer's activation bytes each state counts against its capacity (None: no
+    #: state counts them, parameters only; hetcc.planners.problem.capacity_charge)
+    activation_factor: np.ndarray | None = None
 
     def state_table(self) -> StateTable:
         return StateTable(device=tuple(s.device for s in self.states), kind=tuple(s.kind for s in self.states),
@@ -65,6 +68,7 @@ class CostTable:
     def problem(self, name: str = "model", hardware: Any = None,
                 hardware_config: Mapping[str, Any] | None = None) -> PlanningProblem:
         """The planners' view of this table (numbers only)."""
+        counts = self.activation_factor is not None
         return PlanningProblem(
             latency_ms=self.latency_ms, power_mw=self.power_mw,
             transfer_in_ms=self.transfer_in_ms, transfer_out_ms=self.transfer_out_ms,
@@ -74,6 +78,8 @@ class CostTable:
             capacity_bytes=self.capacity_bytes, base_power_mw=self.base_power_mw, states=self.state_table(),
             layer_names=tuple(l.name for l in self.layers), layer_features=layer_features(self.layers),
             hardware=hardware, hardware_config=hardware_config, name=name,
+            activation_bytes=np.array([activation_bytes(l) for l in self.layers], dtype=np.int64) if counts else None,
+            activation_factor=self.activation_factor if counts else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -81,7 +87,8 @@ class CostTable:
             return [[(float(v) if ok and math.isfinite(v) else None) for v, ok in zip(row, lrow)]
                     for row, lrow in zip(a.tolist(), self.legal.tolist())]
 
-        return {
+        counts = self.activation_factor is not None
+        doc: dict[str, Any] = {
             "schema": "hetcc.costs/1",
             "source": self.source,
             "layers": [{"id": l.id, "nodes": list(l.nodes), "op_types": list(l.op_types),
@@ -99,3 +106,8 @@ class CostTable:
             "capacity_bytes": [None if not math.isfinite(c) else int(c) for c in self.capacity_bytes.tolist()],
             "base_power_mw": float(self.base_power_mw),
         }
+        if counts:   # only then: a table whose states count parameters alone is written as before
+            for entry, l in zip(doc["layers"], self.layers):
+                entry["activation_bytes"] = activation_bytes(l)
+            doc["activation_factor"] = [float(f) for f in np.asarray(self.activation_factor).tolist()]
+        return doc

@@ -18,6 +18,9 @@ KNOB_EFFECTS = ("active_cores", "memory_frequency")
 # (ONNX Runtime places such nodes on the CPU inside a session), so ``dtypes`` does not list them
 # and legality does not check them.
 INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
+#: what a device's ``capacity_bytes`` counts: a slice's parameters, or its parameters plus
+#: ``activation_bytes_factor`` x the bytes of every tensor its nodes produce
+CAPACITY_COUNTS = ("params", "params+activations")
 KNOWN_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "int8", "uint8", "int16",
                           "uint16", "uint32", "uint64", "float8e4m3fn", "float8e5m2", "int4",
                           "uint4", "string", "complex64", "complex128"}) | INDEX_DTYPES
@@ -132,9 +135,19 @@ class Device:
     power_model: bool = True
     endpoint: str | None = None      # remote devices: where the runtime would send the slice
     control: DeviceControl | None = None  # how the OS sets its frequency (runtime --apply-hardware)
+    #: what ``capacity_bytes`` counts (CAPACITY_COUNTS) and, with activations, the share of their
+    #: bytes counted (a fitted factor: a runtime's own accounting of the memory a model uses)
+    capacity_counts: str = "params"
+    activation_bytes_factor: float = 1.0
     #: effective int8 GOP/s at f_max per op class for integer kernels, as the file gives them
     #: (None = peak_gflops: no speed-up; an optional class may be absent, see ``int8_speedup``)
     int8_peak_gops: Mapping[str, float] | None = None
+
+    @property
+    def activation_factor(self) -> float:
+        """The share of a layer's activation bytes counted against ``capacity_bytes`` (0 when
+        it counts parameters only; hetcc.planners.problem.capacity_charge)."""
+        return self.activation_bytes_factor if self.capacity_counts == "params+activations" else 0.0
 
     def peak(self, op_class: str) -> float:
         """The effective float throughput of ``op_class`` (its DEFAULT_CLASS's when not given)."""
@@ -240,5 +253,5 @@ class Target:
         return tuple(i for i, d in enumerate(self.devices) for _ in d.dvfs)
 
 
-__all__ = ["DEVICE_KINDS", "DeviceControl", "DvfsLevel", "Device", "INDEX_DTYPES", "KNOB_EFFECTS", "KNOWN_DTYPES",
+__all__ = ["CAPACITY_COUNTS", "DEVICE_KINDS", "DeviceControl", "DvfsLevel", "Device", "INDEX_DTYPES", "KNOB_EFFECTS", "KNOWN_DTYPES",
            "Knob", "KnobControl", "Link", "OP_CLASSES", "SCHEMA", "State", "TARGET_KINDS", "Target"]

@@ -25,8 +25,8 @@ from hetcc.errors import TargetError
 
 from hetcc.opclasses import OP_CLASSES, REQUIRED_CLASSES, class_figures
 
-from .model import (DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, SCHEMA, TARGET_KINDS, Device, DvfsLevel, Knob,
-                    Link, Target)
+from .model import (CAPACITY_COUNTS, DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, SCHEMA, TARGET_KINDS, Device,
+                    DvfsLevel, Knob, Link, Target)
 from .controls import CLOCK_UNITS, device_control, knob_control, rule_controls
 from .predicates import PREDICATES
 
@@ -69,6 +69,10 @@ CONDITIONS: dict[str, Cond] = {
     "cpufreq": Cond(lambda c: c["device"].get("kind") == "cpu", why_not="cpufreq sets cpu devices (use devfreq)"),
     "on_board": Cond(lambda c: c["device"].get("kind") != "remote",
                      why_not="a remote device is not set from this board"),
+    "capacity": Cond(lambda c: "capacity_bytes" in c["device"],
+                     why_not="only with capacity_bytes (the limit it says how to count against)"),
+    "counts_activations": Cond(lambda c: c["device"].get("capacity_counts") == "params+activations",
+                               why_not='only with capacity_counts = "params+activations"'),
     "clock": Cond(lambda c: "clock" in (c["knob"].get("control") or {}),
                   why_required="a clock needs the unit its file takes", why_not="only with clock"),
 }
@@ -231,7 +235,15 @@ KEYS: tuple[Key, ...] = (
     _num("devices.*.transfer.beta_ms_per_mb", "per MB (10**6 bytes)", "ms/MB", required=True),
     _num("devices.*.transfer.delta_ms", "per transfer", "ms", required=True),
     _num("devices.*.transfer.power_mw", "power while transferring (default: the device's power at f)", "mW"),
-    Key("devices.*.capacity_bytes", "int", "parameter bytes one slice may hold (absent = unlimited)", lo=1),
+    Key("devices.*.capacity_bytes", "int", "bytes one slice may hold, counted as capacity_counts says "
+        "(absent = unlimited)", lo=1),
+    Key("devices.*.capacity_counts", "str", "what a slice holds against capacity_bytes: params (its "
+        "parameters; the default) or params+activations (its parameters plus activation_bytes_factor x the "
+        "bytes of every tensor its nodes produce, in the element type the model holds them in: a runtime that reports "
+        "the memory a model uses, e.g. TensorFlow Lite on MOSAIC's NPU)", only_if="capacity",
+        choices=CAPACITY_COUNTS),
+    _num("devices.*.activation_bytes_factor", "the share of the activation bytes counted (a fitted factor; "
+         "default 1)", "", lo_open=True, only_if="counts_activations"),
     Key("devices.*.supported_ops", "array", "op types it runs (absent = all)", nonempty=True),
     Key("devices.*.supported_ops[]", "str", "an ONNX op type"),
     Key("devices.*.unsupported_ops", "array", "op types it does not run"),
@@ -544,7 +556,9 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         unsupported_ops=frozenset(d.get("unsupported_ops", ())), dtypes=frozenset(d["dtypes"]),
         predicates=tuple(d.get("predicates", ())), link=d.get("link"), description=d.get("description", ""),
         power_model=power_model, endpoint=d.get("endpoint"), control=device_control(d),
-        int8_peak_gops=None if int8 is None else MappingProxyType({c: float(int8[c]) for c in OP_CLASSES if c in int8}))
+        int8_peak_gops=None if int8 is None else MappingProxyType({c: float(int8[c]) for c in OP_CLASSES if c in int8}),
+        capacity_counts=d.get("capacity_counts", "params"),
+        activation_bytes_factor=float(d.get("activation_bytes_factor", 1.0)))
 
 
 def _link(name: str, ln: Mapping[str, Any]) -> Link:

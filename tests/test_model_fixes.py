@@ -255,14 +255,20 @@ def test_dwconv_figures_are_optional_and_checked() -> None:
         board(int8="int8_peak_gops = { conv = 40.0, matmul = 8.0, other = 2.0, dwconv = -1.0 }")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Layer(Layer):
+    """A Layer with ``activation_bytes`` whether or not hetcc.program.Layer has the field yet."""
+
+    activation_bytes: int = 0
+
+
 def _layer(conv: float = 0.0, dwconv: float = 0.0, other: float = 0.0, params: int = 0, acts: int = 0,
            dw8: float = 0.0) -> Layer:
-    fields = {"activation_bytes": acts} if "activation_bytes" in Layer.__dataclass_fields__ else {}
-    return Layer(id=0, nodes=("a", "b"), op_types=("Conv",), inputs=("x",), outputs=("y",), param_bytes=params,
+    return _Layer(id=0, nodes=("a", "b"), op_types=("Conv",), inputs=("x",), outputs=("y",), param_bytes=params,
                  flops=conv + dwconv + other,
                  flops_by_class={"conv": conv, "matmul": 0.0, "other": other, "dwconv": dwconv},
                  int8_flops_by_class={"dwconv": dw8},
-                 input_bytes=1000, output_bytes=1000, dtypes=("float32",), **fields)
+                 input_bytes=1000, output_bytes=1000, dtypes=("float32",), activation_bytes=acts)
 
 
 def test_dwconv_runs_at_its_own_figure() -> None:
@@ -312,3 +318,116 @@ def test_device_params_take_three_class_arrays() -> None:
              "input_bytes": [0.0], "output_bytes": [0.0], "param_bytes": [0.0], "nodes": [1.0]}
     t = cost_tables(feats, q, np.ones((1, 2), bool))
     assert t["latency_ms"][0].tolist() == pytest.approx([2e6 / 0.5 / 1e6 * 2.0, 2e6 / 2.0 / 1e6])
+
+
+# --- 2. memory capacity counted as parameters + activations -------------------------------------------
+
+def _problem(params, acts=None, factor=None, capacity=(np.inf,), legal=None):
+    from hetcc.planners import PlanningProblem, StateTable
+
+    L, S = len(params), len(capacity)
+    z = np.zeros((L, S))
+    return PlanningProblem(
+        latency_ms=np.ones((L, S)), power_mw=np.ones((L, S)), transfer_in_ms=z, transfer_out_ms=z,
+        transfer_in_mj=z, transfer_out_mj=z, legal=np.ones((L, S), bool) if legal is None else legal,
+        param_bytes=np.array(params), capacity_bytes=np.array(capacity, dtype=float), base_power_mw=0.0,
+        states=StateTable.build([f"d{s}" for s in range(S)]), activation_bytes=acts, activation_factor=factor)
+
+
+def test_slice_fits_counts_activations_where_a_state_says_so() -> None:
+    p = _problem([10, 20, 30], acts=[100, 200, 300], factor=[0.0, 1.0, 0.25], capacity=[60, 400, 200])
+    assert p.counts_activations
+    assert p.memory_bytes.tolist() == [[10, 110, 35], [20, 220, 70], [30, 330, 105]]
+    assert p.memory_prefix([1, 2]).tolist() == [[0, 0], [110, 35], [330, 105], [660, 210]]
+    assert p.slice_bytes(0, 2, 0) == 60 and p.slice_fits(0, 2, 0)          # parameters only: 60 <= 60
+    assert p.slice_fits(0, 1, 1) and not p.slice_fits(1, 2, 1)               # 330 <= 400 < 550
+    assert p.slice_legal(0, 1, 1) and not p.slice_legal(0, 2, 1)
+    assert p.slice_fits(0, 2, 2) is False and p.slice_fits(1, 2, 2)          # 210 > 200 >= 175
+    # rounding is per layer, to whole bytes, so any prefix difference equals the slice's sum
+    q = _problem([0, 0], acts=[3, 3], factor=[0.5], capacity=[4])
+    assert q.memory_bytes[:, 0].tolist() == [2, 2] and q.slice_fits(0, 1, 0)
+    with pytest.raises(ValueError, match="both activation_bytes and activation_factor"):
+        _problem([1], acts=[1])
+    with pytest.raises(ValueError, match="do not match"):
+        _problem([1, 2], acts=[1], factor=[1.0])
+    with pytest.raises(ValueError, match=">= 0"):
+        _problem([1], acts=[1], factor=[-1.0])
+
+
+def test_without_activation_arrays_capacity_is_parameters() -> None:
+    p = _problem([10, 20], capacity=[25.0, np.inf])
+    assert not p.counts_activations and p.activation_bytes is None
+    assert p.memory_bytes.tolist() == [[10, 10], [20, 20]]
+    assert not p.slice_fits(0, 1, 0) and p.slice_fits(0, 1, 1) and p.slice_fits(1, 1, 0)
+    assert not p.memory_bytes.flags.writeable
+    # a zero factor everywhere is the same as no arrays
+    z = _problem([10, 20], acts=[5, 5], factor=[0.0, 0.0], capacity=[25.0, np.inf])
+    assert not z.counts_activations and np.array_equal(z.memory_bytes, p.memory_bytes)
+
+
+_CAP = '''
+[devices.npu]
+kind = "npu"
+execution_provider = "CPUExecutionProvider"
+dvfs = [{ freq_mhz = 960.0, static_power_mw = 10.0 }]
+dynamic_power_mw = 100.0
+peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }
+mem_bandwidth_gbps = 4.0
+layer_overhead_ms = 0.0
+transfer = { beta_ms_per_mb = 0.5, delta_ms = 0.25 }
+dtypes = ["float32"]
+CAPACITY
+'''
+
+
+def npu_board(capacity: str):
+    return load_bytes((_BOARD.replace("PEAK", "peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }")
+                       .replace("INT8", "") + _CAP.replace("CAPACITY", capacity)).encode(), *_B)
+
+
+def test_capacity_counts_is_optional_and_checked() -> None:
+    d = npu_board("capacity_bytes = 1000").device("npu")
+    assert d.capacity_counts == "params" and d.activation_factor == 0.0
+    d = npu_board('capacity_bytes = 1000\ncapacity_counts = "params+activations"').device("npu")
+    assert d.capacity_counts == "params+activations" and d.activation_factor == 1.0
+    d = npu_board('capacity_bytes = 1000\ncapacity_counts = "params+activations"\nactivation_bytes_factor = 2.75'
+                  ).device("npu")
+    assert d.activation_factor == 2.75
+    d = npu_board('capacity_bytes = 1000\ncapacity_counts = "params"').device("npu")
+    assert d.activation_factor == 0.0
+    with pytest.raises(TargetError, match=r"devices\.npu\.capacity_counts: must be one of params, params\+activations"):
+        npu_board('capacity_bytes = 1000\ncapacity_counts = "everything"')
+    with pytest.raises(TargetError, match=r"devices\.npu\.capacity_counts: only with capacity_bytes"):
+        npu_board('capacity_counts = "params+activations"')
+    with pytest.raises(TargetError, match=r"devices\.npu\.activation_bytes_factor: only with capacity_counts"):
+        npu_board('capacity_bytes = 1000\nactivation_bytes_factor = 2.0')
+    with pytest.raises(TargetError, match=r"devices\.npu\.activation_bytes_factor: must be > 0"):
+        npu_board('capacity_bytes = 1000\ncapacity_counts = "params+activations"\nactivation_bytes_factor = 0.0')
+
+
+def test_a_layer_whose_activations_exceed_the_capacity_is_illegal_alone() -> None:
+    """cost_tables clears a layer on a state where its parameters + factor x activations exceed
+    the capacity; the CostTable's problem carries the arrays; costs.json keeps them."""
+    from hetcc.planners.problem import problem_from_costs_json
+
+    lay = [_layer(conv=1e6, params=400, acts=500), _layer(conv=1e6, params=400, acts=100)]
+    counting = npu_board('capacity_bytes = 1000\ncapacity_counts = "params+activations"\n'
+                         'activation_bytes_factor = 1.5')
+    legal = np.ones((2, 2), dtype=bool)
+    t = analytical_costs(lay, counting, legal)
+    npu = 2   # states: cpu@500, cpu@1000, npu
+    assert t.legal[:, npu].tolist() == [False, True]            # 400 + 750 > 1000 >= 400 + 150
+    assert np.isinf(t.latency_ms[0, npu]) and np.isfinite(t.latency_ms[1, npu])
+    assert t.activation_factor.tolist() == [0.0, 0.0, 1.5]
+    p = t.problem()
+    assert p.activation_bytes.tolist() == [500, 100] and p.memory_bytes[:, npu].tolist() == [1150, 550]
+    doc = t.to_json()
+    assert [l["activation_bytes"] for l in doc["layers"]] == [500, 100] and doc["activation_factor"] == [0.0, 0.0, 1.5]
+    q = problem_from_costs_json(doc)
+    assert np.array_equal(q.memory_bytes, p.memory_bytes)
+    # the same layers on a board that counts parameters: both legal, costs.json as before
+    plain = analytical_costs(lay, npu_board("capacity_bytes = 1000"), legal)
+    assert plain.legal.all() and plain.activation_factor is None
+    doc = plain.to_json()
+    assert "activation_factor" not in doc and all("activation_bytes" not in l for l in doc["layers"])
+    assert problem_from_costs_json(doc).activation_bytes is None

@@ -64,6 +64,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES   # the order DeviceParams.peak_gflops holds them
+from .problem import capacity_charge
 
 #: the [L, S] tables ``cost_tables`` / ``HardwareSpace.tables`` return (plus ``legal``)
 TABLES = ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_out_mj")
@@ -121,7 +122,9 @@ class DeviceParams:
     ``dvfs_scale``: MOSAIC Eq. 5 factor; ``peak_gflops``: [S, C] in OP_CLASSES order (an [S, 3]
     array of the REQUIRED_CLASSES gets the optional classes' columns from their DEFAULT_CLASS);
     ``transfer_power_mw``: NaN = the device's own power at that state; ``link_*``: NaN
-    bandwidth = no link (a local device)."""
+    bandwidth = no link (a local device); ``activation_factor``: the share of a layer's
+    activation bytes the state counts against ``capacity_bytes`` (0, the default: parameters
+    only; ``hetcc.planners.problem.capacity_charge``)."""
 
     device: tuple[str, ...]
     freq_mhz: np.ndarray
@@ -144,11 +147,14 @@ class DeviceParams:
     base_power_mw: float
     mem_slowdown: Any = None         # [S] >= 1: memory time stretched by a slower memory clock (default 1)
     int8_speedup: Any = None         # [S, C] > 0: int8 over float throughput per op class (default 1)
+    activation_factor: Any = None    # [S] >= 0: activation bytes counted against the capacity (default 0)
 
     def __post_init__(self) -> None:
         S = len(self.device)
         if self.mem_slowdown is None:
             object.__setattr__(self, "mem_slowdown", np.ones(S))
+        if self.activation_factor is None:
+            object.__setattr__(self, "activation_factor", np.zeros(S))
         if self.int8_speedup is None:
             object.__setattr__(self, "int8_speedup", np.ones((S, len(OP_CLASSES))))
         for f in dataclasses.fields(self):
@@ -222,7 +228,8 @@ def compute_ms_at_fmax(x: Mapping[str, np.ndarray], p: DeviceParams) -> np.ndarr
 def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[str, np.ndarray]:
     """The six [L, S] cost tables and ``legal`` of layers (``features``: a LayerFeatures) on the
     states of ``params`` (the formulas of the module docstring). ``legal`` [L, S] is cleared
-    where a layer's own parameters exceed the state's capacity; illegal cells hold inf."""
+    where a layer alone exceeds the state's capacity (its parameters, plus its activations where
+    the state counts them: ``capacity_charge``); illegal cells hold inf."""
     x = _features(features)
     inb, outb, par = x["input_bytes"], x["output_bytes"], x["param_bytes"]
     L, S = par.shape[0], len(params)
@@ -270,7 +277,7 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
         ein = ein + lin * np.where(has_link, p.link_tx_mw, 0.0)[None, :] / 1000.0
         eout = eout + lout * np.where(has_link, p.link_rx_mw, 0.0)[None, :] / 1000.0
 
-    legal = legal & (par[:, None] <= p.capacity_bytes[None, :])
+    legal = legal & (capacity_charge(par, x["activation_bytes"], p.activation_factor) <= p.capacity_bytes[None, :])
     out = {"latency_ms": lat, "power_mw": pw, "transfer_in_ms": tin, "transfer_out_ms": tout,
            "transfer_in_mj": ein, "transfer_out_mj": eout}
     for k, a in out.items():

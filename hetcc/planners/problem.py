@@ -12,9 +12,14 @@ same problem is planned for latency, energy or edp, with or without limits
 (transfer_in / transfer_out hold everything a slice pays once at its ends: moving its input
 and output, its fixed overhead, its boundary activations' memory time; latency_ms / power_mw only
 what adds up over layers, so splitting a layer never changes the cost of the same slicing)
-and it is legal when every layer in a..b is legal on s and sum(param_bytes[a..b]) <=
-capacity_bytes[s]. A plan's latency and energy are the sums over its slices (slices run one
-after another). Units: ms, mW, mJ, bytes.
+and it is legal when every layer in a..b is legal on s and it fits: sum(memory_bytes[a..b, s])
+<= capacity_bytes[s] (``slice_fits``), where memory_bytes[l, s] = param_bytes[l] +
+round(activation_factor[s] x activation_bytes[l]) (``capacity_charge``): a device that counts
+only parameters has factor 0 (the default, and all there is without activation arrays); one that
+counts what its runtime allocates (MOSAIC's NPU: "the memory used by the model" as TensorFlow
+Lite reports it) adds the bytes of every tensor the slice's nodes produce, scaled. A plan's
+latency and energy are the sums over its slices (slices run one after another). Units: ms, mW,
+mJ, bytes.
 
 Beside the tables a problem carries what learning planners build their state from
 (``layer_features``, named columns), the device states as one ``StateTable``, and, for a board
@@ -35,6 +40,20 @@ def _frozen(a: Any, dtype: Any) -> np.ndarray:
     arr = np.asarray(a, dtype=dtype).view()
     arr.setflags(write=False)
     return arr
+
+
+def capacity_charge(param_bytes: Any, activation_bytes: Any = None, activation_factor: Any = None,
+                    num_states: int | None = None) -> np.ndarray:
+    """[L, S] int64: the bytes layer l holds against state s's capacity, its parameters plus
+    round(activation_factor[s] x activation_bytes[l]) (whole bytes, so any sum of them, a slice's
+    or a prefix's, is exact and every planner agrees with ``slice_fits`` to the byte).
+    Without activation arrays: the parameters in every state (``num_states`` of them)."""
+    par = np.asarray(param_bytes).astype(np.int64)[:, None]
+    if activation_factor is None or activation_bytes is None:
+        return np.broadcast_to(par, (par.shape[0], int(num_states or 1)))
+    f = np.asarray(activation_factor, dtype=np.float64)[None, :]
+    act = np.asarray(activation_bytes, dtype=np.float64)[:, None]
+    return par + np.rint(act * f).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -199,6 +218,11 @@ class PlanningProblem:
     hardware: Any = None            # HardwareSpace (hetcc.planners.hardware) or None
     hardware_config: Mapping[str, Any] | None = None
     name: str = "model"
+    #: [L] int64 bytes of every tensor a layer's nodes produce, and [S] float64 the share of them a
+    #: state counts against its capacity (0: parameters only): both or neither (None: no state
+    #: counts activations). See ``capacity_charge``.
+    activation_bytes: np.ndarray | None = None
+    activation_factor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for key in ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj",
@@ -212,6 +236,17 @@ class PlanningProblem:
                 raise ValueError(f"{key} has shape {getattr(self, key).shape}, expected ({L}, {S})")
         if len(self.states) != S or self.capacity_bytes.shape != (S,) or self.param_bytes.shape != (L,):
             raise ValueError("states, capacity_bytes or param_bytes do not match the [L, S] tables")
+        if (self.activation_bytes is None) != (self.activation_factor is None):
+            raise ValueError("give both activation_bytes and activation_factor, or neither")
+        if self.activation_bytes is not None:
+            object.__setattr__(self, "activation_bytes", _frozen(self.activation_bytes, np.int64))
+            object.__setattr__(self, "activation_factor", _frozen(self.activation_factor, np.float64))
+            if self.activation_bytes.shape != (L,) or self.activation_factor.shape != (S,):
+                raise ValueError("activation_bytes or activation_factor do not match the [L, S] tables")
+            if (self.activation_bytes < 0).any() or not (self.activation_factor >= 0).all():
+                raise ValueError("activation_bytes and activation_factor must be >= 0")
+        charge = capacity_charge(self.param_bytes, self.activation_bytes, self.activation_factor, S)
+        object.__setattr__(self, "_memory_bytes", _frozen(charge, np.int64))
 
     @property
     def num_layers(self) -> int:
@@ -232,11 +267,39 @@ class PlanningProblem:
         names = self.layer_names
         return f"layer {i} ({names[i]})" if i < len(names) and names[i] else f"layer {i}"
 
+    # ---- memory capacity (the one definition; planners that precompute it read these) ----
+    @property
+    def memory_bytes(self) -> np.ndarray:
+        """[L, S] int64 (read-only): the bytes each layer holds against each state's capacity
+        (``capacity_charge``; the parameters alone unless a state counts activations)."""
+        return self._memory_bytes  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def counts_activations(self) -> bool:
+        """Whether some state counts activations against its capacity."""
+        return self.activation_factor is not None and bool((self.activation_factor > 0).any())
+
+    def memory_prefix(self, states: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """[L+1, S'] int64 prefix sums of ``memory_bytes`` over layers for ``states`` (default all):
+        the slice of layers k..l-1 on states[j] holds prefix[l, j] - prefix[k, j] bytes."""
+        mem = self.memory_bytes if states is None else self.memory_bytes[:, np.asarray(states, dtype=np.int64)]
+        out = np.zeros((mem.shape[0] + 1, mem.shape[1]), dtype=np.int64)
+        np.cumsum(mem, axis=0, out=out[1:])
+        return out
+
+    def slice_bytes(self, first: int, last: int, state: int) -> int:
+        """What layers first..last hold against ``state``'s capacity."""
+        return int(self.memory_bytes[first:last + 1, state].sum())
+
+    def slice_fits(self, first: int, last: int, state: int) -> bool:
+        """Layers first..last fit in ``state``'s memory capacity."""
+        return float(self.slice_bytes(first, last, state)) <= float(self.capacity_bytes[state])
+
     # ---- evaluation (the one definition every planner and test uses) ----
     def slice_legal(self, first: int, last: int, state: int) -> bool:
         if not bool(np.all(self.legal[first:last + 1, state])):
             return False
-        return float(self.param_bytes[first:last + 1].sum()) <= float(self.capacity_bytes[state])
+        return self.slice_fits(first, last, state)
 
     def slice_cost(self, first: int, last: int, state: int) -> Cost:
         """Latency and energy of one slice (does not check legality)."""
@@ -320,6 +383,8 @@ def problem_from_costs_json(doc: Mapping[str, Any]) -> PlanningProblem:
         return np.array([[np.inf if v is None else v for v in row] for row in doc[key]], dtype=np.float64)
 
     states = doc["states"]
+    factor = doc.get("activation_factor")   # written only when a state counts activations
+    acts = None if factor is None else np.array([l.get("activation_bytes", 0) for l in doc["layers"]], dtype=np.int64)
     return PlanningProblem(
         latency_ms=arr("latency_ms"), power_mw=arr("power_mw"),
         transfer_in_ms=arr("transfer_in_ms"), transfer_out_ms=arr("transfer_out_ms"),
@@ -331,9 +396,10 @@ def problem_from_costs_json(doc: Mapping[str, Any]) -> PlanningProblem:
         states=StateTable.build([s["device"] for s in states], [float(s["frequency_mhz"] or 0.0) for s in states],
                                 kind=[s.get("kind", "cpu") for s in states]),
         layer_names=tuple(f"L{l['id']:02d}" for l in doc["layers"]),
+        activation_bytes=acts, activation_factor=None if factor is None else np.array(factor, dtype=np.float64),
     )
 
 
 __all__ = ["Cost", "FEATURES", "LayerFeatures", "Plan", "PlanningProblem", "Slice", "StateTable",
-           "WorkloadPlan", "WorkloadProblem", "problem_from_costs_json"]
+           "WorkloadPlan", "WorkloadProblem", "capacity_charge", "problem_from_costs_json"]
 
