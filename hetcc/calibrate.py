@@ -613,7 +613,10 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     zlo, zhi = np.log(lo[F]), np.log(hi[F])
     z0 = np.clip(np.log(x0[F]), zlo + 1e-9 * (zhi - zlo), zhi - 1e-9 * (zhi - zlo))
     before = cal.evaluate(x0)
-    rows_of = {j: dep[j] for j in free_idx}
+    # a measured row prices one fixed slice: what it depends on never changes; a gain or plan_uses row
+    # depends on plans, which the fit may change, so every Jacobian column recomputes those rows
+    plan_rows = [i for i, o in enumerate(cal.obs) if o.kind not in MEASURED]
+    rows_of = {j: sorted(set(dep[j]) | set(plan_rows)) for j in free_idx}
     cache: dict[bytes, Evaluation] = {}
     counts = {"fev": 0, "jev": 0}
     task = progress.task(f"fitting {len(free_idx)} parameters to {n_obs} observations") if progress else None

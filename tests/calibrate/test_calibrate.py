@@ -248,3 +248,12 @@ def test_the_command_imports_cheaply():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_missing_extra_is_one_line_naming_it(synthetic, capsys, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else real(name, *a))
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", synthetic["dir"] / "synth.csv")
+    assert "pip install 'hetcc[calibrate]'" in msg
