@@ -974,6 +974,9 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
 
     out = Path(output)
     check_replaceable_file(out, "-o")
+    if not (math.isfinite(range_factor) and range_factor > 1):
+        raise UsageError(f"--range {range_factor:g}: give a factor above 1 (default {DEFAULT_RANGE:g}: "
+                         "each parameter within [x / F, x * F])")
     parsed_bounds = dict((n, (lo, hi)) for n, lo, hi in (parse_bound(t) for t in bounds))
     b = Board.load(board)
     for name in parsed_bounds:
