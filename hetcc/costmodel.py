@@ -16,7 +16,8 @@
   (the share of its time spent computing or moving parameters rather than in node overhead).
 - transfer: C = beta * MB + delta (ms) for the tensors entering / leaving a slice (Eq. 1-2);
   its energy is C times the transfer power (the device's ``transfer.power_mw`` or, by default,
-  its full power at that state); a remote device adds its link: bytes / bandwidth + rtt/2 at
+  its full power at that state); beta, delta and the power are the device's, or a DVFS level's
+  own where its ``transfer`` gives them (MOSAIC's alpha_{d,f}, beta_{d,f}); a remote device adds its link: bytes / bandwidth + rtt/2 at
   the link's tx (in) or rx (out) radio power at the given signal strength (AutoScale Eq. 4).
 
 The formulas are written once, vectorised over layers and states, in
@@ -108,6 +109,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
         else:
             f = np.array([lvl.freq_mhz for lvl in d.dvfs], dtype=np.float64)
         volts = None if any(lvl.volt is None for lvl in d.dvfs) else np.array([lvl.volt for lvl in d.dvfs])
+        transfer = [d.transfer_at(i) for i in range(k)]    # per level: MOSAIC's alpha/beta per frequency
         scale = dvfs_scale(volts, f, d.v_max if volts is not None else None, fmax)
         if d.link is not None:
             link = target.links[d.link]
@@ -121,9 +123,9 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
             "peak_gflops": [[d.peak(c) for c in OP_CLASSES]] * k,
             "mem_bandwidth_gbps": [d.mem_bandwidth_gbps] * k, "layer_overhead_ms": [d.layer_overhead_ms] * k,
             "node_overhead_ms": [d.node_overhead_ms] * k,
-            "transfer_beta_ms_per_mb": [d.transfer_beta_ms_per_mb] * k,
-            "transfer_delta_ms": [d.transfer_delta_ms] * k,
-            "transfer_power_mw": [np.nan if d.transfer_power_mw is None else d.transfer_power_mw] * k,
+            "transfer_beta_ms_per_mb": [tr[0] for tr in transfer],
+            "transfer_delta_ms": [tr[1] for tr in transfer],
+            "transfer_power_mw": [np.nan if tr[2] is None else tr[2] for tr in transfer],
             "link_bandwidth_mbps": [lbw] * k, "link_rtt_ms": [lrtt] * k, "link_tx_mw": [ltx] * k,
             "link_rx_mw": [lrx] * k,
             "capacity_bytes": [np.inf if d.capacity_bytes is None else float(d.capacity_bytes)] * k,

@@ -40,11 +40,16 @@ class State:
 @dataclass(frozen=True)
 class DvfsLevel:
     """One voltage/frequency level: frequency (None = unknown, e.g. the host CPU), supply
-    voltage (None = undocumented, on every level of the device) and static power there."""
+    voltage (None = undocumented, on every level of the device) and static power there; the
+    transfer coefficients at this level where they differ from the device's (MOSAIC Eq. 1-2
+    give alpha and beta per device and frequency; None = the device's ``transfer``)."""
 
     freq_mhz: float | None
     volt: float | None
     static_power_mw: float | None
+    transfer_beta_ms_per_mb: float | None = None
+    transfer_delta_ms: float | None = None
+    transfer_power_mw: float | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,15 @@ class Device:
         if op_class in self.peak_gflops:
             return self.peak_gflops[op_class]
         return self.peak(DEFAULT_CLASS[op_class])
+
+    def transfer_at(self, level: int) -> tuple[float, float, float | None]:
+        """(beta ms/MB, delta ms, power mW or None = the device's own power) at DVFS level
+        ``level``: the level's own ``transfer`` values where it gives them, else the device's."""
+        lvl = self.dvfs[level]
+        beta = self.transfer_beta_ms_per_mb if lvl.transfer_beta_ms_per_mb is None else lvl.transfer_beta_ms_per_mb
+        delta = self.transfer_delta_ms if lvl.transfer_delta_ms is None else lvl.transfer_delta_ms
+        power = self.transfer_power_mw if lvl.transfer_power_mw is None else lvl.transfer_power_mw
+        return beta, delta, power
 
     def int8_speedup(self, op_class: str) -> float:
         """Integer kernels' throughput over float's for ``op_class`` (1 without int8 figures; a

@@ -208,6 +208,13 @@ KEYS: tuple[Key, ...] = (
     _num("devices.*.dvfs[].volt", "supply voltage", "V", hi=2.0, lo_open=True),
     _num("devices.*.dvfs[].static_power_mw", "static power at this level", "mW", required="power_model",
          only_if="power_model"),
+    Key("devices.*.dvfs[].transfer", "table", "the transfer coefficients at this level where they differ from "
+        "the device's transfer (MOSAIC Eq. 1-2: alpha, beta per device and frequency); a key it does not give "
+        "is the device's", nonempty=True, empty_msg="give beta_ms_per_mb, delta_ms or power_mw (or leave it out)",
+        hint="beta_ms_per_mb, delta_ms, power_mw"),
+    _num("devices.*.dvfs[].transfer.beta_ms_per_mb", "per MB (10**6 bytes) at this level", "ms/MB"),
+    _num("devices.*.dvfs[].transfer.delta_ms", "per transfer at this level", "ms"),
+    _num("devices.*.dvfs[].transfer.power_mw", "power while transferring at this level", "mW"),
     _num("devices.*.freq_mhz", "fixed clock (no dvfs table; optional: absent = undocumented)", "MHz",
          lo_open=True),
     _num("devices.*.volt", "fixed supply voltage (no dvfs table)", "V", hi=2.0, lo_open=True),
@@ -531,8 +538,15 @@ def validate(doc: Mapping[str, Any], label: str) -> None:
 
 def _level(d: Mapping[str, Any]) -> DvfsLevel:
     f, v, p = d.get("freq_mhz"), d.get("volt"), d.get("static_power_mw")
+    tr = d.get("transfer", {})
+
+    def opt(key: str) -> float | None:
+        return float(tr[key]) if key in tr else None
+
     return DvfsLevel(freq_mhz=None if f is None else float(f), volt=None if v is None else float(v),
-                     static_power_mw=None if p is None else float(p))
+                     static_power_mw=None if p is None else float(p),
+                     transfer_beta_ms_per_mb=opt("beta_ms_per_mb"), transfer_delta_ms=opt("delta_ms"),
+                     transfer_power_mw=opt("power_mw"))
 
 
 def _device(name: str, d: Mapping[str, Any]) -> Device:

@@ -431,3 +431,55 @@ def test_a_layer_whose_activations_exceed_the_capacity_is_illegal_alone() -> Non
     doc = plain.to_json()
     assert "activation_factor" not in doc and all("activation_bytes" not in l for l in doc["layers"])
     assert problem_from_costs_json(doc).activation_bytes is None
+
+
+# --- 3. transfer coefficients per DVFS level ----------------------------------------------------------
+
+def test_a_dvfs_level_may_set_its_own_transfer() -> None:
+    """A level's transfer keys override the device's at that level only; a key it leaves out is
+    the device's (beta 0.5 ms/MB, delta 0.25 ms, power: the device's own at the state)."""
+    lvl = '{ freq_mhz = 500.0, static_power_mw = 10.0, transfer = { beta_ms_per_mb = 2.0, power_mw = 50.0 } }'
+    b = board(**{"{ freq_mhz = 500.0, static_power_mw = 10.0 }": lvl})
+    d = b.devices[0]
+    assert d.transfer_at(0) == (2.0, 0.25, 50.0) and d.transfer_at(1) == (0.5, 0.25, None)
+    p = device_params(b)
+    assert p.transfer_beta_ms_per_mb.tolist() == [2.0, 0.5] and p.transfer_delta_ms.tolist() == [0.25, 0.25]
+    assert p.transfer_power_mw[0] == 50.0 and np.isnan(p.transfer_power_mw[1])
+    lay = [_layer(conv=1e6)]            # 1000 bytes in and out
+    legal = np.ones((1, 1), dtype=bool)
+    t, ref = analytical_costs(lay, b, legal), analytical_costs(lay, board(), legal)
+    mb = 1000 / 1e6
+    assert t.transfer_in_ms[0, 0] - ref.transfer_in_ms[0, 0] == pytest.approx((2.0 - 0.5) * mb, rel=1e-9)
+    assert t.transfer_out_ms[0, 0] - ref.transfer_out_ms[0, 0] == pytest.approx((2.0 - 0.5) * mb, rel=1e-9)
+    assert t.transfer_in_ms[0, 1] == ref.transfer_in_ms[0, 1] and t.transfer_in_mj[0, 1] == ref.transfer_in_mj[0, 1]
+    c_ms = 2.0 * mb + 0.25
+    assert t.transfer_out_mj[0, 0] - ref.transfer_out_mj[0, 0] == pytest.approx(
+        c_ms * 50.0 / 1000 - (0.5 * mb + 0.25) * (10.0 + 100.0 * 0.5) / 1000, rel=1e-9)
+    assert np.array_equal(t.latency_ms, ref.latency_ms) and np.array_equal(t.power_mw, ref.power_mw)
+
+
+@pytest.mark.parametrize("level, match", [
+    ("transfer = {}", r"devices\.cpu\.dvfs\[0\]\.transfer: give beta_ms_per_mb, delta_ms or power_mw"),
+    ("transfer = { beta_ms_per_mb = -1.0 }", r"devices\.cpu\.dvfs\[0\]\.transfer\.beta_ms_per_mb: must be >= 0"),
+    ("transfer = { alpha = 1.0 }", r"devices\.cpu\.dvfs\[0\]\.transfer\.alpha: unknown key; allowed keys: "
+                                   r"beta_ms_per_mb, delta_ms, power_mw"),
+    ("transfer = 2.0", r"devices\.cpu\.dvfs\[0\]\.transfer: must be a table \(beta_ms_per_mb, delta_ms, power_mw\)"),
+])
+def test_a_level_transfer_is_checked(level: str, match: str) -> None:
+    with pytest.raises(TargetError, match=match):
+        board(**{"{ freq_mhz = 500.0, static_power_mw = 10.0 }":
+                 "{ freq_mhz = 500.0, static_power_mw = 10.0, " + level + " }"})
+
+
+def test_base_power_is_a_plain_fitted_number() -> None:
+    """base_power_mw (MOSAIC's board power outside the devices) needs nothing new to be fitted:
+    a plan's energy moves by exactly base x latency."""
+    from hetcc.planners import Slice
+
+    lay = [_layer(conv=1e8)]
+    legal = np.ones((1, 1), dtype=bool)
+    lo = analytical_costs(lay, board(), legal).problem()
+    hi = analytical_costs(lay, board(**{"base_power_mw = 0.0": "base_power_mw = 1234.5"}), legal).problem()
+    a, b = lo.evaluate([Slice(0, 0, 1)]), hi.evaluate([Slice(0, 0, 1)])
+    assert a.latency_ms == b.latency_ms
+    assert b.energy_mj - a.energy_mj == pytest.approx(1234.5 * a.latency_ms / 1000, rel=1e-12)
