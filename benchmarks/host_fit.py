@@ -4,7 +4,7 @@ second, independent one (issue 8, "Done when": per-layer MAPE <= 10 %, whole mod
 Everything goes through the command line, as a user would run it:
 
     hetcc profile MODEL --target host -o A.csv          # profile 1
-    hetcc calibrate targets/host-analytical.toml A.csv -o fitted.toml --fix cpu.transfer.delta_ms
+    hetcc calibrate targets/host-analytical.toml A.csv -o fitted.toml --free ... (FREE)
     hetcc profile MODEL --target host -o B.csv          # profile 2, independent of the fit
 
 then the fitted board's predictions of B's rows come from ``hetcc.calibrate.predict_observations``
@@ -13,9 +13,8 @@ MAPE over B's per-layer rows and the error on its whole-model row, beside the sa
 unfitted file (before) and the A-vs-B noise floor (how far two profiles of the same model on the
 same machine disagree: the best any model can do against B).
 
-``cpu.transfer.delta_ms`` is fixed because a slice always pays one transfer in and one out, so
-its fixed transfer cost and ``layer_overhead_ms`` enter every prediction as one sum (calibrate
-refuses such a pair as parameters the data cannot separate).
+The figures fitted are ``FREE``: conv and other throughput and the per-node overhead, the ones a
+CNN's layers timed alone pin down (``FREE``'s comment says why the others are kept).
 
     python benchmarks/host_fit.py                      # resnet50, writes benchmarks/results/host_fit.json
     python benchmarks/host_fit.py --model squeezenet1_1 --repeats 20
@@ -42,10 +41,22 @@ from _common import RESULTS_DIR, machine_info, utc_now, write_json  # noqa: E402
 ROOT = HERE.parent
 BOARD = ROOT / "targets" / "host-analytical.toml"
 TARGETS = {"layer_mape": 0.10, "model_error": 0.05}
-FIXED = ("cpu.transfer.delta_ms",)
+#: the figures fitted: the ones a CNN's layers timed alone pin down. Kept at the file's value:
+#: layer_overhead_ms (a layer alone is one slice of, mostly, one node, so it and node_overhead_ms
+#: enter nearly every row together: the fit trades one for the other and drives it to its
+#: bound; the file's 5 us is what a no-op layer, Flatten, alone takes here), mem_bandwidth_gbps
+#: (the cost model adds a layer's bytes / bandwidth to its compute time while this CPU streams a
+#: convolution's weights as it computes: the fit drives the term to zero, the bandwidth to any
+#: bound; the file's figure is a measured cache-resident copy rate) and peak_gflops.matmul
+#: (ResNet-50 has one Gemm, a batch-1 matrix-vector product whose time is its 8 MB of weights:
+#: it says nothing about matmul throughput, which the fit drives to its bound). docs/profiling.md.
+FREE: tuple[str, ...] = ("cpu.peak_gflops.conv", "cpu.peak_gflops.other", "cpu.node_overhead_ms")
+FIXED: tuple[str, ...] = ()
+#: calibrate --bound arguments (none by default)
+BOUNDS: tuple[str, ...] = ()
 #: --quick fits the two figures a 7-layer net pins down whatever the noise (its Gemm is too small
 #: to say anything about matmul throughput: a fit of everything drives that to its bound)
-QUICK_FREE = ("cpu.peak_gflops.conv", "cpu.layer_overhead_ms")
+QUICK_FREE = ("cpu.peak_gflops.conv", "cpu.node_overhead_ms")
 
 
 def tiny_convnet(path: Path) -> Path:
@@ -106,7 +117,8 @@ def by_layer(rows: Sequence[Any]) -> dict[Any, float]:
 
 
 def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Sequence[str],
-             free: Sequence[str] = (), range_factor: float | None = None) -> dict[str, Any]:
+             free: Sequence[str] = (), range_factor: float | None = None,
+             bounds: Sequence[str] = ()) -> dict[str, Any]:
     from hetcc.calibrate import predict_observations
     from hetcc.observations import read_observations
     from hetcc.profile import load_program
@@ -117,6 +129,7 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
     prof = ["--target", "host", "--repeats", str(repeats), "-q"] + (["--threads", str(threads)] if threads else [])
     hetcc("profile", model, "-o", str(a), *prof)
     fixes = [x for f in fix for x in ("--fix", f)] + [x for f in free for x in ("--free", f)]
+    fixes += [x for b in bounds for x in ("--bound", b)]
     if range_factor is not None:
         fixes += ["--range", f"{range_factor:g}"]
     cal = json.loads(hetcc("calibrate", str(BOARD), str(a), "-o", str(fitted), *fixes, "--json", "-q").stdout)
@@ -148,7 +161,7 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
         "noise_model_error": abs(av[None] - bv[None]) / bv[None],
         "sum_of_layers_over_model_ms": {"A": sum(av[i] for i in keys) / av[None], "B": sum(bv[i] for i in keys) / bv[None]},
         "calibrate": {"fitted": cal.get("parameters", cal.get("params")), "summary": cal.get("summary")},
-        "fixed": list(fix), "free": list(free),
+        "fixed": list(fix), "free": list(free), "bounds": list(bounds),
         "per_layer": per_layer,
     }
 
@@ -177,10 +190,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 20; 3 with --quick)")
     ap.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default the runtime's)")
     ap.add_argument("--fix", action="append", default=None, metavar="PATTERN",
-                    help=f"parameters calibrate keeps (default {', '.join(FIXED)})")
+                    help=f"parameters calibrate keeps at the file's value (repeatable; default {', '.join(FIXED)})")
     ap.add_argument("--free", action="append", default=None, metavar="PATTERN",
-                    help="parameters calibrate fits (default: every one the rows depend on; with --quick "
-                         f"{', '.join(QUICK_FREE)})")
+                    help=f"parameters calibrate fits (repeatable; default {', '.join(FREE)}; with --quick "
+                         f"{', '.join(QUICK_FREE)}; 'all': every one the rows depend on)")
+    ap.add_argument("--bound", action="append", default=None, metavar="NAME=LO:HI",
+                    help=f"calibrate's --bound (repeatable; default {', '.join(BOUNDS)})")
     ap.add_argument("--range", type=float, default=None, metavar="FACTOR",
                     help="calibrate's --range (default its own; 1000 with --quick, whose few rows are noisy)")
     ap.add_argument("--json", type=Path, default=None, metavar="OUT",
@@ -196,9 +211,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         model = str(tiny_convnet(work / "tiny_convnet.onnx")) if args.quick else args.model
-        free = args.free if args.free is not None else (QUICK_FREE if args.quick else ())
+        free = args.free if args.free is not None else (QUICK_FREE if args.quick else FREE)
+        free = [] if list(free) == ["all"] else free
         rng = args.range if args.range is not None else (1000.0 if args.quick else None)
-        res = evaluate(model, work, repeats, args.threads, args.fix if args.fix is not None else FIXED, free, rng)
+        bounds = args.bound if args.bound is not None else ([] if args.quick else BOUNDS)
+        res = evaluate(model, work, repeats, args.threads, args.fix if args.fix is not None else FIXED, free, rng,
+                       bounds)
     doc["result"] = res
     print_table(res)
     write_json(doc, out)

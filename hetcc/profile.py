@@ -7,7 +7,9 @@ the numbers become a file a person can read, keep beside a paper's, and fit a mo
 measured is what the compiler plans with: the model is loaded and layered as ``hetcc compile``
 loads it (same passes, so layer N means the same layer), each layer run alone in its own
 onnxruntime session (a one-layer slice: its cost, the session's fixed cost and its boundary
-tensors; ``hetcc.profiler``) and the whole model in one session, at each CPU frequency the OS
+tensors; ``hetcc.profiler``) and the whole model in one session, timed in rounds (every session
+once per round: a burst of load from other programs touches a few runs of each, which the
+median drops, instead of every run of one), at each CPU frequency the OS
 lets it set (``hetcc.power.CpuFrequency``; the settings are put back afterwards, also on
 Ctrl-C or SIGTERM), with the power a meter reads where one exists (``hetcc.power``).
 
@@ -216,8 +218,11 @@ def profile(program: Any, levels: Sequence[float | None], *, cpu: Any = None, me
     a ``hetcc.power.CpuFrequency``; None = as it is). Whatever ``cpu`` changed is restored before
     this returns or raises (Ctrl-C and SIGTERM included: the CLI turns both into
     KeyboardInterrupt), and at interpreter exit should even that be cut short."""
+    from dataclasses import replace
+
     from .passmanager import step
-    from .profiler import boundary_fit, layer_timings, model_timing, session_options
+    from .profiler import (boundary_fit, interleaved_timings, layer_session, measure_session, model_session,
+                           session_options)
     from .program import LAYERS
 
     layers = program.get(LAYERS)
@@ -232,11 +237,16 @@ def profile(program: Any, levels: Sequence[float | None], *, cpu: Any = None, me
         for want in levels:
             at = cpu.set_mhz(want) if want is not None else None
             label = f" at {at:g} MHz" if at is not None else ""
-            with step(progress, f"profiling {len(layers)} layers{label}"):
-                result.layers[at] = layer_timings(program, layers, so, meter=meter,
-                                                  label=f"layers alone{label}", **kw)
-            with step(progress, f"profiling the whole model{label}"):
-                result.model[at] = model_timing(program, so, meter=meter, **kw)
+            with step(progress, f"loading {len(layers)} layers alone and the whole model into onnxruntime"):
+                sessions = [layer_session(program, l, so) for l in layers] + [model_session(program, so)]
+            with step(progress, f"timing {len(layers)} layers and the whole model{label}, in rounds"):
+                ts = interleaved_timings(sessions, label="rounds", **kw)
+            if meter is not None:   # power needs a sustained stretch of one session: a block each
+                with step(progress, f"reading the power of each{label}"):
+                    ts = [replace(t, power_mw=measure_session(s, f, meter=meter, **kw).power_mw)
+                          for t, (s, f) in zip(ts, sessions)]
+            result.layers[at], result.model[at] = ts[:-1], ts[-1]
+            del sessions
     finally:
         if restore is not None:
             failed = restore()

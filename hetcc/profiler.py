@@ -115,6 +115,29 @@ def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
     return proto_with_data(model).SerializeToString()
 
 
+def layer_session(program: Program, layer: Layer, so: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    """(an onnxruntime session of ``layer`` alone, a random feed for it)."""
+    ort = _ort.load()
+
+    tensors: dict[str, TensorInfo] = program.get(TENSORS)
+    graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
+    sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
+    return sess, random_feed([tensors[n] for n in layer.inputs])
+
+
+def model_session(program: Program, so: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    """(an onnxruntime session of the whole, unsliced model, a random feed for it)."""
+    from .frontend import proto_with_data
+
+    ort = _ort.load()
+
+    tensors: dict[str, TensorInfo] = program.get(TENSORS)
+    graph = program.graph
+    inputs = [v.name for v in graph.inputs if v.name not in graph.initializers]
+    sess = ort.InferenceSession(proto_with_data(program.model).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess, random_feed([tensors[n] for n in inputs])
+
+
 def layer_timings(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05, *,
                   min_runs: int = 5, max_runs: int = 200, meter: Any = None,
                   label: str = "profiling layers on this machine") -> list[Timing]:
@@ -122,18 +145,49 @@ def layer_timings(program: Program, layers: Sequence[Layer], so: Any, min_second
     cost and its boundary tensors), timed by ``measure_session``; a progress line counts them."""
     from .planners.context import current_progress
 
-    ort = _ort.load()
-
-    tensors: dict[str, TensorInfo] = program.get(TENSORS)
     out = []
     with current_progress().task(label, total=len(layers)) as bar:
         for layer in layers:
-            graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
-            sess = ort.InferenceSession(_proto_bytes(graph, program.model), so, providers=["CPUExecutionProvider"])
-            out.append(measure_session(sess, random_feed([tensors[n] for n in layer.inputs]), min_runs=min_runs,
-                                       min_seconds=min_seconds, max_runs=max_runs, meter=meter))
+            sess, feed = layer_session(program, layer, so)
+            out.append(measure_session(sess, feed, min_runs=min_runs, min_seconds=min_seconds, max_runs=max_runs,
+                                       meter=meter))
             bar.update(1)
     return out
+
+
+def interleaved_timings(sessions: Sequence[tuple[Any, dict[str, np.ndarray]]], min_runs: int = 5,
+                        min_seconds: float = 0.05, max_runs: int = 200, label: str = "timing",
+                        warmup: int = 1) -> list[Timing]:
+    """Time several sessions in rounds, each round running every session ``warmup`` times untimed
+    and once timed, until each has ``min_runs`` timed runs and ``min_seconds`` of them (at most
+    ``max_runs``): the median of each.
+
+    Why rounds: on a machine others use too, load comes in bursts of seconds; timed one after the
+    other, a session timed during a burst is slow in every run, and the median cannot tell. In
+    rounds a burst touches a few runs of every session, which the median drops. The untimed run
+    just before the timed one brings the session's weights and tensors back into the caches the
+    other sessions evicted, so a run is timed warm, as in a block of runs of one session."""
+    from .planners.context import current_progress
+
+    for sess, feed in sessions:
+        for _ in range(2):
+            sess.run(None, feed)
+    times: list[list[float]] = [[] for _ in sessions]
+    spent = np.zeros(len(sessions))
+    with current_progress().task(label, total=max_runs) as bar:
+        for r in range(max_runs):
+            for k, (sess, feed) in enumerate(sessions):
+                for _ in range(warmup):
+                    sess.run(None, feed)
+                t0 = time.perf_counter()
+                sess.run(None, feed)
+                dt = time.perf_counter() - t0
+                times[k].append(dt * 1e3)
+                spent[k] += dt
+            bar.update(1)
+            if r + 1 >= min_runs and float(spent.min()) >= min_seconds:
+                break
+    return [Timing(float(np.median(t)), len(t)) for t in times]
 
 
 def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
@@ -144,16 +198,8 @@ def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_secon
 def model_timing(program: Program, so: Any, min_seconds: float = 0.05, *, min_runs: int = 5,
                  max_runs: int = 200, meter: Any = None) -> Timing:
     """The whole (unsliced) model in one session, timed by ``measure_session``."""
-    ort = _ort.load()
-
-    tensors: dict[str, TensorInfo] = program.get(TENSORS)
-    graph = program.graph
-    inputs = [v.name for v in graph.inputs if v.name not in graph.initializers]
-    from .frontend import proto_with_data
-
-    sess = ort.InferenceSession(proto_with_data(program.model).SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return measure_session(sess, random_feed([tensors[n] for n in inputs]), min_runs=min_runs,
-                           min_seconds=min_seconds, max_runs=max_runs, meter=meter)
+    sess, feed = model_session(program, so)
+    return measure_session(sess, feed, min_runs=min_runs, min_seconds=min_seconds, max_runs=max_runs, meter=meter)
 
 
 def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float:

@@ -31,7 +31,7 @@ def test_host_fit_quick(tmp_path):
                 "noise_model_error"):
         assert math.isfinite(res[key]) and res[key] >= 0, key
     assert all(x["fitted_ms"] > 0 and x["b_ms"] > 0 for x in res["per_layer"])
-    assert res["free"] == ["cpu.peak_gflops.conv", "cpu.layer_overhead_ms"]
+    assert res["free"] == ["cpu.peak_gflops.conv", "cpu.node_overhead_ms"]
     fitted = (tmp_path / "work" / "fitted.toml").read_text()
     assert 'name = "host-analytical"' in fitted
     assert "per-layer MAPE vs B" in proc.stdout and "noise floor" in proc.stdout

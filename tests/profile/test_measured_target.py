@@ -30,8 +30,8 @@ def never_profile(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("--target FILE.csv profiled the model")
 
-    monkeypatch.setattr(profiler, "layer_timings", fail)
-    monkeypatch.setattr(profiler, "model_timing", fail)
+    for name in ("layer_timings", "model_timing", "interleaved_timings", "measure_session"):
+        monkeypatch.setattr(profiler, name, fail)
 
 
 def test_the_table_is_the_files_through_the_profile_builder(tiny, tmp_path):

@@ -58,7 +58,7 @@ def test_named_frequencies_that_cannot_be_set_are_refused(tiny, fake_sys, tmp_pa
 
 @pytest.mark.parametrize("bad", ["missing-dir/p.csv", "."])
 def test_an_unwritable_output_is_refused_before_profiling(tiny, fake_sys, tmp_path, capsys, monkeypatch, bad):
-    monkeypatch.setattr(profiler, "layer_timings", lambda *a, **k: pytest.fail("profiled before checking -o"))
+    monkeypatch.setattr(profiler, "interleaved_timings", lambda *a, **k: pytest.fail("profiled before checking -o"))
     before = sorted(tmp_path.rglob("*"))
     code, _, err = run(capsys, "profile", str(tiny), "-o", str(tmp_path / bad))
     assert code == 2 and err.startswith("hetcc: error: -o") and len(err.strip().splitlines()) == 1
@@ -67,13 +67,13 @@ def test_an_unwritable_output_is_refused_before_profiling(tiny, fake_sys, tmp_pa
 
 def test_frequencies_are_set_then_restored_and_theta_rho_fitted(tiny, cpufreq, tmp_path, capsys, monkeypatch):
     seen = []
-    real = profiler.layer_timings
+    real = profiler.interleaved_timings
 
     def spy(*a, **k):
         seen.append(((cpufreq / "scaling_min_freq").read_text().strip(), (cpufreq / "scaling_max_freq").read_text().strip()))
         return real(*a, **k)
 
-    monkeypatch.setattr(profiler, "layer_timings", spy)
+    monkeypatch.setattr(profiler, "interleaved_timings", spy)
     out = tmp_path / "p.csv"
     code, stdout, err = run(capsys, "profile", str(tiny), "-o", str(out), "--repeats", "2")
     assert code == 0, err
@@ -102,7 +102,7 @@ def test_userspace_governor_is_used_where_offered_and_put_back(tiny, cpufreq, tm
 
 def test_an_interrupt_leaves_no_file_and_restores_the_clock(tiny, cpufreq, tmp_path, capsys, monkeypatch):
     calls = []
-    real = profiler.layer_timings
+    real = profiler.interleaved_timings
 
     def interrupted(*a, **k):
         calls.append(1)
@@ -110,7 +110,7 @@ def test_an_interrupt_leaves_no_file_and_restores_the_clock(tiny, cpufreq, tmp_p
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(profiler, "layer_timings", interrupted)
+    monkeypatch.setattr(profiler, "interleaved_timings", interrupted)
     out = tmp_path / "p.csv"
     code, _, err = run(capsys, "profile", str(tiny), "-o", str(out), "--repeats", "1")
     assert code == 130
@@ -143,6 +143,19 @@ def test_a_zoo_name_is_written_as_given(monkeypatch, tmp_path):
     assert _model_column("squeezenet1_1", P(), tmp_path / "x.csv") == "squeezenet1_1"
     assert _model_column(str(tmp_path / "m.onnx"), type("Q", (), {"source_path": tmp_path / "m.onnx"})(),
                          tmp_path / "out" / "x.csv") == "../m.onnx"
+
+
+def test_rounds_time_every_session_the_same_number_of_times(tiny, fake_sys):
+    from hetcc.profile import load_program
+    from hetcc.program import LAYERS
+    from hetcc.targets import load_target
+
+    program = load_program(str(tiny), load_target("host"))
+    so = profiler.session_options(1)
+    sessions = [profiler.layer_session(program, l, so) for l in program.get(LAYERS)]
+    ts = profiler.interleaved_timings(sessions + [profiler.model_session(program, so)], min_runs=6,
+                                      min_seconds=0.0, max_runs=50)
+    assert [t.runs for t in ts] == [6] * 5 and all(t.ms > 0 for t in ts)
 
 
 def test_measurements_carry_the_run_count_and_median(tiny, fake_sys):
