@@ -52,6 +52,9 @@ MARGIN = 0.01
 DEFAULT_RANGE = 20.0
 #: a fitted parameter this close (relative) to a bound is at it
 BOUND_RTOL = 1e-6
+#: ... and one this close (1 %) whose cost gradient points past the bound too (trf's iterates stay
+#: strictly inside the box, so a parameter the data push out stops a little short of its bound)
+BOUND_NEAR = 0.01
 #: singular values below this x the largest make the Jacobian rank-deficient
 RANK_RTOL = 1e-8
 #: central-difference step in log space
@@ -670,10 +673,16 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     x_fit = values(z)
 
     # refusal 1: parameters at their bounds (all of them named, so one run says what to widen)
+    J = jacobian(z, point(z))
+    r = point(z).residual
+    grad = J.T @ r                                   # d(cost)/d(log parameter); > 0: the fit wants it lower
+    push = 1e-6 * max(1.0, float(r @ r))
     hits = []
     for col, j in enumerate(free_idx):
-        at_lo = res.active_mask[col] < 0 or abs(z[col] - zlo[col]) <= BOUND_RTOL
-        at_hi = res.active_mask[col] > 0 or abs(z[col] - zhi[col]) <= BOUND_RTOL
+        at_lo = (res.active_mask[col] < 0 or z[col] - zlo[col] <= BOUND_RTOL
+                 or (z[col] - zlo[col] <= BOUND_NEAR and grad[col] > push))
+        at_hi = (res.active_mask[col] > 0 or zhi[col] - z[col] <= BOUND_RTOL
+                 or (zhi[col] - z[col] <= BOUND_NEAR and grad[col] < -push))
         if at_lo or at_hi:
             unit = f" {params[j].unit}" if params[j].unit else ""
             hits.append((names[j], f"{lo[j] if at_lo else hi[j]:.6g}{unit}", "lower" if at_lo else "higher"))
@@ -687,7 +696,6 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
                          + ": widen them with --bound NAME=LO:HI or fix them with "
                          + " ".join(f"--fix {n}" for n, _, _ in hits))
     # refusal 2: parameters the observations cannot separate (at the solution)
-    J = jacobian(z, point(z))
     _check_rank(J, [names[j] for j in free_idx])
 
     x_out = x0.copy()
