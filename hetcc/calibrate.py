@@ -511,6 +511,7 @@ class FitResult:
     seconds: float
     message: str
     bounds: tuple[np.ndarray, np.ndarray]
+    converged: bool = True
 
 
 def _pattern_matches(names: Sequence[str], pattern: str, flag: str) -> list[int]:
@@ -703,7 +704,7 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     after = cal.evaluate(x_out)
     return FitResult(values=x_out, free=free_idx, kept=kept, fixed=fixed, before=before, after=after,
                      nfev=counts["fev"], njev=counts["jev"], seconds=seconds, message=str(res.message),
-                     bounds=(lo, hi))
+                     bounds=(lo, hi), converged=bool(res.status != 0))
 
 
 def _check_rank(J: np.ndarray, names: Sequence[str]) -> None:
@@ -918,7 +919,8 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
                         "after": summary(cal.obs, result.after.predicted)},
             "parameters": params,
             "fit": {"free": len(result.free), "observations": len(cal.obs), "evaluations": result.nfev,
-                    "jacobians": result.njev, "seconds": result.seconds, "solver": result.message}}
+                    "jacobians": result.njev, "seconds": result.seconds, "solver": result.message,
+                    "converged": result.converged}}
 
 
 def print_report(console: Any, cal: Calibration, result: FitResult, output: str) -> None:
@@ -953,7 +955,8 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
         console.print("fixed: " + ", ".join(names[i].name for i in result.fixed))
     n = len(result.free)
     console.print(f"wrote {output} ({n} parameter{'s' if n != 1 else ''} fitted to {len(cal.obs)} observations; "
-                  f"{result.nfev} evaluations, {result.njev} Jacobians, {result.seconds:.1f} s)")
+                  f"{result.nfev} evaluations, {result.njev} Jacobians, {result.seconds:.1f} s)"
+                  + ("" if result.converged else "; the solver stopped at its evaluation limit before converging"))
 
 
 # ------------------------------------------------------------------------------- one call
