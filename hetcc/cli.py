@@ -441,6 +441,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_command(sw, "sweep")
     tu = sub.add_parser("tune", help="tune a planner's options with Ray Tune (median gap to exact)")
     _add_command(tu, "tune")
+    pr = sub.add_parser("profile", help="measure a model's per-layer latency (and power, where readable) on this machine")
+    _add_command(pr, "profile")
+    ca = sub.add_parser("calibrate", help="fit a modelled board's parameters to measurements (least squares)")
+    _add_command(ca, "calibrate")
 
     z = sub.add_parser("zoo", help="torchvision architectures with random weights")
     zs = z.add_subparsers(dest="zoo_cmd", required=True, parser_class=_Parser)

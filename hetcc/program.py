@@ -52,8 +52,9 @@ class Layer:
 
     ``inputs``: non-constant tensors it reads that were produced before it (or are model
     inputs); ``outputs``: tensors it produces that later layers read or that are model outputs.
-    ``flops_by_class`` splits ``flops`` into 'conv', 'matmul' and 'other' (element-wise,
-    pooling, normalisation) so a target can give each class its own peak throughput.
+    ``flops_by_class`` splits ``flops`` into the op classes of ``hetcc.opclasses`` ('conv',
+    'matmul', 'other': element-wise, pooling, normalisation; 'dwconv': depthwise and grouped
+    convolutions) so a target can give each class its own peak throughput.
     """
 
     id: int
@@ -73,6 +74,9 @@ class Layer:
     int8_flops_by_class: dict[str, float] = field(default_factory=dict)
     #: Quantize/DequantizeLinear nodes a runtime folds into the integer kernel they wrap (no launch)
     fused_nodes: int = 0
+    #: bytes of every tensor its nodes produce (not only those leaving it): what a device that
+    #: counts activations against its capacity charges (hetcc.flops.produced_bytes)
+    activation_bytes: int = 0
 
     @property
     def name(self) -> str:

@@ -107,6 +107,8 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
     """Per layer of ``costs.json``: {device: reason} for each device it cannot use. With no
     ``why.json`` the refusals still come from costs.json's legality table, with the capacity
     reason where that explains it and "reason not recorded" otherwise."""
+    from .planners.problem import capacity_charge   # numpy only
+
     layers, states, legal = costs["layers"], costs["states"], costs["legal"]
     devices = _devices(costs)
     by_id = {int(l.get("id", i)): i for i, l in enumerate(layers)}
@@ -117,15 +119,21 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
             if i is not None:
                 out[i][e["device"]] = e["reason"]
     caps = costs.get("capacity_bytes") or [None] * len(states)
+    factors = costs.get("activation_factor") or [0.0] * len(states)   # absent: parameters only
     for i, layer in enumerate(layers):
         row = legal[i] if i < len(legal) else []
         for d in devices:
             idx = [k for k, s in enumerate(states) if s["device"] == d]
             if d in out[i] or any(bool(row[k]) for k in idx if k < len(row)):
                 continue
-            cap = next((caps[k] for k in idx if k < len(caps) and caps[k] is not None), None)
-            if cap is not None and layer.get("param_bytes", 0) > cap:
-                out[i][d] = f"parameters {_mb(layer['param_bytes'])} exceed capacity {_mb(cap)}"
+            k = next((k for k in idx if k < len(caps) and caps[k] is not None), None)
+            cap = None if k is None else caps[k]
+            f = float(factors[k]) if k is not None and k < len(factors) else 0.0
+            par = int(layer.get("param_bytes", 0))
+            held = int(capacity_charge([par], [int(layer.get("activation_bytes", 0))], [f])[0, 0])
+            if cap is not None and held > cap:
+                acts = f" + activations {_mb(held - par)}" if held > par else ""
+                out[i][d] = f"parameters {_mb(par)}{acts} exceed capacity {_mb(cap)}"
             else:
                 out[i][d] = "not legal (reason not recorded: no why.json; recompile to see it)"
     return [{d: r[d] for d in devices if d in r} for r in out]

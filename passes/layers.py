@@ -15,7 +15,7 @@ from typing import ClassVar, Container, Mapping
 import numpy as np
 import onnx_ir as ir
 
-from hetcc.flops import INT8_OPS, fused_qdq, node_flops, op_class, runs_int8
+from hetcc.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, node_flops, produced_bytes, runs_int8
 from hetcc.graphutil import node_reads, walk
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
@@ -175,14 +175,16 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         ops: list[str] = []
         params: dict[str, int] = {}
         dtypes: set[str] = set()
-        flops = {"conv": 0.0, "matmul": 0.0, "other": 0.0}
-        int8 = {"conv": 0.0, "matmul": 0.0, "other": 0.0}
+        flops = dict.fromkeys(OP_CLASSES, 0.0)
+        int8 = dict.fromkeys(OP_CLASSES, 0.0)
         fused = 0
-        counts = {"conv": 0, "matmul": 0, "other": 0}
+        activations = 0
+        counts = dict.fromkeys(OP_CLASSES, 0)
         geometry = {"kernel": 0, "stride": 0, "in_channels": 0, "out_channels": 0}
         for j in members:
             node = deps.nodes[j]
-            counts[op_class(node.op_type)] += 1
+            cls = node_class(node)
+            counts[cls] += 1
             _conv_geometry(node, tensors, geometry)
             ops.extend(inner_op_types(node))
             seen = _computed_values(node)
@@ -197,10 +199,11 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
                 if o.name in tensors and (seen is None or o in seen):
                     dtypes.add(tensors[o.name].dtype)
             f = node_flops(node, tensors)
-            flops[op_class(node.op_type)] += f
+            flops[cls] += f
             if runs_int8(node):
-                int8[op_class(node.op_type)] += f
+                int8[cls] += f
             fused += fused_qdq(node)
+            activations += produced_bytes(node, tensors)
         layers.append(Layer(
             id=li, nodes=tuple(deps.nodes[j].name for j in members), op_types=tuple(sorted(set(ops))),
             inputs=tuple(inputs), outputs=tuple(outputs), param_bytes=int(sum(params.values())),
@@ -208,7 +211,7 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             input_bytes=int(sum(tensors[n].nbytes for n in inputs if n in tensors)),
             output_bytes=int(sum(tensors[n].nbytes for n in outputs if n in tensors)),
             dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry,
-            int8_flops_by_class=int8, fused_nodes=fused))
+            int8_flops_by_class=int8, fused_nodes=fused, activation_bytes=activations))
     return tuple(layers)
 
 

@@ -2,8 +2,9 @@
 
 A layer is illegal on a device when it contains an op type the device does not support, an
 element type it does not compute in (integer index types are not checked, see
-``hetcc.targets.INDEX_DTYPES``), fails one of the device's named predicates, or has more
-parameters than the device's per-slice capacity on its own (the capacity of a whole slice is
+``hetcc.targets.INDEX_DTYPES``), fails one of the device's named predicates, or holds more
+than the device's per-slice capacity on its own: its parameters, plus its activations on a device
+that counts them (``hetcc.planners.problem.capacity_charge``; the capacity of a whole slice is
 the planners' check). A layer legal on no device makes the model infeasible on the target.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import onnx_ir as ir
 from hetcc.errors import InfeasibleError
 from hetcc.graphutil import walk
 from hetcc.passmanager import Pass, PassResult
+from hetcc.planners.problem import capacity_charge
 from hetcc.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
 from hetcc.targets import PREDICATES, Device, Target
 
@@ -52,8 +54,11 @@ def device_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str,
     bad_dtypes = sorted(dt for dt in set(layer.dtypes) if not device.supports_dtype(dt))
     if bad_dtypes:
         out.append(f"dtype{'s' if len(bad_dtypes) > 1 else ''} {', '.join(bad_dtypes)} unsupported")
-    if device.capacity_bytes is not None and layer.param_bytes > device.capacity_bytes:
-        out.append(f"parameters {_mb(layer.param_bytes)} exceed capacity {_mb(device.capacity_bytes)}")
+    f = device.activation_factor
+    held = int(capacity_charge([layer.param_bytes], [layer.activation_bytes], [f])[0, 0])
+    if device.capacity_bytes is not None and held > device.capacity_bytes:
+        acts = f" + activations {_mb(held - layer.param_bytes)}" if f else ""
+        out.append(f"parameters {_mb(layer.param_bytes)}{acts} exceed capacity {_mb(device.capacity_bytes)}")
     for name in device.predicates:
         why = PREDICATES[name](layer, nodes, tensors)
         if why:

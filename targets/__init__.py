@@ -43,19 +43,27 @@ Schema ``hetcc.target/1`` (units are in the key names; MB = 10**6 bytes):
         control = {cpufreq = "/sys/..."} | {devfreq = "/sys/..."}   # optional: how the OS sets
                                        # its frequency (the runtime's --apply-hardware)
         dvfs = [{freq_mhz, volt, static_power_mw}, ...]   # ascending frequency; volt on every
-                                       # level or none (then Eq. 5 scales with f / f_max alone)
+                                       # level or none (then Eq. 5 scales with f / f_max alone);
+                                       # a level may add transfer = {beta_ms_per_mb, delta_ms,
+                                       # power_mw} (any of them): its own, else the device's
           or, for a fixed frequency: freq_mhz (optional), volt (optional), static_power_mw
         dynamic_power_mw: float        # at f_max, fully busy
-        peak_gflops = {conv, matmul, other}   # effective GFLOP/s at f_max (modelled targets)
-        int8_peak_gops = {conv, matmul, other}   # optional: effective int8 GOP/s at f_max of integer
-                                       # kernels (QLinearConv, ConvInteger, QDQ groups); absent =
-                                       # peak_gflops; needs int8/uint8 in dtypes to be used
+        peak_gflops = {conv, matmul, other, dwconv (optional)}   # effective GFLOP/s at f_max
+                                       # (modelled targets); dwconv: depthwise/grouped convolutions,
+                                       # absent = the conv figure
+        int8_peak_gops = {conv, matmul, other, dwconv (optional)}   # optional: effective int8 GOP/s
+                                       # at f_max of integer kernels (QLinearConv, ConvInteger, QDQ
+                                       # groups); absent = peak_gflops; needs int8/uint8 in dtypes
         mem_bandwidth_gbps: float      # effective GB/s (modelled targets)
         layer_overhead_ms: float       # fixed cost per layer (modelled targets)
         node_overhead_ms: float        # fixed cost per ONNX node in a layer (optional, default 0):
                                        # kernel launches happen per node, not per layer
         transfer = {beta_ms_per_mb, delta_ms, power_mw (optional)}   # C = beta*MB + delta
-        capacity_bytes: int (optional, per slice parameters; absent = unlimited)
+        capacity_bytes: int (optional, bytes per slice; absent = unlimited)
+        capacity_counts = "params" | "params+activations"   # optional (default params): what a
+                                       # slice holds against it; with activations, its parameters +
+                                       # activation_bytes_factor (default 1) x the bytes of every
+                                       # tensor its nodes produce
         supported_ops: [op types] (optional, absent = all) ; unsupported_ops: [op types]
         dtypes: [element types it computes in] ; predicates: [registered predicate names]
 """

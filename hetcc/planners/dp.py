@@ -87,12 +87,11 @@ class SliceTables:
         st = self.states
         bad = np.zeros((L + 1, st.size), dtype=np.int64)
         np.cumsum(~cells.usable[:, st], axis=0, out=bad[1:])
-        params = np.zeros(L + 1, dtype=np.int64)
-        np.cumsum(np.asarray(problem.param_bytes, dtype=np.int64), out=params[1:])
+        mem = problem.memory_prefix(st)          # [L+1, S'] bytes held against each state's capacity
         cap = np.asarray(problem.capacity_bytes, dtype=np.float64)[st]
         ends = np.arange(L + 1)
         ok = (bad[:, None, :] == bad[None, :, :])
-        ok &= ((params[:, None] - params[None, :]).astype(np.float64)[:, :, None] <= cap[None, None, :])
+        ok &= ((mem[:, None, :] - mem[None, :, :]).astype(np.float64) <= cap[None, None, :])
         ok &= (ends[None, :] < ends[:, None])[:, :, None]
         self.ok = ok                # [L+1, L+1, S'] bool
 
@@ -181,19 +180,18 @@ def _windowed_dp(problem: PlanningProblem, cells: CellCosts, states: np.ndarray,
     tin_k[:L] = tin[:, states]
     tout_l = np.full((L + 1, S), INF)
     tout_l[1:] = tout[:, states]
-    params = np.zeros(L + 1, dtype=np.int64)
-    np.cumsum(np.asarray(problem.param_bytes, dtype=np.int64), out=params[1:])
+    mem = problem.memory_prefix(states)          # [L+1, S] bytes held against each state's capacity
     cap = np.asarray(problem.capacity_bytes, dtype=np.float64)[states]
     # lo[l, s]: the first legal start of a slice ending at boundary l on s (after the last unusable
-    # layer before l, and late enough that the parameters fit the capacity)
+    # layer before l, and late enough that what the slice holds fits the capacity: slice_fits)
     bad_at = np.where(~usable, np.arange(L)[:, None] + 1, 0)
     lo = np.zeros((L + 1, S), dtype=np.int64)
     np.maximum.accumulate(bad_at, axis=0, out=lo[1:])
     for j in range(S):
         if np.isfinite(cap[j]):
-            # the smallest k with params[l] - params[k] <= cap, i.e. params[k] >= params[l] - cap
-            need = params.astype(np.float64) - cap[j]
-            lo[:, j] = np.maximum(lo[:, j], np.searchsorted(params.astype(np.float64), need, side="left"))
+            # the smallest k with mem[l] - mem[k] <= cap, i.e. mem[k] >= mem[l] - cap
+            need = mem[:, j].astype(np.float64) - cap[j]
+            lo[:, j] = np.maximum(lo[:, j], np.searchsorted(mem[:, j].astype(np.float64), need, side="left"))
     idx = np.arange(L)
     with np.errstate(invalid="ignore"):
         alone = (lo[idx + 1] <= idx[:, None]) & np.isfinite(tin_k[:L] + lay + tout_l[1:]) & usable

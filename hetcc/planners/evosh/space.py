@@ -269,6 +269,9 @@ class ConfigSpace:
             transfer_out_ms=prob.transfer_out_ms[last][:, cols], transfer_out_mj=prob.transfer_out_mj[last][:, cols],
             param_bytes=np.array([int(prob.param_bytes[f:e].sum()) for f, e in zip(starts, ends)], dtype=np.int64),
             capacity_bytes=prob.capacity_bytes[cols],
+            activation_bytes=None if prob.activation_bytes is None else np.array(
+                [int(prob.activation_bytes[f:e].sum()) for f, e in zip(starts, ends)], dtype=np.int64),
+            activation_factor=None if prob.activation_factor is None else prob.activation_factor[cols],
             states=StateTable(device=tuple(st.device[c] for c in cols), kind=tuple(st.kind[c] for c in cols),
                               freq_mhz=st.freq_mhz[cols], is_fmax=np.ones(2, dtype=bool)),
             layer_names=tuple(f"block{b}" for b in range(len(starts))), layer_features=None, hardware=None,
