@@ -139,6 +139,7 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
     rows_a = [r for r in read_observations(a) if r.kind == "latency"]
     pred_after = predict_observations(fitted, rows_b)
     pred_before = predict_observations(BOARD, rows_b)
+    pred_in = predict_observations(fitted, rows_a)      # the rows it was fitted to: the model's own residual
     av, bv = by_layer(rows_a), by_layer(rows_b)
     layers = load_program(model, load_target("host")).get(LAYERS)
     per_layer = []
@@ -151,6 +152,9 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
     lay = [x for x in per_layer if x["layer"] is not None]
     whole = next(x for x in per_layer if x["layer"] is None)
     keys = [i for i in bv if i is not None and i in av]
+    in_a = [(p, r.value) for p, r in zip(pred_in, rows_a) if r.layer is not None]
+    total = sum(x["b_ms"] for x in lay)
+    big = [x for x in lay if x["b_ms"] >= 0.01 * total]    # the layers that hold the time
     return {
         "model": model, "layers": len(lay), "repeats": repeats, "threads": threads,
         "layer_mape": mape([x["fitted_ms"] for x in lay], [x["b_ms"] for x in lay]),
@@ -158,6 +162,12 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
         "before_layer_mape": mape([x["before_ms"] for x in lay], [x["b_ms"] for x in lay]),
         "before_model_error": abs(whole["before_ms"] - whole["b_ms"]) / whole["b_ms"],
         "noise_layer_mape": mape([av[i] for i in keys], [bv[i] for i in keys]),
+        "in_sample_layer_mape": mape([p for p, _ in in_a], [o for _, o in in_a]),
+        "layer_wape": sum(abs(x["fitted_ms"] - x["b_ms"]) for x in lay) / total,
+        "noise_layer_wape": sum(abs(av[i] - bv[i]) for i in keys) / sum(bv[i] for i in keys),
+        "large_layers": len(big),
+        "large_layer_mape": mape([x["fitted_ms"] for x in big], [x["b_ms"] for x in big]),
+        "noise_large_layer_mape": mape([av[x["layer"]] for x in big], [x["b_ms"] for x in big]),
         "noise_model_error": abs(av[None] - bv[None]) / bv[None],
         "sum_of_layers_over_model_ms": {"A": sum(av[i] for i in keys) / av[None], "B": sum(bv[i] for i in keys) / bv[None]},
         "calibrate": {"fitted": cal.get("parameters", cal.get("params")), "summary": cal.get("summary")},
@@ -179,6 +189,11 @@ def print_table(res: dict[str, Any]) -> None:
           f"<= 10 %), before {res['before_layer_mape'] * 100:.1f} %, noise floor A vs B {res['noise_layer_mape'] * 100:.1f} %")
     print(f"whole model vs B: fitted {res['model_error'] * 100:.1f} % ({ok(res['model_error'], TARGETS['model_error'])} "
           f"<= 5 %), before {res['before_model_error'] * 100:.1f} %, noise floor A vs B {res['noise_model_error'] * 100:.1f} %")
+    print(f"  the fit's own residual (fitted vs A, the rows it was fitted to): per-layer MAPE "
+          f"{res['in_sample_layer_mape'] * 100:.1f} %")
+    print(f"  time-weighted (sum |error| / sum of layer times): fitted {res['layer_wape'] * 100:.1f} %, noise floor "
+          f"{res['noise_layer_wape'] * 100:.1f} %; the {res['large_layers']} layers of >= 1 % of the time: MAPE "
+          f"{res['large_layer_mape'] * 100:.1f} %, noise floor {res['noise_large_layer_mape'] * 100:.1f} %")
     s = res["sum_of_layers_over_model_ms"]
     print(f"layers alone sum to {s['A']:.2f}x (A) / {s['B']:.2f}x (B) the whole model")
 
