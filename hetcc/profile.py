@@ -276,7 +276,10 @@ def source_text(result: ProfileResult) -> str:
 def observations(result: ProfileResult, *, model: str, device: str, max_cut_tensors: int = 1,
                  board: str = "host") -> tuple[list[dict[str, Any]], list[str]]:
     """(rows, comment lines) of the observations file: per frequency one latency row per layer
-    (and a power row beside it where a meter was read) and one for the whole model."""
+    (and a power row beside it where a meter was read) and one for the whole model, whose
+    ``weight`` is the number of layers: in a least-squares fit (``hetcc calibrate``) it then counts
+    as much as the layers together, so they do not outvote the one row that says what the whole
+    model, the thing a plan is judged by, costs."""
     from .profiler import layers_fingerprint
     from .program import LAYERS
 
@@ -285,10 +288,11 @@ def observations(result: ProfileResult, *, model: str, device: str, max_cut_tens
     src = source_text(result)
     rows: list[dict[str, Any]] = []
     for f in result.freqs:
-        entries = [(str(i), t) for i, t in enumerate(result.layers[f])] + [("", result.model[f])]
-        for layer, t in entries:
+        entries = [(str(i), t, None) for i, t in enumerate(result.layers[f])]
+        entries.append(("", result.model[f], float(len(layers)) if len(layers) > 1 else None))
+        for layer, t, weight in entries:
             base = dict(model=model, model_sha256=program.source_sha256, device=device, freq_mhz=f,
-                        layer=layer, source=src)
+                        layer=layer, weight=weight, source=src)
             rows.append(dict(base, kind="latency", value=_sig(t.ms), unit="ms"))
             if t.power_mw is not None and t.power_mw > 0:
                 rows.append(dict(base, kind="power", value=_sig(t.power_mw), unit="mW"))

@@ -27,6 +27,7 @@ def test_writes_one_row_per_layer_and_the_whole_model(tiny, fake_sys, tmp_path, 
     assert all(r.kind == "latency" and r.unit == "ms" and r.device == "cpu" and r.freq_mhz is None for r in rows)
     assert [r.layer for r in rows] == [(0, 0), (1, 1), (2, 2), (3, 3), None]
     assert {r.model_sha256 for r in rows} == {sha256_file(tiny)}
+    assert [r.weight for r in rows] == [1.0, 1.0, 1.0, 1.0, 4.0]     # the whole model weighs as its layers
     assert all(r.value > 0 for r in rows)
     assert rows[0].models == (str(tiny),)             # written relative to the CSV, read back absolute
     assert rows[0].model == "models/tiny.onnx"
