@@ -340,8 +340,14 @@ def _report(result: ProfileResult, out: Path, n_rows: int, per_layer: bool) -> N
 
     layers = result.program.get(LAYERS)
     fit = result.theta_rho()
-    shown = [f"{f:g} MHz" if f is not None else "current clock" for f in result.freqs]
-    print(f"{result.program.name}: {len(layers)} layers on this machine's CPU ({result.threads} threads), "
+    now = None
+    if None in result.freqs:
+        from .power import current_mhz
+
+        now = current_mhz()
+    shown = [f"{f:g} MHz" if f is not None else (f"{now:.0f} MHz (current, not set)" if now else "current clock")
+             for f in result.freqs]
+    print(f"{result.program.name}: {len(layers)} layers on this machine's CPU ({result.threads} thread{'s' if result.threads != 1 else ''}), "
           f"{', '.join(shown)}")
     for f, s in zip(result.freqs, shown):
         alone = sum(t.ms for t in result.layers[f])
