@@ -37,7 +37,22 @@ _REDUCE_OPS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "Re
 def node_class(node: ir.Node) -> str:
     """The op class of ``node`` (hetcc.opclasses): a convolution with ``group`` > 1 (depthwise or
     grouped) is 'dwconv', any other by its op type."""
-    return op_class(node.op_type, _attr_int(node, "group", 1) if node.op_type in CONV_OPS else 1)
+    if node.op_type not in CONV_OPS:
+        return op_class(node.op_type)
+    return op_class(node.op_type, _attr_int(node, "group", 1), _kernel_shape(node))
+
+
+def _kernel_shape(node: ir.Node) -> tuple[int, ...] | None:
+    """A convolution's kernel sides: its kernel_shape attribute, else its weight's spatial dims
+    (QLinearConv's weight is input 3; Conv/ConvTranspose/ConvInteger's input 1)."""
+    a = node.attributes.get("kernel_shape")
+    if a is not None:
+        return tuple(int(k) for k in a.as_ints())
+    w = node.inputs[3 if node.op_type == "QLinearConv" else 1] if len(node.inputs) > 1 else None
+    shape = w.shape if w is not None else None
+    if shape is None or len(shape) < 3 or not all(isinstance(d, int) for d in shape[2:]):
+        return None
+    return tuple(int(d) for d in shape[2:])
 
 
 def produced_bytes(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> int:

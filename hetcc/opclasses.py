@@ -6,6 +6,12 @@ convolutions: a Conv, ConvTranspose, QLinearConv or ConvInteger with ``group`` >
 splits a layer's FLOPs by class, target files give ``peak_gflops = {conv, matmul, other}`` (and
 optionally ``dwconv``) and the cost model divides one by the other.
 
+Two more optional classes split the convolutions by kernel, as mobile runtimes' kernels do:
+'pwconv' (dense 1x1, pointwise: a GEMM with little reuse per weight; absent = 'conv') and
+'dwconv_large' (depthwise/grouped with a kernel side above 3, e.g. MnasNet's 5x5: TensorFlow
+Lite and the Arm Compute Library hand-optimise the 3x3 depthwise case and run others on a generic
+path; absent = 'dwconv').
+
 Why a class of its own for grouped convolutions: they do a few multiply-adds per byte moved, so a
 device reaches a much smaller share of its peak on them than on dense convolutions (a GPU's GEMM
 kernels do not apply; MobileNet and MnasNet spend most of their time there). A device without a
@@ -19,11 +25,12 @@ from typing import Mapping
 
 #: the classes, in the order cost arrays hold them (``peak_gflops[..., k]`` is class ``OP_CLASSES[k]``);
 #: 'dwconv' is last so the first three columns keep their historical positions
-OP_CLASSES: tuple[str, ...] = ("conv", "matmul", "other", "dwconv")
+OP_CLASSES: tuple[str, ...] = ("conv", "matmul", "other", "dwconv", "pwconv", "dwconv_large")
 #: the classes every modelled target must give a figure for; the rest default to another class's
 REQUIRED_CLASSES: tuple[str, ...] = ("conv", "matmul", "other")
 #: the class whose figure an optional class takes when a target gives none
-DEFAULT_CLASS: dict[str, str] = {"dwconv": "conv"}
+#: (a chain is listed child first: 'dwconv_large' falls back to 'dwconv', which falls back to 'conv')
+DEFAULT_CLASS: dict[str, str] = {"dwconv_large": "dwconv", "dwconv": "conv", "pwconv": "conv"}
 CONV_OPS = frozenset({"Conv", "ConvTranspose", "QLinearConv", "ConvInteger"})
 MATMUL_OPS = frozenset({"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "Einsum", "Attention", "QGemm",
                         "MatMulIntegerToFloat", "DynamicQuantizeMatMul"})
@@ -35,11 +42,14 @@ INT8_OPS = frozenset({"QLinearConv", "ConvInteger", "QLinearMatMul", "MatMulInte
 QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
 
 
-def op_class(op_type: str, group: int = 1) -> str:
-    """The class of an ONNX op type ('conv', 'matmul', 'other', or 'dwconv' for a convolution
-    with ``group`` > 1)."""
+def op_class(op_type: str, group: int = 1, kernel: tuple[int, ...] | None = None) -> str:
+    """The class of an ONNX op type ('conv', 'matmul', 'other'; for a convolution with ``group``
+    > 1 'dwconv', or 'dwconv_large' when a ``kernel`` side exceeds 3; for a dense convolution
+    with a 1x1 ``kernel``, 'pwconv')."""
     if op_type in CONV_OPS:
-        return "dwconv" if group > 1 else "conv"
+        if group > 1:
+            return "dwconv_large" if kernel and max(kernel) > 3 else "dwconv"
+        return "pwconv" if kernel and all(k == 1 for k in kernel) else "conv"
     if op_type in MATMUL_OPS:
         return "matmul"
     return "other"
@@ -51,7 +61,7 @@ def class_figures(figures: Mapping[str, float] | None) -> dict[str, float] | Non
     if figures is None:
         return None
     out = {c: figures[c] for c in REQUIRED_CLASSES}
-    for c in OP_CLASSES:
+    for c in OP_CLASSES:        # a class's default comes before it in OP_CLASSES
         if c not in out:
             out[c] = figures[c] if c in figures else out[DEFAULT_CLASS[c]]
     return out

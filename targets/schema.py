@@ -227,6 +227,11 @@ KEYS: tuple[Key, ...] = (
     _num("devices.*.peak_gflops.dwconv", "effective throughput at f_max of depthwise and grouped convolutions "
          "(Conv, ConvTranspose, QLinearConv, ConvInteger with group > 1); absent = the conv figure",
          "GFLOP/s", lo_open=True),
+    _num("devices.*.peak_gflops.pwconv", "effective throughput at f_max of dense 1x1 (pointwise) convolutions; "
+         "absent = the conv figure", "GFLOP/s", lo_open=True),
+    _num("devices.*.peak_gflops.dwconv_large", "effective throughput at f_max of depthwise and grouped "
+         "convolutions with a kernel side above 3 (e.g. 5x5: runtimes hand-optimise only 3x3); absent = the "
+         "dwconv figure", "GFLOP/s", lo_open=True),
     Key("devices.*.int8_peak_gops", "table", "effective int8 GOP/s at f_max per op class, for integer "
         "kernels (QLinearConv, ConvInteger, QDQ groups); absent = peak_gflops (no int8 speed-up)"),
     *(_num(f"devices.*.int8_peak_gops.{c}", f"effective int8 {c} throughput at f_max", "GOP/s", lo_open=True,
@@ -234,6 +239,9 @@ KEYS: tuple[Key, ...] = (
     _num("devices.*.int8_peak_gops.dwconv", "effective int8 throughput at f_max of depthwise and grouped "
          "convolutions; absent = the conv class's int8 speed-up (int8 conv / conv) times the dwconv figure",
          "GOP/s", lo_open=True),
+    *(_num(f"devices.*.int8_peak_gops.{c}", f"effective int8 {c} throughput at f_max; absent = the {d} class's "
+           f"int8 speed-up times the {c} figure", "GOP/s", lo_open=True) for c, d in (("pwconv", "conv"),
+                                                                                   ("dwconv_large", "dwconv"))),
     _num("devices.*.mem_bandwidth_gbps", "effective memory bandwidth", "GB/s", lo_open=True, required="modelled"),
     _num("devices.*.layer_overhead_ms", "fixed cost per layer", "ms", required="modelled"),
     _num("devices.*.node_overhead_ms", "fixed cost per ONNX node of a layer (kernel launches); default 0", "ms"),

@@ -95,8 +95,9 @@ def _old_tables(features, p: DeviceParams, legal: np.ndarray) -> dict[str, np.nd
     the per-level transfer (three op classes; grouped convolutions counted as 'conv'; capacity
     against parameters). Per-state numbers come from ``p``'s first three class columns."""
     col = features.column
-    conv = col("conv_flops") + col("dwconv_flops")
-    conv8 = col("conv_int8_flops") + col("dwconv_int8_flops")
+    conv = col("conv_flops") + col("dwconv_flops") + col("pwconv_flops") + col("dwconv_large_flops")
+    conv8 = (col("conv_int8_flops") + col("dwconv_int8_flops") + col("pwconv_int8_flops")
+             + col("dwconv_large_int8_flops"))
     flops = np.stack([conv, col("matmul_flops"), col("other_flops")], axis=1)
     int8 = np.stack([conv8, col("matmul_int8_flops"), col("other_int8_flops")], axis=1)
     inb, outb, par, nodes = col("input_bytes"), col("output_bytes"), col("param_bytes"), col("nodes")
@@ -150,9 +151,10 @@ def _without_new_keys(target):
     """``target`` as a board file without the new keys would load (whatever its file now sets)."""
     devices = []
     for d in target.devices:
-        peak = None if d.peak_gflops is None else MappingProxyType({**d.peak_gflops, "dwconv": d.peak_gflops["conv"]})
+        peak = None if d.peak_gflops is None else MappingProxyType(
+            {**d.peak_gflops, **dict.fromkeys(("dwconv", "pwconv", "dwconv_large"), d.peak_gflops["conv"])})
         int8 = None if d.int8_peak_gops is None else MappingProxyType(
-            {c: v for c, v in d.int8_peak_gops.items() if c != "dwconv"})
+            {c: v for c, v in d.int8_peak_gops.items() if c not in ("dwconv", "pwconv", "dwconv_large")})
         changes = {"peak_gflops": peak, "int8_peak_gops": int8}
         changes.update({k: v for k, v in (("capacity_counts", "params"), ("activation_bytes_factor", 1.0))
                         if hasattr(d, k)})
@@ -194,8 +196,11 @@ def test_tables_without_new_keys_are_the_old_formula(name: str, model_paths: lis
 # --- 1. depthwise and grouped convolutions -----------------------------------------------------------
 
 def test_op_class_of_grouped_convolutions() -> None:
-    assert OP_CLASSES == ("conv", "matmul", "other", "dwconv")
+    assert OP_CLASSES == ("conv", "matmul", "other", "dwconv", "pwconv", "dwconv_large")
     assert op_class("Conv") == "conv" and op_class("Conv", 32) == "dwconv" and op_class("Relu", 4) == "other"
+    assert op_class("Conv", 1, (1, 1)) == "pwconv" and op_class("Conv", 1, (3, 3)) == "conv"
+    assert op_class("Conv", 32, (3, 3)) == "dwconv" and op_class("Conv", 32, (5, 5)) == "dwconv_large"
+    assert op_class("Conv", 32, (1, 7)) == "dwconv_large" and op_class("MatMul", 1, (1, 1)) == "matmul"
     for op in ("Conv", "ConvTranspose", "QLinearConv", "ConvInteger"):
         assert node_class(ir.node(op, inputs=[], attributes={"group": 2})) == "dwconv"
         assert node_class(ir.node(op, inputs=[], attributes={"group": 1})) == "conv"
@@ -234,7 +239,8 @@ def board(peak: str = "peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }"
 
 def test_dwconv_figures_are_optional_and_checked() -> None:
     d = board().devices[0]
-    assert dict(d.peak_gflops) == {"conv": 10.0, "matmul": 8.0, "other": 2.0, "dwconv": 10.0}
+    assert dict(d.peak_gflops) == {"conv": 10.0, "matmul": 8.0, "other": 2.0, "dwconv": 10.0, "pwconv": 10.0,
+                                   "dwconv_large": 10.0}
     assert d.int8_speedup("dwconv") == 1.0
     d = board("peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0, dwconv = 2.5 }").devices[0]
     assert d.peak_gflops["dwconv"] == 2.5 and d.peak("dwconv") == 2.5
@@ -307,13 +313,15 @@ def test_device_params_take_three_class_arrays() -> None:
               link_rtt_ms=[np.nan] * 2, link_tx_mw=[np.nan] * 2, link_rx_mw=[np.nan] * 2,
               capacity_bytes=[np.inf, np.inf], base_power_mw=0.0)
     p = DeviceParams(peak_gflops=[[10.0, 8.0, 2.0], [20.0, 16.0, 4.0]], int8_speedup=[[2.0, 1.0, 1.0]] * 2, **kw)
-    assert p.peak_gflops.tolist() == [[10.0, 8.0, 2.0, 10.0], [20.0, 16.0, 4.0, 20.0]]
-    assert p.int8_speedup.tolist() == [[2.0, 1.0, 1.0, 2.0]] * 2
+    # the optional classes (dwconv, pwconv, dwconv_large) take conv's column
+    assert p.peak_gflops.tolist() == [[10.0, 8.0, 2.0, 10.0, 10.0, 10.0], [20.0, 16.0, 4.0, 20.0, 20.0, 20.0]]
+    assert p.int8_speedup.tolist() == [[2.0, 1.0, 1.0, 2.0, 2.0, 2.0]] * 2
     with pytest.raises(ValueError, match="peak_gflops has shape"):
         DeviceParams(peak_gflops=[[10.0, 8.0]] * 2, **kw)
     knob = Knob("cores", (1, 2), ("a",), "active_cores", {"parallel_fraction": 1.0})
-    q = apply_knob(knob, 1, p.replace(peak_gflops=[[10.0, 8.0, 2.0, 1.0], [20.0, 16.0, 4.0, 2.0]]), np.ones(2, bool))
-    assert q.peak_gflops.tolist() == [[5.0, 4.0, 1.0, 0.5], [20.0, 16.0, 4.0, 2.0]]
+    q = apply_knob(knob, 1, p.replace(peak_gflops=[[10.0, 8.0, 2.0, 1.0, 10.0, 1.0], [20.0, 16.0, 4.0, 2.0, 20.0, 2.0]]),
+                   np.ones(2, bool))
+    assert q.peak_gflops.tolist() == [[5.0, 4.0, 1.0, 0.5, 5.0, 0.5], [20.0, 16.0, 4.0, 2.0, 20.0, 2.0]]
     feats = {"conv_flops": [0.0], "matmul_flops": [0.0], "other_flops": [0.0], "dwconv_flops": [2e6],
              "input_bytes": [0.0], "output_bytes": [0.0], "param_bytes": [0.0], "nodes": [1.0]}
     t = cost_tables(feats, q, np.ones((1, 2), bool))

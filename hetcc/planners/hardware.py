@@ -185,7 +185,10 @@ def _complete_classes(a: np.ndarray) -> np.ndarray:
     """[S, len(REQUIRED_CLASSES)] per-class columns -> [S, len(OP_CLASSES)]: an optional class
     takes its DEFAULT_CLASS's column."""
     cols = {c: a[:, i] for i, c in enumerate(REQUIRED_CLASSES)}
-    return np.stack([cols[c] if c in cols else cols[DEFAULT_CLASS[c]] for c in OP_CLASSES], axis=1)
+    for c in OP_CLASSES:                      # a class's default comes before it in OP_CLASSES
+        if c not in cols:
+            cols[c] = cols[DEFAULT_CLASS[c]]
+    return np.stack([cols[c] for c in OP_CLASSES], axis=1)
 
 
 def _features(features: Any) -> dict[str, np.ndarray]:

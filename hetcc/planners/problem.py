@@ -116,7 +116,9 @@ class StateTable:
 FEATURES = ("nodes", "conv_nodes", "matmul_nodes", "other_nodes", "flops", "conv_flops", "matmul_flops",
             "other_flops", "param_bytes", "input_bytes", "output_bytes", "kernel", "stride",
             "in_channels", "out_channels", "conv_int8_flops", "matmul_int8_flops", "other_int8_flops",
-            "dwconv_nodes", "dwconv_flops", "dwconv_int8_flops", "activation_bytes")
+            "dwconv_nodes", "dwconv_flops", "dwconv_int8_flops", "activation_bytes",
+            "pwconv_nodes", "pwconv_flops", "pwconv_int8_flops", "dwconv_large_nodes", "dwconv_large_flops",
+            "dwconv_large_int8_flops")
 
 
 @dataclass(frozen=True)

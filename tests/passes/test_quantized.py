@@ -57,8 +57,8 @@ def test_no_cut_inside_a_qdq_group(analyse):
 def test_qdq_layers_record_int8_work_fused_nodes_and_quantised_dtypes(analyse):
     program = analyse(QDQ_CHAIN)
     first, conv, res, last = program.get(LAYERS)
-    assert conv.int8_flops_by_class["conv"] == conv.flops_by_class["conv"] == 2.0 * 4 * 8 * 8 * 4
-    assert res.int8_flops_by_class["conv"] == res.flops_by_class["conv"] > 0
+    assert conv.int8_flops_by_class["pwconv"] == conv.flops_by_class["pwconv"] == 2.0 * 4 * 8 * 8 * 4
+    assert res.int8_flops_by_class["pwconv"] == res.flops_by_class["pwconv"] > 0
     assert res.int8_flops_by_class["other"] == res.flops_by_class["other"] > 0   # the Add, DQ and Q
     assert (conv.fused_nodes, res.fused_nodes) == (2, 4)
     # the model's own quantise/dequantise ends run as kernels, in float

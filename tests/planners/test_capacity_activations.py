@@ -106,8 +106,8 @@ def test_layers_pass_fills_dwconv_flops_and_activation_bytes(analyse):
     from hetcc.program import LAYERS
 
     layers = program.get(LAYERS)
-    fc = {c: sum(l.flops_by_class[c] for l in layers) for c in ("conv", "dwconv", "other")}
-    assert fc["dwconv"] == 2.0 * 8 * 16 * 16 * 9 and fc["conv"] == 2.0 * 8 * 16 * 16 * 8
+    fc = {c: sum(l.flops_by_class[c] for l in layers) for c in ("conv", "dwconv", "pwconv", "other")}
+    assert fc["dwconv"] == 2.0 * 8 * 16 * 16 * 9 and fc["pwconv"] == 2.0 * 8 * 16 * 16 * 8
     assert sum(l.node_classes["dwconv"] for l in layers) == 1
     assert sum(l.activation_bytes for l in layers) == 3 * 8 * 16 * 16 * 4
 
