@@ -153,20 +153,10 @@ class Board:
     @classmethod
     def load(cls, name_or_path: str | Path) -> "Board":
         """A built-in board by name (``hikey970``) or a board file by path."""
-        from importlib import resources
+        from .targets.loader import load_bytes, target_source
 
-        from .targets.loader import MAX_TARGET_BYTES, builtin_targets, load_target
-
-        target = load_target(name_or_path)     # the loader's own checks and one-line errors
-        s = str(name_or_path)
-        if not (isinstance(name_or_path, Path) or s.endswith(".toml") or "/" in s or "\\" in s) and s in builtin_targets():
-            data = resources.files("hetcc.targets").joinpath(f"{s}.toml").read_bytes()
-            label, path = f"{s}.toml", Path(f"{s}.toml")
-        else:
-            path = Path(name_or_path)
-            with open(path, "rb") as f:
-                data = f.read(MAX_TARGET_BYTES + 1)
-            label = str(path)
+        data, path, label = target_source(name_or_path)   # the loader's own checks and one-line errors
+        target = load_bytes(data, path, label)
         if target.kind != "modelled":
             raise UsageError(f"{label}: target {target.name!r} is {target.kind}, not modelled: calibrate fits an "
                              "analytical board (kind = \"modelled\"), e.g. a copy of hikey970.toml")
@@ -390,9 +380,10 @@ class Calibration:
             if not legal[i, s]:
                 reason = m.reasons.get((m.layer_ids[i], self.states[s].device))
                 return f"{m.problem.layer_label(i)} is illegal there" + (f" ({reason})" if reason else "")
-        params = float(np.asarray(m.problem.param_bytes)[a:b + 1].sum())
+        held = m.problem.slice_bytes(a, b, s)         # parameters, plus activations where the state counts them
+        what = "parameters and activations" if m.problem.counts_activations else "parameters"
         cap = float(np.asarray(m.problem.capacity_bytes)[s])
-        return f"its parameters ({params / 1e6:.1f} MB) exceed the device's capacity ({cap / 1e6:.1f} MB)"
+        return f"its {what} ({held / 1e6:.1f} MB) exceed the device's capacity ({cap / 1e6:.1f} MB)"
 
     @staticmethod
     def _dp_states(problem: Any, o: Observation) -> np.ndarray:
@@ -421,18 +412,15 @@ class Calibration:
 
     def _plan(self, problem: Any, ref: str, spec: str, metric: str, frozen: dict, fixed: bool) -> tuple[float, Any]:
         key = ("plan", ref, spec, metric)
-        if fixed:
-            slices = frozen[key]
-        else:
-            if key not in frozen:
-                from .planners import registry
-                from .planners.context import PlanContext
-                from .planners.metrics import Objective
+        if not fixed and key not in frozen:
+            from .planners import registry
+            from .planners.context import PlanContext
+            from .planners.metrics import Objective
 
-                name, options = planner_spec(spec)
-                plan = registry.run(problem, Objective(metric), name, options, PlanContext(0), allow_infeasible=True)
-                frozen[key] = plan.slices
-            slices = frozen[key]
+            name, options = planner_spec(spec)
+            frozen[key] = registry.run(problem, Objective(metric), name, options, PlanContext(0),
+                                       allow_infeasible=True).slices
+        slices = frozen[key]
         return _price(problem, slices, metric), slices
 
     def evaluate(self, values: np.ndarray | None = None, *, target: Any = None, frozen: dict | None = None,
@@ -476,16 +464,12 @@ class Calibration:
                 _, slices = self._plan(p, ref, o.planner, o.objective, store, fixed)
                 pred[i] = float(any(sl.state == s for sl in slices))
                 key = ("forced", ref, o.objective, s, o.planner)
-                if fixed:
-                    use_sl, not_sl = store[key]
-                    use, avoid = _price(p, use_sl, o.objective), _price(p, not_sl, o.objective)
-                else:
-                    if key not in store:
-                        use, use_sl, avoid, not_sl = _forced(p, o.objective, self._dp_states(p, o), s)
-                        store[key] = (use_sl, not_sl)
-                    use_sl, not_sl = store[key]
-                    use = _price(p, use_sl, o.objective) if use_sl else math.inf
-                    avoid = _price(p, not_sl, o.objective) if not_sl else math.inf
+                if not fixed and key not in store:
+                    _, use_sl, _, not_sl = _forced(p, o.objective, self._dp_states(p, o), s)
+                    store[key] = (use_sl, not_sl)
+                use_sl, not_sl = store[key]
+                use = _price(p, use_sl, o.objective) if use_sl else math.inf      # [] = no such plan
+                avoid = _price(p, not_sl, o.objective) if not_sl else math.inf
                 margin = math.log(use / avoid) if math.isfinite(use) and math.isfinite(avoid) else (
                     math.inf if not math.isfinite(use) else -math.inf)
                 margin = max(-50.0, min(50.0, margin))

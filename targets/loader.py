@@ -27,6 +27,12 @@ def builtin_targets() -> list[str]:
 
 def load_target(name_or_path: str | Path) -> Target:
     """A built-in target by name (``hikey970``) or a user's TOML file by path."""
+    return load_bytes(*target_source(name_or_path))
+
+
+def target_source(name_or_path: str | Path) -> tuple[bytes, Path, str]:
+    """The bytes of a built-in target (by name) or a user's TOML file (by path, at most
+    MAX_TARGET_BYTES + 1 read), with its path and the label errors name it by."""
     s = str(name_or_path)
     looks_like_path = isinstance(name_or_path, Path) or s.endswith(".toml") or "/" in s or "\\" in s
     if not looks_like_path:
@@ -37,7 +43,7 @@ def load_target(name_or_path: str | Path) -> Target:
             raise TargetError(f"unknown target {s!r}{hint}; built-in targets are "
                               f"{', '.join(names)}, or pass --target path/to/board.toml")
         res = resources.files(_PACKAGE).joinpath(f"{s}.toml")
-        return load_bytes(res.read_bytes(), Path(str(res)), f"{s}.toml")
+        return res.read_bytes(), Path(str(res)), f"{s}.toml"
     path = Path(name_or_path)
     if not path.is_file():
         raise TargetError(f"{path}: target file not found; built-in targets are "
@@ -47,7 +53,7 @@ def load_target(name_or_path: str | Path) -> Target:
             data = f.read(MAX_TARGET_BYTES + 1)   # never more, whatever the file is
     except OSError as e:
         raise TargetError(f"{path}: cannot read the target file ({e.strerror or e})") from None
-    return load_bytes(data, path, str(path))
+    return data, path, str(path)
 
 
 def load_bytes(data: bytes, path: Path, label: str) -> Target:
@@ -73,4 +79,4 @@ def load_bytes(data: bytes, path: Path, label: str) -> Target:
     return target
 
 
-__all__ = ["builtin_targets", "load_bytes", "load_target"]
+__all__ = ["builtin_targets", "load_bytes", "load_target", "target_source"]
