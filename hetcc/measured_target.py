@@ -113,14 +113,14 @@ class Measurements:
 
     def _rows_of(self, program: Program) -> list[Any]:
         """The latency rows of ``program``: by sha256, else by zoo name or path (module doc)."""
-        from .observations import check_model_hash
+        from .observations import check_model_hash, is_model_path
 
         sha = program.source_sha256
         src = str(Path(program.source_path).resolve()) if program.source_path else ""
         mine, named = [], []
         for r in self.rows:
             m = r.models[0]
-            by_name = m == program.name if not _is_path(m) else str(Path(m).resolve()) == src
+            by_name = m == program.name if not is_model_path(m) else str(Path(m).resolve()) == src
             if r.model_sha256 is not None and r.model_sha256 == sha:
                 mine.append(r)
             elif by_name:
@@ -136,12 +136,6 @@ class Measurements:
         return mine
 
 
-def _is_path(model: str) -> bool:
-    from .observations import is_model_path
-
-    return is_model_path(model)
-
-
 def _top_frequency(rows: Sequence[Any]) -> float | None:
     """The frequency whose rows are used: None (the top level) when any row leaves it empty,
     else the highest measured."""
@@ -153,14 +147,15 @@ def _top_frequency(rows: Sequence[Any]) -> float | None:
 
 def load_measurements(path: str | Path) -> Measurements:
     """Read a measurement file for ``--target`` (UsageError, one line, for anything wrong)."""
-    from .observations import MAX_BYTES, read_observations
+    from .observations import parse_observations, read_text
     from .profile import parse_profile_comments
     from .targets import load_target
 
     p = Path(path)
     label = str(path)
     board = load_target(BOARD)
-    rows = [r for r in read_observations(p, check_files=False) if r.kind == "latency"]
+    text = read_text(p)
+    rows = [r for r in parse_observations(text, label, p.parent, check_files=False) if r.kind == "latency"]
     if not rows:
         raise UsageError(f"{label}: holds no latency rows; --target FILE.csv plans with measured latencies "
                          "(write them with hetcc profile MODEL -o FILE.csv)")
@@ -169,8 +164,6 @@ def load_measurements(path: str | Path) -> Measurements:
             raise UsageError(f"{r.where}: column 'device': {r.device!r} is not a device of {BOARD} ({DEVICE}); "
                              f"--target FILE.csv plans for {BOARD}, the board hetcc profile measures (fit a "
                              "modelled board to measurements with hetcc calibrate)")
-    with open(p, "rb") as f:
-        text = f.read(MAX_BYTES).decode("utf-8-sig", "replace")
     comments = parse_profile_comments(text)
     header: dict[str, str] = {}
     for c in comments:

@@ -133,6 +133,12 @@ def read_observations(path: str | os.PathLike, board: Any = None, *, check_files
 
     ``board`` (a ``hetcc.targets.Target``) also checks each device name and DVFS level.
     ``check_files``: model files must exist, and their sha256 match ``model_sha256``."""
+    return parse_observations(read_text(path), str(path), Path(path).parent, board=board, check_files=check_files)
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The text of an observations file, at most MAX_BYTES read (UsageError, one line, when it
+    cannot be read, is too large or is not UTF-8)."""
     p = Path(path)
     label = str(path)
     try:
@@ -149,7 +155,7 @@ def read_observations(path: str | os.PathLike, board: Any = None, *, check_files
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise UsageError(f"{label}: not UTF-8 text (byte {e.start}); save it as UTF-8 CSV") from None
-    return parse_observations(text, label, p.parent, board=board, check_files=check_files)
+    return text
 
 
 def parse_observations(text: str, label: str, base_dir: str | os.PathLike = ".", *, board: Any = None,
@@ -484,5 +490,5 @@ def sha256_bytes(data: bytes) -> str:
 
 
 __all__ = ["COLUMNS", "FORMAT", "KINDS", "MEASURED", "Observation", "REQUIRED", "UNITS", "check_model_hash",
-           "format_observations", "is_model_path", "parse_observations", "planner_spec", "read_observations",
+           "format_observations", "is_model_path", "parse_observations", "planner_spec", "read_observations", "read_text",
            "sha256_bytes", "write_observations"]
