@@ -417,10 +417,12 @@ def plot(out: Path, infos: list[dict], s: dict, args: argparse.Namespace) -> lis
     save("gap", "energy above the proven optimum, mean over workloads", [x[0].upper() for x in args.deadlines],
          {v: [100 * (mean_of(list(s["deadlines"][x][v].values()), "gap_to_exact") or math.nan)
               for x in args.deadlines] for v in per}, "% above exact")
-    save("fig8", "energy / full board's", list(SUBSETS), {v: [s["subsets"][sub]["energy_vs_all"][v] for sub in SUBSETS]
-                                                          for v in ("HERTI", "exhaustive")}, "normalised energy")
+    if "subsets" in args.parts:
+        save("fig8", "energy / full board's", list(SUBSETS), {v: [s["subsets"][sub]["energy_vs_all"][v] for sub in SUBSETS]
+                                                              for v in ("HERTI", "exhaustive")}, "normalised energy")
     edp = s["edp_geomean_vs_mosaic_edp"]
-    save("fig10", "EDP / MOSAIC-EDP (geomean)", ["EDP"], {v: [x] for v, x in edp.items()}, "normalised EDP", hline=1)
+    if "edp" in args.parts:
+        save("fig10", "EDP / MOSAIC-EDP (geomean)", ["EDP"], {v: [x] for v, x in edp.items()}, "normalised EDP", hline=1)
     tr = s["training"]
     save("fig11", "HERTI training: estimated vs measured", list(tr),
          {name: [t[f"{k}_min"] for t in tr.values()] for k, name in (("wall", "estimated (planner wall)"),

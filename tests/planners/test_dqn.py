@@ -196,3 +196,33 @@ def test_budget_patience_and_bad_options():
         plan(p, Objective("energy"), "dqn", {"eps_end": 0.5, "eps_start": 0.1})
     with pytest.raises(UsageError, match="no option 'epsilon'"):
         plan(p, Objective("energy"), "dqn", {"epsilon": 0.5})
+
+
+def test_episodes_restart_from_the_elite_pool(monkeypatch):
+    """elite=1 restarts every episode at the best state so far (Alg. 1's s_best); elite=K at one
+    of the K best distinct states met, each of which meets the limits."""
+    from hetcc.planners.dqn import agent
+
+    p = board()
+    fast = plan(p, Objective("latency"), "exact").latency_ms
+    lean = plan(p, Objective("energy"), "exact").latency_ms
+    objective = Objective("energy", deadline_ms=(fast + lean) / 2)
+    starts: list = []
+    real_reset = agent.SlicingEnv.reset
+
+    def spy(self, *, seed=None, options=None):
+        if options and "plan" in options:
+            starts.append(options["plan"])
+        return real_reset(self, seed=seed, options=options)
+
+    monkeypatch.setattr(agent.SlicingEnv, "reset", spy)
+    opts = {"steps": 600, "depth": 1, "width": 16, "warmup": 32, "episode": 10}
+    one = plan(p, objective, "dqn", {**opts, "elite": 1}, PlanContext(seed=0))
+    best_only = {s.slices for s in starts}
+    assert len(starts) == 60 and len(best_only) <= one.stats["improvements"] + 1
+    starts.clear()
+    plan(p, objective, "dqn", {**opts, "elite": 8}, PlanContext(seed=0))
+    assert len(starts) == 60 and len({s.slices for s in starts}) > len(best_only)
+    assert all(s.latency_ms <= objective.deadline_ms * (1 + 1e-9) for s in starts)
+    with pytest.raises(UsageError, match="elite"):
+        plan(p, Objective("energy"), "dqn", {"elite": 0})

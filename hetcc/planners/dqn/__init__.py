@@ -20,6 +20,8 @@ class DQNOptions:
     steps: int = field(default=10_000, metadata={"doc": "environment steps (Alg. 1's t_max); a step budget stops earlier"})
     episode: int = field(default=50, metadata={"doc": "restart the walk from the best state every this many steps "
                                               "(0: one walk, as Alg. 1)"})
+    elite: int = field(default=8, metadata={"doc": "restart each episode from one of the this many best distinct "
+                                            "states met so far (1: the best, as Alg. 1)"})
     patience: int = field(default=0, metadata={"doc": "stop after this many steps without a better state (0: never)"})
     depth: int = field(default=4, metadata={"doc": "Q-network hidden layers (Table II)",
                                             "tune": ("choice", [2, 3, 4])})
@@ -33,7 +35,7 @@ class DQNOptions:
                                                   "tune": ("choice", [32, 64, 128])})
     adam_eps: float = field(default=1e-5, metadata={"doc": "Adam epsilon (Table II)"})
     eps_start: float = field(default=1.0, metadata={"doc": "exploration rate at step 0"})
-    eps_end: float = field(default=0.05, metadata={"doc": "exploration rate after the decay"})
+    eps_end: float = field(default=0.2, metadata={"doc": "exploration rate after the decay (0.2: see the README, HERTI)"})
     eps_decay: float = field(default=0.5, metadata={"doc": "share of the steps over which epsilon decays linearly",
                                                     "tune": ("uniform", 0.2, 0.8)})
     memory: int = field(default=50_000, metadata={"doc": "replay memory capacity (transitions)"})
@@ -46,7 +48,7 @@ class DQNOptions:
     penalty: float = field(default=100.0, metadata={"doc": "Phi: the reward of a state that misses a limit (Eq. 11)"})
 
     def validate(self) -> str | None:
-        for name in ("steps", "depth", "width", "batch_size", "memory", "train_every", "target_update"):
+        for name in ("steps", "elite", "depth", "width", "batch_size", "memory", "train_every", "target_update"):
             if getattr(self, name) < 1:
                 return f"{name} must be at least 1"
         if not 0 <= self.eps_end <= self.eps_start <= 1:

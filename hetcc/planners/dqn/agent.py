@@ -7,6 +7,13 @@ and so is the next-state action of the double-DQN target), ``DQNLoss`` with its 
 estimator (gamma), ``HardUpdate`` of the target network, and a ``ReplayBuffer`` over
 ``LazyTensorStorage``. Random actions are drawn uniformly among the valid ones with the
 planner's seeded generator; torch is seeded from the same seed, so a seed gives one plan.
+
+Beyond Alg. 1 (one walk): every ``episode`` steps the walk restarts from a state that met the
+limits, drawn uniformly from the ``elite`` best distinct ones met so far (``elite=1``: always the
+best, s_best). With the best alone, short deadlines trapped the walk: on MnasNet-1.0 it stayed
+2.37% above the optimum for every seed tried, the better plans lying several moves away through
+states that miss the deadline; drawing from the 8 best, with epsilon kept at 0.2 (HERTI gives no
+schedule), it reaches 0.00-0.24% on most seeds (measured in the README's HERTI section).
 """
 from __future__ import annotations
 
@@ -72,8 +79,11 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
     best = {"reward": r0 if ok0 else -np.inf, "value": objective.value(T0, E0) if ok0 else None,
             "slices": env.slices(), "step": 0}
     seen = {env.key()}
+    elite: dict = {}     # key -> (reward, slices): the best distinct feasible states (restart pool)
+    if ok0:
+        elite[env.key()] = (r0, env.slices())
     measured_ms = 0.0
-    stale = t = 0
+    stale = t = improvements = 0
     wall0 = time.perf_counter()
     with ctx.progress.task("dqn", total=opts.steps) as bar:
         while t < opts.steps and not ctx.out_of_budget(t) and not (opts.patience and stale >= opts.patience):
@@ -90,10 +100,15 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
             measured_ms += ninfo["latency_ms"]
             seen.add(env.key())
             stale += 1
+            if ninfo["feasible"] and opts.elite > 1:
+                elite[env.key()] = (reward, env.slices())
+                if len(elite) > 4 * opts.elite:
+                    elite = dict(sorted(elite.items(), key=lambda kv: -kv[1][0])[:opts.elite])
             if ninfo["feasible"] and reward > best["reward"]:
                 best = {"reward": reward, "value": objective.value(ninfo["latency_ms"], ninfo["energy_mj"]),
                         "slices": env.slices(), "step": t}
                 stale = 0
+                improvements += 1
             memory.add(TensorDict({
                 "observation": torch.as_tensor(obs), "action": torch.tensor(action),
                 "action_mask": torch.as_tensor(mask),
@@ -102,7 +117,11 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
                          "done": torch.tensor([False]), "terminated": torch.tensor([False])}}, batch_size=[]))
             obs, info = nobs, ninfo
             if opts.episode and t % opts.episode == 0:    # restart the walk from the best state so far
-                obs, info = env.reset(options={"plan": problem.evaluate(best["slices"])})
+                start = best["slices"]
+                if opts.elite > 1 and len(elite) > 1:
+                    pool = sorted(elite.values(), key=lambda v: -v[0])[:opts.elite]
+                    start = pool[int(ctx.rng.integers(len(pool)))][1]
+                obs, info = env.reset(options={"plan": problem.evaluate(start)})
             if len(memory) >= max(opts.batch_size, opts.warmup) and t % opts.train_every == 0:
                 batch = memory.sample()
                 value = loss(batch)["loss"]
@@ -112,6 +131,7 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
                 target.step()
             bar.update(1, step=t, eps=round(eps, 3), best=best["value"], deadline_met=best["value"] is not None)
     stats = {"steps": t, "explored": len(seen), "measured_ms": measured_ms, "best_step": best["step"],
+             "improvements": improvements,
              "wall_s": time.perf_counter() - wall0, "epsilon": _epsilon(opts, t),
              "stopped": "patience" if opts.patience and stale >= opts.patience else
              ("budget" if t < opts.steps else "steps")}
