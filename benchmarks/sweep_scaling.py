@@ -37,13 +37,28 @@ planners = ["dp", "exact", "single:*"]
 CHILD = r"""
 import json, os, sys, time
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+import psutil
 from hetcc.sweep import init_ray, load_spec, run_sweep
+
+def worker_cpu():   # CPU seconds of the Ray worker processes (named ray::...)
+    total = 0.0
+    for p in psutil.process_iter(["name"]):
+        try:
+            if (p.info["name"] or "").startswith("ray::"):
+                c = p.cpu_times(); total += c.user + c.system
+        except psutil.Error:
+            pass
+    return total
+
 spec = load_spec(sys.argv[1]); workers = int(sys.argv[3])
 t0 = time.perf_counter(); init_ray(None, workers); t1 = time.perf_counter()
+c0, d0 = worker_cpu(), time.process_time()
 r = run_sweep(spec, sys.argv[2], workers=workers, progress=False)
 t2 = time.perf_counter()
+c1, d1 = worker_cpu(), time.process_time()
 errors = sum(row["status"] == "error" for row in r.rows)
-print(json.dumps({"init_s": t1 - t0, "sweep_s": t2 - t1, "cells": r.ran, "errors": errors}))
+print(json.dumps({"init_s": t1 - t0, "sweep_s": t2 - t1, "cells": r.ran, "errors": errors,
+                  "worker_cpu_s": c1 - c0, "driver_cpu_s": d1 - d0}))
 """
 
 OVERHEAD = r"""
@@ -102,10 +117,16 @@ def main(argv: list[str] | None = None) -> int:
                 res = _child(CHILD, str(spec_path), str(out), str(w))
                 runs[w].append(res)
                 print(f"workers={w} run {r + 1}: init {res['init_s']:.2f} s, sweep {res['sweep_s']:.2f} s, "
+                      f"workers' CPU {res['worker_cpu_s']:.2f} s, driver's CPU {res['driver_cpu_s']:.2f} s, "
                       f"{res['cells']} cells, {res['errors']} errors", file=sys.stderr, flush=True)
         over = _child(OVERHEAD)
     med = {w: statistics.median(x["sweep_s"] for x in runs[w]) for w in runs}
     init = statistics.median(x["init_s"] for w in runs for x in runs[w])
+    # the same tasks' CPU time with 2 workers side by side over 1 alone: > 1 when the two cores
+    # slow each other (shared caches, memory bandwidth), which no scheduling can win back
+    cpu = {w: statistics.median(x["worker_cpu_s"] for x in runs[w]) for w in runs}
+    inflation = cpu[2] / cpu[1] if cpu[1] > 0 else float("nan")
+    bound = med[1] / (cpu[2] / 2) if cpu[2] > 0 else float("nan")
     speedup = med[1] / med[2]
     groups = len(spec.models) * len(spec.targets)
     per_task_s = med[1] / groups
@@ -113,21 +134,29 @@ def main(argv: list[str] | None = None) -> int:
            "repeat": repeat}, "machine": machine_info(), "cells": n_cells, "tasks": groups, "runs": runs,
            "median_sweep_s": med, "speedup_2_workers": speedup, "embedded_start_s": init,
            "ray_task_overhead_ms": over, "mean_task_s_one_worker": per_task_s, "target_speedup": 1.8,
-           "meets_target": speedup >= 1.8}
+           "meets_target": speedup >= 1.8, "median_worker_cpu_s": cpu, "cpu_inflation_2_workers": inflation,
+           "speedup_bound_from_cpu": bound,
+           "median_driver_cpu_s": statistics.median(x["driver_cpu_s"] for w in runs for x in runs[w])}
     from rich.table import Table
 
     t = Table(title=f"hetcc sweep: {n_cells} cells in {groups} Ray tasks ({'quick' if args.quick else spec_path.name})")
-    for h in ("workers", "runs", "median sweep s", "cells/s", "speed-up", "embedded Ray start s"):
+    for h in ("workers", "runs", "median sweep s", "cells/s", "speed-up", "workers' CPU s", "embedded Ray start s"):
         t.add_column(h, justify="right")
     for w in (1, 2):
         t.add_row(str(w), str(len(runs[w])), f"{med[w]:.2f}", f"{n_cells / med[w]:.1f}",
-                  f"{med[1] / med[w]:.2f}x", f"{statistics.median(x['init_s'] for x in runs[w]):.2f}")
+                  f"{med[1] / med[w]:.2f}x", f"{cpu[w]:.2f}", f"{statistics.median(x['init_s'] for x in runs[w]):.2f}")
     console.print(t)
     share = over["batched_ms"] / 1e3 / per_task_s * 100
     console.print(f"Ray per-task overhead: {over['batched_ms']:.2f} ms batched, {over['round_trip_ms']:.2f} ms "
                   f"one-at-a-time round trip; a sweep task takes {per_task_s:.2f} s on one worker, so the "
                   f"overhead is {share:.3f}% of it. Speed-up with 2 workers: {speedup:.2f}x (target 1.8x: "
                   f"{'met' if speedup >= 1.8 else 'missed'}).")
+    drv = statistics.median(x["driver_cpu_s"] for w in runs for x in runs[w])
+    console.print(f"The same tasks took {inflation:.2f}x the workers' CPU time with 2 workers side by side as with 1 "
+                  "alone (above 1 when the two cores slow each other: shared caches, memory bandwidth); the "
+                  f"workers' CPU alone would allow 1-worker time / (2-worker CPU / 2) = {bound:.2f}x. The rest is "
+                  f"the driver ({drv:.2f} s of CPU: the table, the summary and its plots) and Ray's own processes, "
+                  "which with 2 workers share the two cores.")
     console.print(f"On N nodes of c CPUs: tasks are independent, so the time is about max(total / (N c), the "
                   f"longest task) + the start-up ({init:.1f} s embedded; a cluster is started once); with "
                   f"{groups} tasks of ~{per_task_s:.1f} s, more than {groups} CPUs cannot help this grid — split "

@@ -47,6 +47,7 @@ import socket
 import sys
 import tempfile
 import time
+import threading
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -757,6 +758,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
             # largest models first, so that no long task starts last (a shorter tail on few workers)
             order = sorted(groups, key=lambda g: -os.path.getsize(paths[g[0]]) * len(groups[g]))
             pending = [task.remote(paths[m], spec._target_arg(t), groups[(m, t)], settings) for m, t in order]
+            # the summary's plots need matplotlib (0.4 s to import): load it while the tasks run, not after
+            threading.Thread(target=_plotting, daemon=True, name="hetcc-import-matplotlib").start()
             bar = _Bar(console, len(todo), progress)
             try:
                 while pending:
@@ -851,13 +854,21 @@ def write_summary(root: Path, rows: Sequence[Mapping[str, str]]) -> list[dict[st
     return summary
 
 
-def _plots(root: Path, rows: Sequence[Mapping[str, str]]) -> None:
+def _plotting() -> Any:
+    """matplotlib's pyplot on the Agg backend, or None without the plot extra."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:                                  # the plot extra is optional
+        return None
+    return plt
+
+
+def _plots(root: Path, rows: Sequence[Mapping[str, str]]) -> None:
+    plt = _plotting()
+    if plt is None:
         return
     planners = sorted({"single:*" if r["planner"].startswith("single:") else r["planner"] for r in rows})
     for column, name, label in (("gap_pct", "gap.png", "gap to the reference planner (%)"),
