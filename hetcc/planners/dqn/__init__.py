@@ -18,8 +18,8 @@ from ..registry import PlannerSpec
 @dataclass(frozen=True)
 class DQNOptions:
     steps: int = field(default=10_000, metadata={"doc": "environment steps (Alg. 1's t_max); a step budget stops earlier"})
-    episode: int = field(default=50, metadata={"doc": "restart the walk from the best state every this many steps "
-                                              "(0: one walk, as Alg. 1)"})
+    episode: int = field(default=50, metadata={"doc": "restart the walk every this many steps, from a state of the "
+                                              "elite pool (0: one walk, as Alg. 1)"})
     elite: int = field(default=8, metadata={"doc": "restart each episode from one of the this many best distinct "
                                             "states met so far (1: the best, as Alg. 1)"})
     patience: int = field(default=0, metadata={"doc": "stop after this many steps without a better state (0: never)"})
@@ -35,7 +35,8 @@ class DQNOptions:
                                                   "tune": ("choice", [32, 64, 128])})
     adam_eps: float = field(default=1e-5, metadata={"doc": "Adam epsilon (Table II)"})
     eps_start: float = field(default=1.0, metadata={"doc": "exploration rate at step 0"})
-    eps_end: float = field(default=0.2, metadata={"doc": "exploration rate after the decay (0.2: see the README, HERTI)"})
+    eps_end: float = field(default=0.2, metadata={"doc": "exploration rate after the decay (HERTI gives no "
+                                                  "schedule; 0.2 keeps short-deadline walks from settling)"})
     eps_decay: float = field(default=0.5, metadata={"doc": "share of the steps over which epsilon decays linearly",
                                                     "tune": ("uniform", 0.2, 0.8)})
     memory: int = field(default=50_000, metadata={"doc": "replay memory capacity (transitions)"})

@@ -116,7 +116,7 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
                          "reward": torch.tensor([reward], dtype=torch.float32),
                          "done": torch.tensor([False]), "terminated": torch.tensor([False])}}, batch_size=[]))
             obs, info = nobs, ninfo
-            if opts.episode and t % opts.episode == 0:    # restart the walk from the best state so far
+            if opts.episode and t % opts.episode == 0:    # restart from the best state, or one of the elite
                 start = best["slices"]
                 if opts.elite > 1 and len(elite) > 1:
                     pool = sorted(elite.values(), key=lambda v: -v[0])[:opts.elite]
