@@ -382,6 +382,36 @@ class Analysis:
                              timings=timings)
 
 
+def load_program(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None = None,
+                 seed: int = 0, *, progress: Progress | None = None,
+                 on_pass: Callable[[PassTiming], None] | None = None,
+                 timings: list[PassTiming] | None = None) -> Program:
+    """``model`` (path, zoo name or torch.nn.Module; see ``analyse``) exported if need be, loaded,
+    checked and shape-inferred, before any analysis pass; each step's time is appended to
+    ``timings`` and passed to ``on_pass``."""
+    from .frontend import load_model
+    from .passmanager import step
+
+    timings = [] if timings is None else timings
+    path = resolve_model(model, input_shapes, seed, progress=progress, timings=timings)
+    if timings and on_pass is not None:
+        on_pass(timings[-1])
+    shapes = input_shapes if isinstance(input_shapes, Mapping) or input_shapes is None else None
+    if not isinstance(model, (str, Path)):
+        shapes = None            # an exported module has static shapes, under the name given
+    elif shapes is None and input_shapes is not None:
+        raise UsageError(f"input_shapes={input_shapes!r}: name the input of an ONNX model, "
+                         "e.g. {'x': (1, 3, 224, 224)} (a bare shape is for a torch.nn.Module)")
+    t0 = time.perf_counter()
+    with step(progress, f"loading {path.name} (checks, shape inference)"):
+        program = load_model(path, shapes)
+    load = PassTiming("load", time.perf_counter() - t0, f"{len(program.graph)} nodes")
+    timings.append(load)
+    if on_pass is not None:
+        on_pass(load)
+    return program
+
+
 def analyse(model: Any, target: str | Path | Any = "hikey970", *,
             input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None = None, max_cut_tensors: int = 1,
             seed: int = 0, profile_repeats: int | None = None, profile_cache: bool = True,
@@ -394,8 +424,6 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     (``hetcc.RichProgress()`` for bars on stderr) shows each step while it runs; ``on_pass`` is
     called after each with its wall time (export of a zoo model or module, load, every pass).
     ``dump_after`` writes beside the artifact ``dump_beside`` (``dump_path``)."""
-    from .frontend import load_model
-    from .passmanager import step
     from .pipeline import PLAN_PASSES, analysis_passes
 
     if isinstance(max_cut_tensors, bool) or not isinstance(max_cut_tensors, int) or max_cut_tensors < 1:
@@ -413,22 +441,7 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     if dump_after is not None:
         dump_path(dump_after, dump_beside)   # refuse an unusable dump file before the work, not after
     timings: list[PassTiming] = []
-    path = resolve_model(model, input_shapes, seed, progress=progress, timings=timings)
-    if timings and on_pass is not None:
-        on_pass(timings[-1])
-    shapes = input_shapes if isinstance(input_shapes, Mapping) or input_shapes is None else None
-    if not isinstance(model, (str, Path)):
-        shapes = None            # an exported module has static shapes, under the name given
-    elif shapes is None and input_shapes is not None:
-        raise UsageError(f"input_shapes={input_shapes!r}: name the input of an ONNX model, "
-                         "e.g. {'x': (1, 3, 224, 224)} (a bare shape is for a torch.nn.Module)")
-    t0 = time.perf_counter()
-    with step(progress, f"loading {path.name} (checks, shape inference)"):
-        program = load_model(path, shapes)
-    load = PassTiming("load", time.perf_counter() - t0, f"{len(program.graph)} nodes")
-    timings.append(load)
-    if on_pass is not None:
-        on_pass(load)
+    program = load_program(model, input_shapes, seed, progress=progress, on_pass=on_pass, timings=timings)
     manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, progress=progress,
                           dump=lambda prog, name: _dump(prog, name, dump_beside))
     manager.run(program)

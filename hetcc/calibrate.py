@@ -132,10 +132,7 @@ def board_parameters(doc: Mapping[str, Any]) -> list[Param]:
 
 
 def _put(doc: Any, path: tuple[Any, ...], value: float) -> None:
-    node = doc
-    for p in path[:-1]:
-        node = node[p]
-    node[path[-1]] = value
+    _walk(doc, path[:-1])[path[-1]] = value
 
 
 # ------------------------------------------------------------------------------- the board

@@ -18,12 +18,6 @@ from .program import Layer
 from .targets import State
 
 
-def activation_bytes(layer: Layer) -> int:
-    """Bytes of every tensor ``layer``'s nodes produce (``Layer.activation_bytes``; 0 for a layer
-    built without it)."""
-    return int(getattr(layer, "activation_bytes", 0))
-
-
 def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
     """The named per-layer numbers of ``FEATURES`` (planners' layer vectors and states)."""
     rows = []
@@ -37,7 +31,7 @@ def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
             row[f"{c}_int8_flops"] = l.int8_flops_by_class.get(c, 0.0)
         for k in ("kernel", "stride", "in_channels", "out_channels"):
             row[k] = g.get(k, 0)
-        row["activation_bytes"] = activation_bytes(l)
+        row["activation_bytes"] = l.activation_bytes
         rows.append([float(row[name]) for name in FEATURES])
     return LayerFeatures(FEATURES, np.array(rows, dtype=np.float64).reshape(len(layers), len(FEATURES)))
 
@@ -78,7 +72,7 @@ class CostTable:
             capacity_bytes=self.capacity_bytes, base_power_mw=self.base_power_mw, states=self.state_table(),
             layer_names=tuple(l.name for l in self.layers), layer_features=layer_features(self.layers),
             hardware=hardware, hardware_config=hardware_config, name=name,
-            activation_bytes=np.array([activation_bytes(l) for l in self.layers], dtype=np.int64) if counts else None,
+            activation_bytes=np.array([l.activation_bytes for l in self.layers], dtype=np.int64) if counts else None,
             activation_factor=self.activation_factor if counts else None,
         )
 
@@ -108,6 +102,6 @@ class CostTable:
         }
         if counts:   # only then: a table whose states count parameters alone is written as before
             for entry, l in zip(doc["layers"], self.layers):
-                entry["activation_bytes"] = activation_bytes(l)
+                entry["activation_bytes"] = int(l.activation_bytes)
             doc["activation_factor"] = [float(f) for f in np.asarray(self.activation_factor).tolist()]
         return doc

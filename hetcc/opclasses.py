@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Mapping
 
 #: the classes, in the order cost arrays hold them (``peak_gflops[..., k]`` is class ``OP_CLASSES[k]``);
-#: 'dwconv' is last so the first three columns keep their historical positions
+#: the optional classes follow the required three, so those columns keep their historical positions
 OP_CLASSES: tuple[str, ...] = ("conv", "matmul", "other", "dwconv", "pwconv", "dwconv_large")
 #: the classes every modelled target must give a figure for; the rest default to another class's
 REQUIRED_CLASSES: tuple[str, ...] = ("conv", "matmul", "other")

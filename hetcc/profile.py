@@ -94,14 +94,11 @@ def load_program(model: str, target: Any, *, input_shapes: Any = None, max_cut_t
                  progress: Any = None) -> Any:
     """The model loaded and layered exactly as ``hetcc compile`` does (every analysis pass but
     the costs, which is what this command measures)."""
-    from .api import resolve_model
-    from .frontend import load_model
-    from .passmanager import PassManager, step
+    from . import api
+    from .passmanager import PassManager
     from .pipeline import analysis_passes
 
-    path = resolve_model(model, input_shapes, seed, progress=progress)
-    with step(progress, f"loading {path.name} (checks, shape inference)"):
-        program = load_model(path, input_shapes)
+    program = api.load_program(model, input_shapes, seed, progress=progress)
     passes = [p for p in analysis_passes(target, max_cut_tensors=max_cut_tensors) if p.name != "costs"]
     PassManager(passes, progress=progress).run(program)
     return program

@@ -53,8 +53,9 @@ class Layer:
     ``inputs``: non-constant tensors it reads that were produced before it (or are model
     inputs); ``outputs``: tensors it produces that later layers read or that are model outputs.
     ``flops_by_class`` splits ``flops`` into the op classes of ``hetcc.opclasses`` ('conv',
-    'matmul', 'other': element-wise, pooling, normalisation; 'dwconv': depthwise and grouped
-    convolutions) so a target can give each class its own peak throughput.
+    'matmul', 'other': element-wise, pooling, normalisation; 'dwconv' / 'dwconv_large': depthwise
+    and grouped convolutions; 'pwconv': dense 1x1) so a target can give each class its own peak
+    throughput.
     """
 
     id: int

@@ -63,7 +63,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES   # the order DeviceParams.peak_gflops holds them
+from ..opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES, class_figures   # the order DeviceParams.peak_gflops holds them
 from .problem import capacity_charge
 
 #: the [L, S] tables ``cost_tables`` / ``HardwareSpace.tables`` return (plus ``legal``)
@@ -184,10 +184,7 @@ class DeviceParams:
 def _complete_classes(a: np.ndarray) -> np.ndarray:
     """[S, len(REQUIRED_CLASSES)] per-class columns -> [S, len(OP_CLASSES)]: an optional class
     takes its DEFAULT_CLASS's column."""
-    cols = {c: a[:, i] for i, c in enumerate(REQUIRED_CLASSES)}
-    for c in OP_CLASSES:                      # a class's default comes before it in OP_CLASSES
-        if c not in cols:
-            cols[c] = cols[DEFAULT_CLASS[c]]
+    cols = class_figures({c: a[:, i] for i, c in enumerate(REQUIRED_CLASSES)})
     return np.stack([cols[c] for c in OP_CLASSES], axis=1)
 
 
