@@ -752,13 +752,12 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
                     "artifacts": spec.artifacts, "out": str(root.resolve())}
         ran = 0
         if todo:
+            preload_plotting()                        # while Ray starts: its start-up leaves a core idle
             ray = init_ray(address, workers)
             task = ray.remote(num_cpus=1, max_retries=0)(plan_group)
             # largest models first, so that no long task starts last (a shorter tail on few workers)
             order = sorted(groups, key=lambda g: -os.path.getsize(paths[g[0]]) * len(groups[g]))
             pending = [task.remote(paths[m], spec._target_arg(t), groups[(m, t)], settings) for m, t in order]
-            # the summary's plots need matplotlib (0.4 s to import): load it while the tasks run, not after
-            threading.Thread(target=_plotting, daemon=True, name="hetcc-import-matplotlib").start()
             bar = _Bar(console, len(todo), progress)
             try:
                 while pending:
@@ -851,6 +850,17 @@ def write_summary(root: Path, rows: Sequence[Mapping[str, str]]) -> list[dict[st
         w.writerows([{k: _fmt(v) for k, v in s.items()} for s in summary])
     _plots(root, rows)
     return summary
+
+
+_preloading: list[threading.Thread] = []
+
+
+def preload_plotting() -> None:
+    """Import matplotlib (0.5 s of CPU) for the summary's plots in a background thread, once: run
+    before Ray starts, it uses the CPU that Ray's start-up leaves idle instead of the tasks'."""
+    if not _preloading:
+        _preloading.append(threading.Thread(target=_plotting, daemon=True, name="hetcc-import-matplotlib"))
+        _preloading[0].start()
 
 
 def _plotting() -> Any:
