@@ -13,7 +13,7 @@ from hetcc.planners.exact.model import build
 from hetcc.planners.exact.pareto import INF
 from hetcc.planners.metrics import Objective
 from planner_cases import Brute, close, problems
-from test_exact import check_against_brute, synthetic_problem
+from test_exact import check_against_brute, constrained, synthetic_problem
 
 QUICK = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -33,6 +33,18 @@ def edp_under_a_deadline(draw):
 def test_suffix_joins_keep_the_optimum(case, depth, group, monkeypatch):
     # on every model, however short, with fronts for the last `depth` layers and blocks of
     # `group` labels: the joins prune (and improve the cut) and must never lose the optimum
+    problem, objective, stream = case
+    monkeypatch.setattr(exact_module, "SUFFIX_MIN_LAYERS", 0)
+    monkeypatch.setattr(suffix, "DEPTH", depth)
+    monkeypatch.setattr(suffix, "GROUP", group)
+    check_against_brute(problem, objective, stream)
+
+
+@QUICK
+@given(case=constrained(), depth=st.integers(1, 4), group=st.sampled_from([1, 2, 32]))
+def test_suffix_joins_keep_the_optimum_under_any_deadline_and_cap(case, depth, group, monkeypatch):
+    # every metric, deadline and cap (the joins run where exact uses them: energy / edp under a
+    # cap, edp under a deadline), on models of any length
     problem, objective, stream = case
     monkeypatch.setattr(exact_module, "SUFFIX_MIN_LAYERS", 0)
     monkeypatch.setattr(suffix, "DEPTH", depth)
@@ -89,3 +101,19 @@ def test_at_scale_the_joins_find_the_same_optimum_with_fewer_labels(monkeypatch)
     assert close(objective.value(joined.latency_ms, joined.energy_mj), value)
     assert close(objective.value(enumerated.latency_ms, enumerated.energy_mj), value)
     assert joined.stats["labels"] < 0.8 * plain.stats["labels"], (joined.stats, plain.stats)
+
+
+@pytest.mark.parametrize("metric", ["energy", "edp"])
+def test_at_scale_under_both_limits_the_joins_find_the_same_optimum(metric, monkeypatch):
+    p = synthetic_problem(160, seed=1)
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective(metric))
+    cap = (exact_module.lowest_average_power_mw(p) + fast.energy_mj / fast.latency_ms * 1000.0) / 2
+    t_cap = exact(p, Objective("latency", power_cap_mw=cap)).latency_ms     # as benchmarks/planners.py
+    objective = Objective(metric, deadline_ms=(t_cap + max(lean.latency_ms, t_cap)) / 2, power_cap_mw=cap)
+    joined = exact(p, objective)
+    monkeypatch.setattr(exact_module, "SUFFIX_MIN_LAYERS", 10 ** 9)
+    plain = exact(p, objective)
+    assert joined.stats["optimal"] and plain.stats["optimal"]
+    assert close(objective.value(joined.latency_ms, joined.energy_mj),
+                 objective.value(plain.latency_ms, plain.energy_mj))
