@@ -154,7 +154,9 @@ def test_sweep_scaling_benchmark(tmp_path):
     assert doc["cells"] == 48 and set(doc["median_sweep_s"]) == {"1", "2"}
     assert all(r["cells"] == 48 and r["errors"] == 0 for w in doc["runs"].values() for r in w)
     assert doc["ray_task_overhead_ms"]["batched_ms"] > 0 and doc["embedded_start_s"] > 0
-    assert "speed-up" in proc.stdout.lower()
+    assert len(doc["speedup_per_pair"]) == 1 and doc["median_pair_speedup"] == doc["speedup_per_pair"][0]
+    assert all(r["total_s"] >= r["sweep_s"] > 0 for w in doc["runs"].values() for r in w)
+    assert "speed-up" in proc.stdout.lower() and "per interleaved pair" in proc.stdout
 
 
 @pytest.mark.zoo
