@@ -852,15 +852,11 @@ def write_summary(root: Path, rows: Sequence[Mapping[str, str]]) -> list[dict[st
     return summary
 
 
-_preloading: list[threading.Thread] = []
-
-
+@functools.cache
 def preload_plotting() -> None:
     """Import matplotlib (0.5 s of CPU) for the summary's plots in a background thread, once: run
     before Ray starts, it uses the CPU that Ray's start-up leaves idle instead of the tasks'."""
-    if not _preloading:
-        _preloading.append(threading.Thread(target=_plotting, daemon=True, name="hetcc-import-matplotlib"))
-        _preloading[0].start()
+    threading.Thread(target=_plotting, daemon=True, name="hetcc-import-matplotlib").start()
 
 
 def _plotting() -> Any:
