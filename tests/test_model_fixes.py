@@ -230,11 +230,16 @@ dtypes = ["float32", "uint8"]
 _B = (Path("b.toml"), "b.toml")
 
 
-def board(peak: str = "peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }", int8: str = "", **subs: str):
+def _board_text(peak: str = "peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }", int8: str = "",
+                **subs: str) -> str:
     text = _BOARD.replace("PEAK", peak).replace("INT8", int8)
     for old, new in subs.items():
         text = text.replace(old, new)
-    return load_bytes(text.encode(), *_B)
+    return text
+
+
+def board(*args: str, **subs: str):
+    return load_bytes(_board_text(*args, **subs).encode(), *_B)
 
 
 def test_dwconv_figures_are_optional_and_checked() -> None:
@@ -261,20 +266,13 @@ def test_dwconv_figures_are_optional_and_checked() -> None:
         board(int8="int8_peak_gops = { conv = 40.0, matmul = 8.0, other = 2.0, dwconv = -1.0 }")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Layer(Layer):
-    """A Layer with ``activation_bytes`` whether or not hetcc.program.Layer has the field yet."""
-
-    activation_bytes: int = 0
-
-
 def _layer(conv: float = 0.0, dwconv: float = 0.0, other: float = 0.0, params: int = 0, acts: int = 0,
            dw8: float = 0.0) -> Layer:
-    return _Layer(id=0, nodes=("a", "b"), op_types=("Conv",), inputs=("x",), outputs=("y",), param_bytes=params,
-                 flops=conv + dwconv + other,
-                 flops_by_class={"conv": conv, "matmul": 0.0, "other": other, "dwconv": dwconv},
-                 int8_flops_by_class={"dwconv": dw8},
-                 input_bytes=1000, output_bytes=1000, dtypes=("float32",), activation_bytes=acts)
+    return Layer(id=0, nodes=("a", "b"), op_types=("Conv",), inputs=("x",), outputs=("y",), param_bytes=params,
+                flops=conv + dwconv + other,
+                flops_by_class={"conv": conv, "matmul": 0.0, "other": other, "dwconv": dwconv},
+                int8_flops_by_class={"dwconv": dw8},
+                input_bytes=1000, output_bytes=1000, dtypes=("float32",), activation_bytes=acts)
 
 
 def test_dwconv_runs_at_its_own_figure() -> None:
@@ -389,8 +387,7 @@ CAPACITY
 
 
 def npu_board(capacity: str):
-    return load_bytes((_BOARD.replace("PEAK", "peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }")
-                       .replace("INT8", "") + _CAP.replace("CAPACITY", capacity)).encode(), *_B)
+    return load_bytes((_board_text() + _CAP.replace("CAPACITY", capacity)).encode(), *_B)
 
 
 def test_capacity_counts_is_optional_and_checked() -> None:
