@@ -20,8 +20,8 @@ yes/no facts: ok when they hold):
   energy optimiser (``exact``, the proven optimum, in HERTI's slot; ``--herti-planner dqn`` for
   HERTI's own) over MOSAIC-P and AutoScale, judged as ``benchmarks/herti.py`` judges it.
 
-Models missing from the zoo (the timm entries) or planners not built yet read "n/a (not built
-yet)"; a part with some models missing says how many it used. Writes benchmarks/results/fidelity.json
+A part none of whose models could be analysed reads "n/a" (the error is printed); a part with
+some models missing says how many it used. Writes benchmarks/results/fidelity.json
 (``--quick``: fidelity-quick.json, 3 small torchvision models, a few seconds once exported).
 
     python benchmarks/fidelity.py [--quick] [--target hikey970] [--json OUT]
@@ -48,7 +48,7 @@ import herti  # noqa: E402  (HERTI's paper numbers and its saving arithmetic, re
 SCRIPT = Path(__file__).stem
 TOLERANCE = 0.20                       # |ours / paper - 1| within this: ok
 DEVICES = ("big", "little", "gpu", "npu")
-NA = "n/a (not built yet)"
+NA = "n/a"
 #: MOSAIC's workloads (Table I) -> (zoo model, how it stands in for the paper's)
 MODELS = {
     "IN": ("inception_v4", "Inception V4 (timm)"),
@@ -99,10 +99,10 @@ PAPER: dict[str, Any] = {
 # ---- planning ----------------------------------------------------------------------------------
 
 class Board:
-    """The models analysed once for the target (None for a model the zoo lacks), planned on demand."""
+    """The models analysed once for the target (a model that fails is recorded in ``errors``),
+    planned on demand."""
 
     def __init__(self, target: str, models_dir: Path, labels: list[str], console: Any) -> None:
-        from hetcc import zoo
         from hetcc.api import analyse
         from hetcc.targets import load_target
 
@@ -115,9 +115,6 @@ class Board:
         self.errors: dict[str, str] = {}
         for label in labels:
             name = MODELS[label][0]
-            if name not in zoo.ZOO:
-                self.errors[label] = f"zoo model {name} {NA}"
-                continue
             console.print(f"[dim]{label} ({name})…[/]", highlight=False)
             try:
                 self.analyses[label] = analyse(model_path(name, models_dir), self.target)
@@ -143,17 +140,6 @@ class Board:
     def states_used(self, label: str, plan: Any) -> set[tuple[str, float]]:
         st = self.analyses[label].problem.states
         return {(st.device[s.state], float(st.freq_mhz[s.state])) for s in plan.slices}
-
-
-def planner_built(name: str) -> bool:
-    from hetcc.errors import UsageError
-    from hetcc.planners.registry import get_spec
-
-    try:
-        get_spec(name)
-    except (UsageError, KeyError, ImportError):
-        return False
-    return True
 
 
 def geomean(xs: list[float]) -> float:
@@ -333,9 +319,8 @@ def ablations(board: Board, labels: tuple[str, ...]) -> list[dict]:
     for fig, metric, unit in (("fig10", "latency", "latency_ms"), ("fig11", "energy", "energy_mj")):
         order, spec = PAPER[f"{fig}_order"], versions[fig]
         what = f"Fig. {fig[3:]}: {metric}, " + " > ".join(order) + " (geomean / TF-GPU-O)"
-        missing = sorted({spec[v].split()[0] for v in order if not planner_built(spec[v].split()[0].split(":")[0])})
-        if missing or not have:
-            rows.append(row(fig, what, "holds", None, note=f"{', '.join(missing) or 'models'} {NA}"))
+        if not have:
+            rows.append(row(fig, what, "holds", None, note=f"models {NA}"))
             continue
         norm = {v: geomean([getattr(board.plan(w, spec[v], metric), unit)
                             / getattr(board.plan(w, base, metric), unit) for w in have]) for v in spec}

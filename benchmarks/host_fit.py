@@ -51,9 +51,6 @@ TARGETS = {"layer_mape": 0.10, "model_error": 0.05}
 #: (ResNet-50 has one Gemm, a batch-1 matrix-vector product whose time is its 8 MB of weights:
 #: it says nothing about matmul throughput, which the fit drives to its bound). docs/profiling.md.
 FREE: tuple[str, ...] = ("cpu.peak_gflops.conv", "cpu.peak_gflops.other", "cpu.node_overhead_ms")
-FIXED: tuple[str, ...] = ()
-#: calibrate --bound arguments (none by default)
-BOUNDS: tuple[str, ...] = ()
 #: --quick fits the two figures a 7-layer net pins down whatever the noise (its Gemm is too small
 #: to say anything about matmul throughput: a fit of everything drives that to its bound)
 QUICK_FREE = ("cpu.peak_gflops.conv", "cpu.node_overhead_ms")
@@ -205,12 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 20; 3 with --quick)")
     ap.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default the runtime's)")
     ap.add_argument("--fix", action="append", default=None, metavar="PATTERN",
-                    help=f"parameters calibrate keeps at the file's value (repeatable; default {', '.join(FIXED)})")
+                    help="parameters calibrate keeps at the file's value (repeatable; default none)")
     ap.add_argument("--free", action="append", default=None, metavar="PATTERN",
                     help=f"parameters calibrate fits (repeatable; default {', '.join(FREE)}; with --quick "
                          f"{', '.join(QUICK_FREE)}; 'all': every one the rows depend on)")
     ap.add_argument("--bound", action="append", default=None, metavar="NAME=LO:HI",
-                    help=f"calibrate's --bound (repeatable; default {', '.join(BOUNDS)})")
+                    help="calibrate's --bound (repeatable; default none)")
     ap.add_argument("--range", type=float, default=None, metavar="FACTOR",
                     help="calibrate's --range (default its own; 1000 with --quick, whose few rows are noisy)")
     ap.add_argument("--json", type=Path, default=None, metavar="OUT",
@@ -229,9 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         free = args.free if args.free is not None else (QUICK_FREE if args.quick else FREE)
         free = [] if list(free) == ["all"] else free
         rng = args.range if args.range is not None else (1000.0 if args.quick else None)
-        bounds = args.bound if args.bound is not None else ([] if args.quick else BOUNDS)
-        res = evaluate(model, work, repeats, args.threads, args.fix if args.fix is not None else FIXED, free, rng,
-                       bounds)
+        res = evaluate(model, work, repeats, args.threads, args.fix or [], free, rng, args.bound or [])
     doc["result"] = res
     print_table(res)
     write_json(doc, out)

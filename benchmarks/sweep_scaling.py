@@ -145,12 +145,14 @@ def main(argv: list[str] | None = None) -> int:
              if max(a["worker_cpu_s"], b["worker_cpu_s"]) <= (1 + QUIET) * least]
     judged = quiet if len(quiet) >= 3 else pairs
     met = statistics.median(judged) >= 1.8
+    total = {w: statistics.median(x["total_s"] for x in runs[w]) for w in runs}
+    drv = statistics.median(x["driver_cpu_s"] for w in runs for x in runs[w])
     groups = len(spec.models) * len(spec.targets)
     per_task_s = med[1] / groups
     doc = {"script": "sweep_scaling", "started": utc_now(), "args": {"quick": args.quick, "spec": str(args.spec),
            "repeat": repeat}, "machine": machine_info(), "cells": n_cells, "tasks": groups, "runs": runs,
            "median_sweep_s": med,
-           "median_start_plus_sweep_s": {w: statistics.median(x["total_s"] for x in runs[w]) for w in runs},
+           "median_start_plus_sweep_s": total,
            "speedup_2_workers": speedup, "embedded_start_s": init,
            "ray_task_overhead_ms": over, "mean_task_s_one_worker": per_task_s, "target_speedup": 1.8,
            "speedup_per_pair": pairs, "median_pair_speedup": pair_median,
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
            "judged_on": "quiet pairs" if judged is quiet else "all pairs", "meets_target": met,
            "median_worker_cpu_s": cpu, "cpu_inflation_2_workers": inflation,
            "speedup_bound_from_cpu": bound,
-           "median_driver_cpu_s": statistics.median(x["driver_cpu_s"] for w in runs for x in runs[w])}
+           "median_driver_cpu_s": drv}
     from rich.table import Table
 
     t = Table(title=f"hetcc sweep: {n_cells} cells in {groups} Ray tasks ({'quick' if args.quick else spec_path.name})")
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in (1, 2):
         t.add_row(str(w), str(len(runs[w])), f"{med[w]:.2f}", f"{n_cells / med[w]:.1f}",
                   f"{med[1] / med[w]:.2f}x", f"{cpu[w]:.2f}", f"{statistics.median(x['init_s'] for x in runs[w]):.2f}",
-                  f"{statistics.median(x['total_s'] for x in runs[w]):.2f}")
+                  f"{total[w]:.2f}")
     console.print(t)
     share = over["batched_ms"] / 1e3 / per_task_s * 100
     console.print(f"Ray per-task overhead: {over['batched_ms']:.2f} ms batched, {over['round_trip_ms']:.2f} ms "
@@ -180,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
                   + (f", {min(quiet):.2f}-{max(quiet):.2f}x, median {statistics.median(quiet):.2f}x" if quiet else "")
                   + f". Target 1.8x on the median of {'the quiet' if judged is quiet else 'all'} pairs: "
                   f"{'met' if met else 'missed'}.")
-    drv = statistics.median(x["driver_cpu_s"] for w in runs for x in runs[w])
     console.print(f"The same tasks took {inflation:.2f}x the workers' CPU time with 2 workers side by side as with 1 "
                   "alone (above 1 when the two cores slow each other: shared caches, memory bandwidth); the "
                   f"workers' CPU alone would allow 1-worker time / (2-worker CPU / 2) = {bound:.2f}x. The rest is "

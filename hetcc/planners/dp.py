@@ -91,7 +91,7 @@ class SliceTables:
         cap = np.asarray(problem.capacity_bytes, dtype=np.float64)[st]
         ends = np.arange(L + 1)
         ok = (bad[:, None, :] == bad[None, :, :])
-        ok &= ((mem[:, None, :] - mem[None, :, :]).astype(np.float64) <= cap[None, None, :])
+        ok &= (mem[:, None, :] - mem[None, :, :]) <= cap[None, None, :]    # int64 vs float64: no copy
         ok &= (ends[None, :] < ends[:, None])[:, :, None]
         self.ok = ok                # [L+1, L+1, S'] bool
 

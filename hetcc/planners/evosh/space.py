@@ -267,10 +267,8 @@ class ConfigSpace:
             latency_ms=np.where(legal, T, np.inf), power_mw=P, legal=legal,
             transfer_in_ms=prob.transfer_in_ms[first][:, cols], transfer_in_mj=prob.transfer_in_mj[first][:, cols],
             transfer_out_ms=prob.transfer_out_ms[last][:, cols], transfer_out_mj=prob.transfer_out_mj[last][:, cols],
-            param_bytes=np.array([int(prob.param_bytes[f:e].sum()) for f, e in zip(starts, ends)], dtype=np.int64),
-            capacity_bytes=prob.capacity_bytes[cols],
-            activation_bytes=None if prob.activation_bytes is None else np.array(
-                [int(prob.activation_bytes[f:e].sum()) for f, e in zip(starts, ends)], dtype=np.int64),
+            param_bytes=sum_(prob.param_bytes).astype(np.int64), capacity_bytes=prob.capacity_bytes[cols],
+            activation_bytes=None if prob.activation_bytes is None else sum_(prob.activation_bytes).astype(np.int64),
             activation_factor=None if prob.activation_factor is None else prob.activation_factor[cols],
             states=StateTable(device=tuple(st.device[c] for c in cols), kind=tuple(st.kind[c] for c in cols),
                               freq_mhz=st.freq_mhz[cols], is_fmax=np.ones(2, dtype=bool)),

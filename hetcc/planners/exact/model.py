@@ -120,7 +120,7 @@ def build(problem: PlanningProblem, objective: Objective, stream: bool = True) -
     cX = Cells(*(combine(e, t, -c / 1000.0) for e, t in ((cE.layer, cT.layer), (cE.enter, cT.enter),
                                                          (cE.leave, cT.leave))))
     cap = np.asarray(problem.capacity_bytes, dtype=np.float64)
-    total = problem.memory_prefix()[-1].astype(np.float64)      # [S] the whole model's bytes per state
+    total = problem.memory_bytes.sum(axis=0)      # [S] the whole model's bytes per state
     S = problem.num_states
     ss = np.flatnonzero(cap >= total) if stream else np.zeros(0, dtype=np.int64)
     # an upper bound on any plan's energy makes the cap tolerance independent of the plan
