@@ -73,7 +73,7 @@ class CostTable:
             layer_names=tuple(l.name for l in self.layers), layer_features=layer_features(self.layers),
             hardware=hardware, hardware_config=hardware_config, name=name,
             activation_bytes=np.array([l.activation_bytes for l in self.layers], dtype=np.int64) if counts else None,
-            activation_factor=self.activation_factor if counts else None,
+            activation_factor=self.activation_factor,
         )
 
     def to_json(self) -> dict[str, Any]:

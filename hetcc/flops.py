@@ -44,21 +44,16 @@ def node_class(node: ir.Node) -> str:
 
 def _kernel_shape(node: ir.Node) -> tuple[int, ...] | None:
     """A convolution's kernel sides: its kernel_shape attribute, else its weight's spatial dims
-    (QLinearConv's weight is input 3; Conv/ConvTranspose/ConvInteger's input 1)."""
+    (the weight at ``_WEIGHT_INPUT[op]`` among its inputs)."""
     a = node.attributes.get("kernel_shape")
     if a is not None:
         return tuple(int(k) for k in a.as_ints())
-    w = node.inputs[3 if node.op_type == "QLinearConv" else 1] if len(node.inputs) > 1 else None
+    wi = _WEIGHT_INPUT[node.op_type]
+    w = node.inputs[wi] if len(node.inputs) > wi else None
     shape = w.shape if w is not None else None
     if shape is None or len(shape) < 3 or not all(isinstance(d, int) for d in shape[2:]):
         return None
     return tuple(int(d) for d in shape[2:])
-
-
-def produced_bytes(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> int:
-    """Bytes of the tensors ``node`` produces, as the model holds them (float32 activations at 4
-    bytes an element): what a runtime that keeps every intermediate tensor allocates for it."""
-    return int(sum(tensors[o.name].nbytes for o in node.outputs if o.name and o.name in tensors))
 
 
 def node_flops(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> float:
@@ -176,4 +171,4 @@ def runs_int8(node: ir.Node) -> bool:
 
 
 __all__ = ["CONV_OPS", "INT8_OPS", "MATMUL_OPS", "OP_CLASSES", "QDQ_OPS", "fused_qdq", "node_class", "node_flops",
-           "op_class", "produced_bytes", "runs_int8"]
+           "op_class", "runs_int8"]

@@ -145,7 +145,6 @@ class Channel:
     label: str
     read_uw: Callable[[], float] | None = None    # instant power
     energy_file: Path | None = None                # cumulative uJ
-    wrap_uj: float = float("inf")
 
 
 def _label(dirpath: Path, stem: str, fallback: str) -> str:
@@ -250,7 +249,7 @@ def find_power_meter() -> tuple[PowerMeter | None, str]:
         picked = _totals([c for _, c in chans["energy"]])
         return EnergyCounterMeter("hwmon energy (" + ", ".join(c.label for c in picked) + ")",
                                   tuple(c.energy_file for c in picked if c.energy_file is not None),
-                                  tuple(c.wrap_uj for c in picked)), ""
+                                  tuple(float("inf") for _ in picked)), ""   # hwmon: no wrap known
     for kind, what in (("power", "hwmon power"), ("ina3221", "INA3221 rails")):
         if chans[kind]:
             picked = _totals([c for _, c in chans[kind]])
@@ -367,10 +366,6 @@ class CpuFrequency:
             except OSError as exc:
                 failed.append(f"{_shown(path)} = {old}: {_why(exc)}")
         return failed
-
-    @property
-    def changed(self) -> bool:
-        return bool(self._undo)
 
 
 def _write(path: Path, value: str) -> None:

@@ -102,12 +102,6 @@ def measure_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, m
     return Timing(float(np.median(times)), len(times), power)
 
 
-def time_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
-                 max_runs: int = 200) -> float:
-    """Median wall ms of ``sess.run`` after two warm-up runs."""
-    return measure_session(sess, feed, min_runs, min_seconds, max_runs).ms
-
-
 def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
     from .frontend import proto_with_data  # external data read in: a session from bytes cannot find it
 
@@ -139,18 +133,16 @@ def model_session(program: Program, so: Any) -> tuple[Any, dict[str, np.ndarray]
 
 
 def layer_timings(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05, *,
-                  min_runs: int = 5, max_runs: int = 200, meter: Any = None,
-                  label: str = "profiling layers on this machine") -> list[Timing]:
+                  min_runs: int = 5, max_runs: int = 200) -> list[Timing]:
     """Each layer run alone in its own session (a one-layer slice: the layer, the session's fixed
     cost and its boundary tensors), timed by ``measure_session``; a progress line counts them."""
     from .planners.context import current_progress
 
     out = []
-    with current_progress().task(label, total=len(layers)) as bar:
+    with current_progress().task("profiling layers on this machine", total=len(layers)) as bar:
         for layer in layers:
             sess, feed = layer_session(program, layer, so)
-            out.append(measure_session(sess, feed, min_runs=min_runs, min_seconds=min_seconds, max_runs=max_runs,
-                                       meter=meter))
+            out.append(measure_session(sess, feed, min_runs=min_runs, min_seconds=min_seconds, max_runs=max_runs))
             bar.update(1)
     return out
 
@@ -190,21 +182,11 @@ def interleaved_timings(sessions: Sequence[tuple[Any, dict[str, np.ndarray]]], m
     return [Timing(float(np.median(t)), len(t)) for t in times]
 
 
-def profile_layers(program: Program, layers: Sequence[Layer], so: Any, min_seconds: float = 0.05) -> list[float]:
-    """Median ms of each layer run alone in its own session (a progress line counts them)."""
-    return [t.ms for t in layer_timings(program, layers, so, min_seconds)]
-
-
 def model_timing(program: Program, so: Any, min_seconds: float = 0.05, *, min_runs: int = 5,
-                 max_runs: int = 200, meter: Any = None) -> Timing:
+                 max_runs: int = 200) -> Timing:
     """The whole (unsliced) model in one session, timed by ``measure_session``."""
     sess, feed = model_session(program, so)
-    return measure_session(sess, feed, min_runs=min_runs, min_seconds=min_seconds, max_runs=max_runs, meter=meter)
-
-
-def profile_model(program: Program, so: Any, min_seconds: float = 0.05) -> float:
-    """Median ms of the whole (unsliced) model in one session."""
-    return model_timing(program, so, min_seconds).ms
+    return measure_session(sess, feed, min_runs=min_runs, min_seconds=min_seconds, max_runs=max_runs)
 
 
 def layers_fingerprint(layers: Sequence[Layer]) -> str:
@@ -370,7 +352,8 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
     min_seconds = 0.05 if repeats is None else 0.01 * repeats
     layer_key = hashlib.sha256(json.dumps([program.source_sha256, [l.nodes for l in layers], fp, CACHE_VERSION,
                                            min_seconds]).encode()).hexdigest()[:32]
-    profile = _cached(f"layers-{layer_key}", lambda: {"layers_ms": profile_layers(program, layers, so, min_seconds),
-                                                      "model_ms": profile_model(program, so, min_seconds)}, use_cache)
+    profile = _cached(f"layers-{layer_key}",
+                      lambda: {"layers_ms": [t.ms for t in layer_timings(program, layers, so, min_seconds)],
+                               "model_ms": model_timing(program, so, min_seconds).ms}, use_cache)
     return costs_from_profile(layers, target, legal_dev, profile["layers_ms"], float(profile["model_ms"]),
                               boundary_fit(use_cache))

@@ -75,8 +75,8 @@ class Layer:
     int8_flops_by_class: dict[str, float] = field(default_factory=dict)
     #: Quantize/DequantizeLinear nodes a runtime folds into the integer kernel they wrap (no launch)
     fused_nodes: int = 0
-    #: bytes of every tensor its nodes produce (not only those leaving it): what a device that
-    #: counts activations against its capacity charges (hetcc.flops.produced_bytes)
+    #: bytes of every tensor its nodes produce (not only those leaving it), as the model holds them:
+    #: what a device that counts activations against its capacity charges (passes.layers.build_layers)
     activation_bytes: int = 0
 
     @property

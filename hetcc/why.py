@@ -107,7 +107,7 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
     """Per layer of ``costs.json``: {device: reason} for each device it cannot use. With no
     ``why.json`` the refusals still come from costs.json's legality table, with the capacity
     reason where that explains it and "reason not recorded" otherwise."""
-    from .planners.problem import capacity_charge   # numpy only
+    from .planners.problem import capacity_reason   # numpy only
 
     layers, states, legal = costs["layers"], costs["states"], costs["legal"]
     devices = _devices(costs)
@@ -129,13 +129,8 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
             k = next((k for k in idx if k < len(caps) and caps[k] is not None), None)
             cap = None if k is None else caps[k]
             f = float(factors[k]) if k is not None and k < len(factors) else 0.0
-            par = int(layer.get("param_bytes", 0))
-            held = int(capacity_charge([par], [int(layer.get("activation_bytes", 0))], [f])[0, 0])
-            if cap is not None and held > cap:
-                acts = f" + activations {_mb(held - par)}" if held > par else ""
-                out[i][d] = f"parameters {_mb(par)}{acts} exceed capacity {_mb(cap)}"
-            else:
-                out[i][d] = "not legal (reason not recorded: no why.json; recompile to see it)"
+            too_big = capacity_reason(int(layer.get("param_bytes", 0)), int(layer.get("activation_bytes", 0)), f, cap)
+            out[i][d] = too_big or "not legal (reason not recorded: no why.json; recompile to see it)"
     return [{d: r[d] for d in devices if d in r} for r in out]
 
 
@@ -149,12 +144,6 @@ def layer_runs(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> list[
         else:
             runs.append(LayerRun(i, i, blocked))
     return runs
-
-
-def _mb(nbytes: float) -> str:
-    if nbytes >= 1e6:
-        return f"{nbytes / 1e6:.1f} MB"
-    return f"{nbytes / 1e3:.1f} kB" if nbytes >= 1e3 else f"{int(nbytes)} B"
 
 
 # ---------------------------------------------------------------- slices: the next-best choice

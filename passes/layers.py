@@ -15,7 +15,7 @@ from typing import ClassVar, Container, Mapping
 import numpy as np
 import onnx_ir as ir
 
-from hetcc.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, node_flops, produced_bytes, runs_int8
+from hetcc.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, node_flops, runs_int8
 from hetcc.graphutil import node_reads, walk
 from hetcc.passmanager import Pass, PassResult
 from hetcc.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
@@ -178,7 +178,6 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         flops = dict.fromkeys(OP_CLASSES, 0.0)
         int8 = dict.fromkeys(OP_CLASSES, 0.0)
         fused = 0
-        activations = 0
         counts = dict.fromkeys(OP_CLASSES, 0)
         geometry = {"kernel": 0, "stride": 0, "in_channels": 0, "out_channels": 0}
         for j in members:
@@ -203,7 +202,6 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             if runs_int8(node):
                 int8[cls] += f
             fused += fused_qdq(node)
-            activations += produced_bytes(node, tensors)
         layers.append(Layer(
             id=li, nodes=tuple(deps.nodes[j].name for j in members), op_types=tuple(sorted(set(ops))),
             inputs=tuple(inputs), outputs=tuple(outputs), param_bytes=int(sum(params.values())),
@@ -211,7 +209,8 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             input_bytes=int(sum(tensors[n].nbytes for n in inputs if n in tensors)),
             output_bytes=int(sum(tensors[n].nbytes for n in outputs if n in tensors)),
             dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry,
-            int8_flops_by_class=int8, fused_nodes=fused, activation_bytes=activations))
+            int8_flops_by_class=int8, fused_nodes=fused,
+            activation_bytes=int(sum(tensors[n].nbytes for n in produced if n in tensors))))
     return tuple(layers)
 
 

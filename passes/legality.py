@@ -19,7 +19,7 @@ import onnx_ir as ir
 from hetcc.errors import InfeasibleError
 from hetcc.graphutil import walk
 from hetcc.passmanager import Pass, PassResult
-from hetcc.planners.problem import capacity_charge
+from hetcc.planners.problem import capacity_reason
 from hetcc.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
 from hetcc.targets import PREDICATES, Device, Target
 
@@ -38,12 +38,6 @@ class Legality:
         return self.reasons.get((layer_id, device))
 
 
-def _mb(nbytes: float) -> str:
-    if nbytes >= 1e6:
-        return f"{nbytes / 1e6:.1f} MB"
-    return f"{nbytes / 1e3:.1f} kB" if nbytes >= 1e3 else f"{int(nbytes)} B"
-
-
 def device_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str, TensorInfo],
                    device: Device) -> list[str]:
     """Every reason ``layer`` cannot run on ``device`` (empty: legal)."""
@@ -54,11 +48,10 @@ def device_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str,
     bad_dtypes = sorted(dt for dt in set(layer.dtypes) if not device.supports_dtype(dt))
     if bad_dtypes:
         out.append(f"dtype{'s' if len(bad_dtypes) > 1 else ''} {', '.join(bad_dtypes)} unsupported")
-    f = device.activation_factor
-    held = int(capacity_charge([layer.param_bytes], [layer.activation_bytes], [f])[0, 0])
-    if device.capacity_bytes is not None and held > device.capacity_bytes:
-        acts = f" + activations {_mb(held - layer.param_bytes)}" if f else ""
-        out.append(f"parameters {_mb(layer.param_bytes)}{acts} exceed capacity {_mb(device.capacity_bytes)}")
+    too_big = capacity_reason(layer.param_bytes, layer.activation_bytes, device.activation_factor,
+                              device.capacity_bytes)
+    if too_big:
+        out.append(too_big)
     for name in device.predicates:
         why = PREDICATES[name](layer, nodes, tensors)
         if why:

@@ -56,6 +56,23 @@ def capacity_charge(param_bytes: Any, activation_bytes: Any = None, activation_f
     return par + np.rint(act * f).astype(np.int64)
 
 
+def _mb(nbytes: float) -> str:
+    if nbytes >= 1e6:
+        return f"{nbytes / 1e6:.1f} MB"
+    return f"{nbytes / 1e3:.1f} kB" if nbytes >= 1e3 else f"{int(nbytes)} B"
+
+
+def capacity_reason(param_bytes: int, activation_bytes: int, factor: float, capacity: float | None) -> str | None:
+    """Why one layer alone does not fit a device of ``capacity`` bytes (None: it fits, or no
+    capacity): its ``capacity_charge``, with the activations part shown when the device counts
+    them (``factor`` > 0). One wording for the legality pass and ``hetcc why`` without why.json."""
+    held = int(capacity_charge([param_bytes], [activation_bytes], [factor])[0, 0])
+    if capacity is None or held <= capacity:
+        return None
+    acts = f" + activations {_mb(held - param_bytes)}" if factor else ""
+    return f"parameters {_mb(param_bytes)}{acts} exceed capacity {_mb(capacity)}"
+
+
 @dataclass(frozen=True)
 class StateTable:
     """The S device states a problem's columns stand for: device name and kind, DVFS frequency
@@ -403,5 +420,5 @@ def problem_from_costs_json(doc: Mapping[str, Any]) -> PlanningProblem:
 
 
 __all__ = ["Cost", "FEATURES", "LayerFeatures", "Plan", "PlanningProblem", "Slice", "StateTable",
-           "WorkloadPlan", "WorkloadProblem", "capacity_charge", "problem_from_costs_json"]
+           "WorkloadPlan", "WorkloadProblem", "capacity_charge", "capacity_reason", "problem_from_costs_json"]
 
