@@ -192,8 +192,7 @@ class Board:
 class _Model:
     ref: str
     name: str
-    problem: Any                 # the PlanningProblem at the board's file values
-    features: Any
+    problem: Any                 # the PlanningProblem at the board's file values; its layer_features are re-priced
     state_legal: np.ndarray      # [L, S] legality before capacity
     sha256: str
     reasons: Mapping[Any, str]
@@ -288,8 +287,8 @@ class Calibration:
 
     def __init__(self, board: Board, observations: Sequence[Observation], *, progress: Any = None,
                  max_cut_tensors: int = 1) -> None:
-        import numpy as np
         from .api import analyse
+        from .costmodel import _state_legal
         from .passmanager import step
         from .program import LAYERS, LEGALITY
 
@@ -298,18 +297,15 @@ class Calibration:
         self.target0 = board.target()
         self._check_board_rows()
         self.states = self.target0.states()
-        dev_index = np.array(self.target0.state_device_index(), dtype=np.int64)
         self.models: dict[str, _Model] = {}
         for ref in dict.fromkeys(m for o in self.obs for m in o.models):
             shown = Path(ref).name if "/" in ref or "\\" in ref else ref
             with step(progress, f"analysing {shown} for {self.target0.name}"):
                 a = analyse(ref, self.target0, max_cut_tensors=max_cut_tensors)
             leg = a.program.get(LEGALITY)
-            L = a.problem.num_layers
             self.models[ref] = _Model(
                 ref=ref, name=a.name, problem=a.problem.replace(hardware=None, hardware_config=None),
-                features=a.problem.layer_features,
-                state_legal=np.asarray(leg.mask, dtype=bool)[:, dev_index].reshape(L, -1),
+                state_legal=_state_legal(self.target0, leg.mask, a.problem.num_layers),
                 sha256=a.program.source_sha256, reasons=dict(leg.reasons),
                 layer_ids=tuple(int(l.id) for l in a.program.get(LAYERS)))
         self.row_state: list[int | None] = [self._state(o) for o in self.obs]
@@ -325,13 +321,9 @@ class Calibration:
     def _state(self, o: Observation) -> int | None:
         if o.device is None:
             return None
-        for s, st in enumerate(self.states):
-            if st.device != o.device:
-                continue
-            if (o.freq_mhz is None and st.is_fmax) or (
-                    o.freq_mhz is not None and st.frequency_mhz is not None
-                    and abs(st.frequency_mhz - o.freq_mhz) <= 1e-6 * st.frequency_mhz):
-                return s
+        s = self.target0.state_index(o.device, o.freq_mhz)
+        if s is not None:
+            return s
         raise UsageError(f"{o.where}: {o.state_text} is not a state of {self.target0.name}")  # pragma: no cover
 
     def _check_rows(self) -> None:
@@ -347,7 +339,7 @@ class Calibration:
                                      f"layers (0-{L - 1}) on {self.target0.name} (hetcc compile --dump-after layers "
                                      "lists them)")
                 if not m.problem.slice_legal(a, b, s):
-                    raise UsageError(f"{o.where}: {m.name} {self._what(o, L)} cannot run as one slice on "
+                    raise UsageError(f"{o.where}: {m.name} {self._what(o)} cannot run as one slice on "
                                      f"{o.state_text}: {self._why_illegal(m, a, b, s)}; drop the row or fix the "
                                      "board's legality")
             elif o.kind == "plan_uses":
@@ -365,7 +357,7 @@ class Calibration:
                                      "nowhere else); the row can never hold")
 
     @staticmethod
-    def _what(o: Observation, L: int) -> str:
+    def _what(o: Observation) -> str:
         if o.layer is None:
             return "(the whole model)"
         return f"layer{'s' if o.layer[0] != o.layer[1] else ''} {o.layer_text}"
@@ -401,7 +393,7 @@ class Calibration:
         out = {}
         for ref in (self.models if refs is None else refs):
             m = self.models[ref]
-            t = cost_tables(m.features, params, m.state_legal)
+            t = cost_tables(m.problem.layer_features, params, m.state_legal)
             out[ref] = m.problem.replace(**{k: t[k] for k in TABLES}, legal=t["legal"],
                                          capacity_bytes=np.asarray(params.capacity_bytes, dtype=np.float64),
                                          base_power_mw=float(params.base_power_mw))
@@ -522,6 +514,13 @@ def parse_bound(text: str) -> tuple[str, float, float]:
     return name.strip(), lo, hi
 
 
+def _check_range(range_factor: float) -> None:
+    """UsageError unless the --range factor is finite and above 1 (bounds [x / F, x * F])."""
+    if not (math.isfinite(range_factor) and range_factor > 1):
+        raise UsageError(f"--range {range_factor:g}: give a factor above 1 (default {DEFAULT_RANGE:g}: "
+                         "each parameter within [x / F, x * F])")
+
+
 def _dependence(cal: Calibration, x: np.ndarray, base: Evaluation, candidates: Sequence[int]) -> dict[int, list[int]]:
     """Rows whose signal moves when each candidate parameter is scaled by 1.1 (plans held)."""
     import numpy as np
@@ -536,13 +535,16 @@ def _dependence(cal: Calibration, x: np.ndarray, base: Evaluation, candidates: S
     return out
 
 
-def select_free(cal: Calibration, free: Sequence[str] = (), fix: Sequence[str] = ()) -> tuple[list[int], list[int], list[int], dict]:
+def select_free(cal: Calibration, free: Sequence[str] = (), fix: Sequence[str] = (), *,
+                base: Evaluation | None = None) -> tuple[list[int], list[int], list[int], dict]:
     """(free, kept, fixed, dependence): the free set from the patterns (default: every parameter
-    some observation depends on); refusals for explicitly freed parameters nothing depends on."""
+    some observation depends on); refusals for explicitly freed parameters nothing depends on.
+    ``base``: the evaluation at the file's values, when the caller has it (else computed)."""
     params = cal.board.params
     names = [p.name for p in params]
     x0 = cal.board.x0
-    base = cal.evaluate(x0)
+    if base is None:
+        base = cal.evaluate(x0)
     if free:
         chosen = sorted({i for pat in free for i in _pattern_matches(names, pat, "--free")})
     else:
@@ -575,13 +577,12 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
         from scipy.optimize import least_squares
     except ImportError:
         raise UsageError(_MISSING) from None
-    if not (math.isfinite(range_factor) and range_factor > 1):
-        raise UsageError(f"--range {range_factor:g}: give a factor above 1 (default {DEFAULT_RANGE:g}: "
-                         "each parameter within [x / F, x * F])")
+    _check_range(range_factor)
     params = cal.board.params
     names = [p.name for p in params]
     x0 = cal.board.x0
-    free_idx, kept, fixed, dep = select_free(cal, free, fix)
+    before = cal.evaluate(x0)
+    free_idx, kept, fixed, dep = select_free(cal, free, fix, base=before)
     n_obs = len(cal.obs)
     if not free_idx:
         raise UsageError("nothing to fit: no free parameter moves any observation (--free / --fix leave none)")
@@ -597,7 +598,6 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     F = np.array(free_idx)
     zlo, zhi = np.log(lo[F]), np.log(hi[F])
     z0 = np.clip(np.log(x0[F]), zlo + 1e-9 * (zhi - zlo), zhi - 1e-9 * (zhi - zlo))
-    before = cal.evaluate(x0)
     # a measured row prices one fixed slice: what it depends on never changes; a gain or plan_uses row
     # depends on plans, which the fit may change, so every Jacobian column recomputes those rows
     plan_rows = [i for i, o in enumerate(cal.obs) if o.kind not in MEASURED]
@@ -771,11 +771,7 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
         x = float(values[j])
         for path, scale in p.slots:
             new_v = float(f"{x * scale:.{DIGITS}g}")
-            node: Any = doc
-            chain: list[Any] = []
-            for k in path[:-1]:
-                chain.append(node)
-                node = node[k]
+            node = _walk(doc, path[:-1])
             old = node[path[-1]]
             new = tomlkit.item(new_v)
             if hasattr(old, "trivia"):
@@ -891,9 +887,9 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
     params = []
     free, kept = set(result.free), set(result.kept)
     for i, p in enumerate(cal.board.params):
-        status = "fitted" if i in free else "kept (not constrained by these observations)" if i in kept else "fixed"
+        status = "fitted" if i in free else "kept" if i in kept else "fixed"   # kept: no observation moves it
         params.append({"name": p.name, "unit": p.unit, "before": p.x0, "after": float(result.values[i]),
-                       "status": status.split(" ")[0], "lo": float(result.bounds[0][i]),
+                       "status": status, "lo": float(result.bounds[0][i]),
                        "hi": float(result.bounds[1][i])})
     return {"board": cal.board.label, "output": output, "observations": rows,
             "summary": {"before": summary(cal.obs, result.before.predicted),
@@ -912,7 +908,7 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
     for i, o in enumerate(cal.obs):
         v = float(result.after.predicted[i])
         model = o.model if len(o.model) <= 40 else o.model[:37] + "..."
-        state = o.state_text or (f"{o.planner} vs {o.baseline}" if o.kind == "gain" else "")
+        state = o.state_text
         if o.kind == "plan_uses":
             state = f"{o.state_text} ({o.planner}, {o.objective})"
         elif o.kind == "gain":
@@ -966,9 +962,7 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
 
     out = Path(output)
     check_replaceable_file(out, "-o")
-    if not (math.isfinite(range_factor) and range_factor > 1):
-        raise UsageError(f"--range {range_factor:g}: give a factor above 1 (default {DEFAULT_RANGE:g}: "
-                         "each parameter within [x / F, x * F])")
+    _check_range(range_factor)
     parsed_bounds = dict((n, (lo, hi)) for n, lo, hi in (parse_bound(t) for t in bounds))
     b = Board.load(board)
     for name in parsed_bounds:

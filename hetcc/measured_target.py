@@ -50,12 +50,10 @@ def is_measurement_file(target: Any) -> bool:
 
 @dataclass
 class Measurements:
-    """A measurement file read for planning: its latency rows, its ``# hetcc.profile`` comments
-    and the board they describe (``host``)."""
+    """A measurement file read for planning: its latency rows, the board they describe
+    (``host``), its label in errors and the key=value of its ``# hetcc.profile`` comments."""
 
-    path: Path
     rows: list[Any]
-    comments: list[dict[str, str]]
     board: Any
     label: str = ""
     header: dict[str, str] = field(default_factory=dict)
@@ -173,7 +171,7 @@ def load_measurements(path: str | Path) -> Measurements:
     if named is not None and named != BOARD:
         raise UsageError(f"{label}: a profile of board {named!r}; --target FILE.csv plans for {BOARD} only "
                          "(fit a modelled board with hetcc calibrate)")
-    return Measurements(path=p, rows=rows, comments=comments, board=board, label=label, header=header)
+    return Measurements(rows=rows, board=board, label=label, header=header)
 
 
 class MeasuredCosts(Pass):

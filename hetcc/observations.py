@@ -21,7 +21,6 @@ the header (column order free, unknown columns refused). Columns (docs/calibrati
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import math
 import os
@@ -356,19 +355,10 @@ def _resolve_model(name: str, where: str, written: str, base: Path) -> str:
 
 
 def _check_planner(where: str, column: str, spec: str) -> None:
-    from .planners.registry import get_spec, parse_options, split_name
+    from .planners.registry import parse_options, parse_planner_entry, split_name
 
-    name, *pairs = spec.split()
     try:
-        ps = get_spec(name)
-        if ps.kind != "model":
-            raise UsageError(f"planner {ps.name!r} plans a {ps.kind}, not one model")
-        given: dict[str, str] = {}
-        for pair in pairs:
-            key, eq, value = pair.partition("=")
-            if not eq or not key:
-                raise UsageError(f"{pair!r}: write options as key=value after the planner's name")
-            given[key] = value
+        name, ps, given = parse_planner_entry(spec)
         parse_options(ps, split_name(name, ps, given))
     except UsageError as e:
         raise _bad(where, column, spec, f"is not a planner spec ({e})") from None
@@ -395,7 +385,7 @@ def _check_board(obs: Observation, board: Any) -> None:
     if not levels:
         raise _bad(obs.where, "freq_mhz", f"{obs.freq_mhz:g}", f"is given, but {board.name}'s {obs.device} has no "
                    "documented clock; leave it empty")
-    if not any(abs(obs.freq_mhz - f) <= 1e-6 * f for f in levels):
+    if board.state_index(obs.device, obs.freq_mhz) is None:
         raise _bad(obs.where, "freq_mhz", f"{obs.freq_mhz:g}", f"is not a DVFS level of {board.name}'s "
                    f"{obs.device} ({', '.join(f'{f:g}' for f in levels)} MHz); use one or leave it empty "
                    "(top level)")
@@ -484,11 +474,6 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Observation | Map
     return write_file(path, text, "writing observations", "choose a writable path")
 
 
-def sha256_bytes(data: bytes) -> str:
-    """sha256 hex of ``data`` (what ``model_sha256`` holds for a model's ONNX bytes)."""
-    return hashlib.sha256(data).hexdigest()
-
-
 __all__ = ["COLUMNS", "FORMAT", "KINDS", "MEASURED", "Observation", "REQUIRED", "UNITS", "check_model_hash",
            "format_observations", "is_model_path", "parse_observations", "planner_spec", "read_observations", "read_text",
-           "sha256_bytes", "write_observations"]
+           "write_observations"]

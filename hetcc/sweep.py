@@ -314,19 +314,11 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
 def planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) -> tuple[str, str]:
     """(name, canonical JSON of its options) of a planners entry ``NAME[:ARG] [key=value ...]``:
     the [options.NAME] table, then the entry's own key=value pairs."""
-    from .planners.registry import get_spec, parse_options, split_name
+    from .planners.registry import parse_options, parse_planner_entry, split_name
 
-    name, *pairs = entry.split()
     try:
-        ps = get_spec(name.split(":")[0])
-        if ps.kind != "model":
-            raise UsageError(f"planner {ps.name!r} plans a {ps.kind}; a sweep plans single models")
-        given = dict(options.get(ps.name, {}))
-        for pair in pairs:
-            key, eq, value = pair.partition("=")
-            if not eq or not key:
-                raise UsageError(f"{pair!r} in {entry!r}: write options as key=value after the planner's name")
-            given[key] = value
+        name, ps, given = parse_planner_entry(entry, options, not_model="; a sweep plans single models",
+                                              pair_note=f" in {entry!r}", unknown_with_arg=False)
         opts = split_name("single" if name == "single:*" else name, ps, given)
         if name == "single:*":                # device names come from each target
             opts[ps.positional] = "any"

@@ -155,11 +155,10 @@ class Device:
         return self.activation_bytes_factor if self.capacity_counts == "params+activations" else 0.0
 
     def peak(self, op_class: str) -> float:
-        """The effective float throughput of ``op_class`` (its DEFAULT_CLASS's when not given)."""
+        """The effective float throughput of ``op_class`` (the loader fills every class of
+        OP_CLASSES: an absent optional one holds its DEFAULT_CLASS's figure)."""
         assert self.peak_gflops is not None
-        if op_class in self.peak_gflops:
-            return self.peak_gflops[op_class]
-        return self.peak(DEFAULT_CLASS[op_class])
+        return self.peak_gflops[op_class]
 
     def transfer_at(self, level: int) -> tuple[float, float, float | None]:
         """(beta ms/MB, delta ms, power mW or None = the device's own power) at DVFS level
@@ -261,6 +260,20 @@ class Target:
                 out.append(State(device=d.name, frequency_mhz=lvl.freq_mhz, volt=lvl.volt,
                                  is_fmax=(k == n - 1), kind=d.kind))
         return tuple(out)
+
+    def state_index(self, device: str, freq_mhz: float | None = None) -> int | None:
+        """The index in ``states()`` of ``device`` at ``freq_mhz`` (within 1e-6 relative; None =
+        its top level), or None when the board has no such state: one rule for every reader of
+        a (device, frequency) pair."""
+        for s, st in enumerate(self.states()):
+            if st.device != device:
+                continue
+            if freq_mhz is None:
+                if st.is_fmax:
+                    return s
+            elif st.frequency_mhz is not None and abs(st.frequency_mhz - freq_mhz) <= 1e-6 * st.frequency_mhz:
+                return s
+        return None
 
     def state_device_index(self) -> tuple[int, ...]:
         """For each state of ``states()``, the index of its device in ``devices``."""

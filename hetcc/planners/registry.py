@@ -299,6 +299,27 @@ def split_name(name: str, spec: PlannerSpec, options: Mapping[str, Any]) -> dict
     return opts
 
 
+def parse_planner_entry(entry: str, defaults: Mapping[str, Mapping[str, Any]] | None = None, *,
+                        not_model: str = ", not one model", pair_note: str = "",
+                        unknown_with_arg: bool = True) -> tuple[str, PlannerSpec, dict[str, Any]]:
+    """A planner entry ``NAME[:ARG] [key=value ...]`` (an observations file's planner column, a
+    sweep's planners entry) -> (NAME[:ARG], its spec, its options: ``defaults[spec.name]``, then the
+    entry's pairs). One parser for both; UsageError for an unknown planner (named with its ':'
+    argument unless not ``unknown_with_arg``), one that plans no single model (the message ends
+    with the caller's ``not_model``) and a pair that is not key=value (``pair_note`` follows it)."""
+    name, *pairs = entry.split()
+    spec = get_spec(name if unknown_with_arg else name.split(":")[0])
+    if spec.kind != "model":
+        raise UsageError(f"planner {spec.name!r} plans a {spec.kind}{not_model}")
+    given = dict((defaults or {}).get(spec.name, {}))
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"{pair!r}{pair_note}: write options as key=value after the planner's name")
+        given[key] = value
+    return name, spec, given
+
+
 def apply_policy(plan: Plan | WorkloadPlan, objective: Objective, allow_infeasible: bool) -> Any:
     """The feasibility policy: stamp ``feasible``/``violations``; raise unless allowed. A
     workload is feasible when each of its models' plans is."""
@@ -339,4 +360,5 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
 
 
 __all__ = ["BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "get_spec", "option_fields",
-           "parse_option_args", "parse_options", "planner_names", "register", "resolve", "run", "type_name"]
+           "parse_option_args", "parse_options", "parse_planner_entry", "planner_names", "register", "resolve", "run",
+           "type_name"]
