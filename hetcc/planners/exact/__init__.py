@@ -39,9 +39,8 @@ from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
 from . import dominance, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
-from .incumbent import best_feasible, hull
+from .incumbent import best_feasible, hull, opening
 from .incumbent import lowest_average_power_mw as _lowest_power
-from .lagrange import forward
 from .model import Model, build
 from .pareto import INF, pareto_rows
 from .search import no_bound, run_pass
@@ -174,18 +173,17 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     ctx = ctx or PlanContext()
     m = build(problem, objective, stream)
     best = _Best()
-    fast = forward(m, np.array([1.0]), np.array([0.0]))
-    t_min = float(fast.T[0])
+    first = opening(m)      # [0] the fastest plan, [1] the least energy, [2] with a cap the coolest
+    t_min = float(first.T[0])
     deadline_ok = t_min <= m.Dtol
     cap_ok = True
     if m.has_cap:
-        cool = forward(m, np.array([-m.k]))
-        cap_ok = float(cool.E[0] - m.k * cool.T[0]) <= m.tolX
+        cap_ok = float(first.E[2] - m.k * first.T[2]) <= m.tolX
     if not (deadline_ok and cap_ok):
         _fail(m, objective, deadline_ok, cap_ok, t_min)
     if not objective.constrained and m.metric != "edp" or m.metric == "latency" and not m.has_cap:
         # an additive metric without limits (or latency within a deadline): one scalar DP
-        path = fast.path(0) if m.metric == "latency" else forward(m, np.array([0.0])).path(0)
+        path = first.path(0 if m.metric == "latency" else 1)
         T, E = m.totals(path)
         v = float(m.value(T, E))
         return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
@@ -198,7 +196,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     def out_of_budget() -> bool:
         return ctx.out_of_budget(best.steps)
 
-    h = hull(m, out_of_time=out_of_budget)
+    h = hull(m, first, out_of_time=out_of_budget)
     best.offer(*reversed(best_feasible(m, h)))
     improve = None
     ceiling = best.value     # the least value of a plan known to exist (the first pass's cut)
@@ -223,7 +221,8 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         with ctx.progress.task(f"exact: {label}", total=m.L) as task:
             def progress(b: int, n: int) -> None:
                 task.update(1, labels=n, incumbent=best.value, bound=best.bound)
-            res = run_pass(m, bound, cut, beam=beam, stop=stop, progress=progress, improve=improve)
+            res = run_pass(m, bound, cut, beam=beam, stop=stop, progress=progress, improve=improve,
+                           sorted_rows=dominance.applies(m))
         best.passes.append({"cut": cut, "beam": beam, "complete": res.complete, "labels": res.labels})
         return res
 

@@ -27,6 +27,7 @@ from .model import Model
 from .pareto import INF
 
 SLACK = 1e-10   # relative loosening of every comparison against rounding
+FEW_LABELS = 128
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,9 @@ def two_stage(m: Model, small: Envelope, full: Envelope, T: np.ndarray, X: np.nd
     """``crude``, then ``lower`` with the small envelope on the labels that survive it, then with
     the full one on those that survive that; returns (bound, pruned) where pruned includes a
     bound above ``limit``."""
+    if T.size <= FEW_LABELS:      # the cheap stages cost more numpy calls than they spare
+        lb, dead = lower(m, full, T, X, b, is_open)
+        return lb, dead | (lb > limit)
     lb = crude(m, full, T, X, b, is_open)
     dead = lb > limit
     for env in (small, full):

@@ -14,10 +14,11 @@ Infeasible vertices next to a limit are repaired by re-picking slice states one 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
-from .lagrange import forward
+from .lagrange import Vertices, forward
 from .model import Model
 from .pareto import INF
 
@@ -27,7 +28,8 @@ ROUNDS = 12
 
 @dataclass
 class Hull:
-    """Vertices found so far: (lam, T, E, path), sorted by lam descending (T ascending)."""
+    """Vertices found so far: (lam, T, E, path), sorted by lam descending (T ascending); a path
+    is a function returning it."""
 
     lam: list = field(default_factory=list)
     T: list = field(default_factory=list)
@@ -36,14 +38,17 @@ class Hull:
     edges: set = field(default_factory=set)   # pairs of lam proven to bound a hull edge
 
     def add(self, m: Model, lam: np.ndarray) -> None:
-        v = forward(m, lam)
-        for k in range(lam.size):
-            if not np.isfinite(v.T[k]):
+        self.take(forward(m, lam))
+
+    def take(self, v: Vertices) -> None:
+        """Adds the vertices of a forward pass (those of a pure-latency weight, a = 0, excepted)."""
+        for k in range(v.lam.size):
+            if not (np.isfinite(v.T[k]) and v.a[k] > 0):
                 continue
-            self.lam.append(float(lam[k]))
+            self.lam.append(float(v.lam[k]))
             self.T.append(float(v.T[k]))
             self.E.append(float(v.E[k]))
-            self.paths.append(v.path(k))
+            self.paths.append(partial(v.path, k))     # walked back only when asked for
         order = np.argsort(-np.asarray(self.lam), kind="stable")
         for name in ("lam", "T", "E", "paths"):
             setattr(self, name, [getattr(self, name)[i] for i in order])
@@ -66,16 +71,29 @@ def _interesting(m: Model, h: Hull, i: int, U: float) -> bool:
     return best < U * (1 - 1e-12)
 
 
-def hull(m: Model, U: float = INF, out_of_time=lambda: False) -> Hull:
-    """Explore the lower hull (see the module docstring); ``U`` prunes segments (edp)."""
+def opening(m: Model) -> Vertices:
+    """The first forward pass, all weights at once: latency alone (index 0, a = 0), energy alone
+    (1), then with a cap the coolest plan (2, E - cap * T) and weights towards it, then the grid,
+    scaled by the typical power of the least-energy states (an estimate: the rounds refine it)."""
+    e, t = m.cE.layer, m.cT.layer
+    with np.errstate(invalid="ignore"):
+        j = np.argmin(np.where(np.isfinite(e) & np.isfinite(t), e, INF), axis=1)
+    rows = np.arange(m.L)
+    E0, T0 = float(e[rows, j].sum()), float(t[rows, j].sum())
+    base = max(E0 / T0, 1e-12) if T0 > 0 and np.isfinite(E0 / T0) else 1.0
+    cool = [-m.k * (1 - 2.0 ** -j) for j in range(0, 6)] if m.has_cap else []
+    cool[:1] = [-m.k] if m.has_cap else []
+    lam = np.concatenate([[1.0, 0.0], cool, GRID * base])
+    a = np.ones_like(lam)
+    a[0] = 0.0
+    return forward(m, lam, a)
+
+
+def hull(m: Model, start: Vertices, U: float = INF, out_of_time=lambda: False) -> Hull:
+    """Explore the lower hull (see the module docstring) from the ``opening`` pass ``start``;
+    ``U`` prunes segments (edp)."""
     h = Hull()
-    base = None
-    h.add(m, np.array([0.0]))
-    if h.T and h.T[0] > 0:
-        base = max(h.E[0] / h.T[0], 1e-12)
-    base = base or 1.0
-    grid = np.concatenate([GRID * base, [-m.k * (1 - 2.0 ** -j) for j in range(1, 6)] if m.has_cap else []])
-    h.add(m, grid)
+    h.take(start)
     for _ in range(ROUNDS):
         U = min([U] + [m.value(t, e) for t, e in zip(h.T, h.E) if m.feasible(t, e)])
         probes, pairs = [], []
@@ -145,16 +163,18 @@ def best_feasible(m: Model, h: Hull, repairs: int = 4) -> tuple[float, list | No
     """(value, path) of the best feasible plan among the hull's vertices and the repaired
     least-violating ones; (inf, None) when there is none."""
     U, best = INF, None
-    scored = []
-    for T, E, p in zip(h.T, h.E, h.paths):
+    scored = [(float(m.violation(T, E)), float(m.value(T, E)), p) for T, E, p in zip(h.T, h.E, h.paths)]
+    cands = []
+    for s in sorted((s for s in scored if s[0] <= 0), key=lambda s: s[1]):
+        p = s[2]()
+        if p is not None and m.feasible(*m.totals(p)):
+            cands.append(p)
+            if len(cands) == 2:
+                break
+    cands += [s[2]() for s in sorted((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]))[:repairs]]
+    for p in cands:
         if p is None:
             continue
-        v = float(m.violation(T, E))
-        scored.append((v, float(m.value(T, E)), p))
-    feas = [s for s in scored if s[0] <= 0 and m.feasible(*m.totals(s[2]))]
-    cands = [s[2] for s in sorted(feas, key=lambda s: s[1])[:2]]
-    cands += [s[2] for s in sorted((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]))[:repairs]]
-    for p in cands:
         q = repair(m, p)
         if q is None:
             continue
@@ -178,4 +198,4 @@ def lowest_average_power_mw(m: Model) -> float:
     return rho
 
 
-__all__ = ["Hull", "best_feasible", "hull", "lowest_average_power_mw", "repair"]
+__all__ = ["Hull", "best_feasible", "hull", "opening", "lowest_average_power_mw", "repair"]

@@ -18,9 +18,10 @@ from .pareto import INF
 
 @dataclass(frozen=True)
 class Vertices:
-    """The forward pass: per weight k the optimal plan's T[k], E[k] and its path on demand."""
+    """The forward pass: per weight pair (a[k], lam[k]) the optimal plan's T[k], E[k] and its path on demand."""
 
     lam: np.ndarray
+    a: np.ndarray
     T: np.ndarray
     E: np.ndarray
     choice_s: np.ndarray   # [L+1, K] state of the slice ending at boundary b (-1 none)
@@ -109,7 +110,7 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
                 ck[b] = np.where(better, k2, -1)
             W[b], cT[b], cE[b] = best, bT, bE
     ok = np.isfinite(W[L])
-    return Vertices(lam, np.where(ok, cT[L], INF), np.where(ok, cE[L], INF), cs, ck, cont, ss)
+    return Vertices(lam, a, np.where(ok, cT[L], INF), np.where(ok, cE[L], INF), cs, ck, cont, ss)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from .pareto import INF, best_rows, compact_rows, pareto_rows
 
 logger = logging.getLogger(__name__)
 
+FEW_LABELS = 128    # at most this many candidate labels at a point: bounded before the Pareto filter
+
 
 @dataclass(frozen=True)
 class Pass:
@@ -50,12 +52,14 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
              stop: Callable[[int], bool] = lambda b: False,
              progress: Callable[[int, int], None] = lambda b, n: None,
              fronts: list | None = None,
-             improve: Callable[[int, np.ndarray, np.ndarray, float], float] | None = None) -> Pass:
+             improve: Callable[[int, np.ndarray, np.ndarray, float], float] | None = None,
+             sorted_rows: bool = False) -> Pass:
     """One pass; with ``fronts`` (a list) the labels kept at every boundary b are appended to it
     as (closed T, closed X, open T [ns, W], open X [ns, W]), b = 0, 1, ... (for ``suffix``).
     ``improve(b, T, X, cut)`` sees the closed labels kept at b and returns the value of a feasible
     plan it found (a value over ``cut``: none better); a lower value becomes the cut (the pass
-    still keeps every plan within it, so it stays exact)."""
+    still keeps every plan within it, so it stays exact). ``sorted_rows``: the bound needs each
+    row's labels Pareto-filtered and sorted by T (``dominance``)."""
     L = m.L
     layT, inT, outT = m.cT.layer, m.cT.enter, m.cT.leave
     layX, inX, outX = m.cX.layer, m.cX.enter, m.cX.leave
@@ -68,9 +72,23 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
 
     limit = limit_of(cut)
 
-    def prune(T, X, b, is_open):
-        lb, dead = bound(T, X, b, is_open, limit)
-        return dead, lb
+    def keep(T, X, payload, b, is_open):
+        """The labels of rows (T, X) [R, N] that survive the Pareto filter and the bound, sorted by
+        T per row and compacted left, with their payload. Few labels are bounded first and
+        filtered once (fewer numpy calls); many are filtered first (fewer labels to bound)."""
+        def bounded(T, X):
+            lb, dead = bound(T if is_open else T[0], X if is_open else X[0], b, is_open, limit)
+            if not is_open:
+                lb, dead = lb[None, :], dead[None, :]
+            return lb, np.where(dead, INF, T), np.where(dead, INF, X)
+        if T.size <= FEW_LABELS and not (beam or sorted_rows):
+            _, T, X = bounded(T, X)
+            return pareto_rows(T, X, *payload)
+        T, X, *payload = pareto_rows(T, X, *payload)
+        lb, T, X = bounded(T, X)
+        if beam:
+            return pareto_rows(*best_rows(beam, lb, T, X, *payload))
+        return compact_rows(T, X, *payload)
 
     if es.size:   # earliest start boundary of any legal slice ending at b on an enumerated state
         ok = m.ok[:, :, es].any(axis=2)
@@ -104,15 +122,7 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
             T[bad] = INF
             X[bad] = INF
             if T.shape[1]:
-                oT, oX, opar, ofirst = pareto_rows(T, X, par, first)
-                dead, lb = prune(oT, oX, b, True)
-                oT = np.where(dead, INF, oT)
-                oX = np.where(dead, INF, oX)
-                if beam:
-                    oT, oX, opar, ofirst = best_rows(beam, lb, oT, oX, opar, ofirst)
-                    oT, oX, opar, ofirst = pareto_rows(oT, oX, opar, ofirst)
-                else:
-                    oT, oX, opar, ofirst = compact_rows(oT, oX, opar, ofirst)
+                oT, oX, opar, ofirst = keep(T, X, (par, first), b, True)
             with np.errstate(invalid="ignore"):
                 cTc = oT + outT[i, ss][:, None]
                 cXc = oX + outX[i, ss][:, None]
@@ -134,15 +144,7 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
         first = np.concatenate([p[3] for p in parts]).astype(np.int64)[None, :]
         state = np.concatenate([p[4] for p in parts]).astype(np.int64)[None, :]
         if T.size:
-            T, X, par, first, state = pareto_rows(T, X, par, first, state)
-            dead, lb = prune(T[0], X[0], b, False)
-            T = np.where(dead, INF, T[0])[None, :]
-            X = np.where(dead, INF, X[0])[None, :]
-            if beam:
-                T, X, par, first, state = best_rows(beam, lb[None, :], T, X, par, first, state)
-                T, X, par, first, state = pareto_rows(T, X, par, first, state)
-            else:
-                T, X, par, first, state = compact_rows(T, X, par, first, state)
+            T, X, par, first, state = keep(T, X, (par, first, state), b, False)
         T, X, par, first, state = (a[0] for a in (T, X, par, first, state))
         fT.append(T)
         fX.append(X)

@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 
 from ..metrics import RTOL
+from . import dominance
 from .model import Cells, Model
 from .pareto import INF
 from .search import run_pass
@@ -211,7 +212,7 @@ def fronts(m: Model, bound_of, cut: float, depth: int | None = None, path: list 
     def progress(r: int, n: int) -> None:
         kept[0] = n
     res = run_pass(mr, bound_of(mr), cut, stop=lambda r: r > depth or kept[0] > LABELS or out_of_time(),
-                   fronts=out, improve=improve, progress=progress)
+                   fronts=out, improve=improve, progress=progress, sorted_rows=dominance.applies(mr))
     return out[:depth + 1], res.cut
 
 
