@@ -26,7 +26,6 @@ its best plan when the budget runs out, with ``stats`` optimal / lower_bound / g
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from functools import partial
 

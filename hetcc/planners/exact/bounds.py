@@ -19,6 +19,7 @@ of the plan, per label.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -32,24 +33,32 @@ FEW_LABELS = 128
 
 @dataclass(frozen=True)
 class Envelope:
-    """Suffix lines per search point: weights ``lam`` (descending, last <= 0), G, breakpoints B,
-    the envelope's value H at the inner breakpoints (by the lesser of the two lines meeting
-    there), least remaining latency; closed points [L+1, ...], open points [L+1, ns, ...]."""
+    """Suffix lines per search point: weights ``lam`` (descending, last <= 0), G, least remaining
+    latency; closed points [L+1, ...], open points [L+1, ns, ...]. The breakpoints B and the
+    envelope's value H at the inner breakpoints (by the lesser of the two lines meeting there)
+    are worked out when first asked for (edp's bound and ``critical`` use them)."""
 
     lam: np.ndarray
     Gc: np.ndarray
     Go: np.ndarray
-    Bc: np.ndarray
-    Bo: np.ndarray
     tc: np.ndarray
     to: np.ndarray
-    Hc: np.ndarray
-    Ho: np.ndarray
 
-    @classmethod
-    def of(cls, lam: np.ndarray, Gc: np.ndarray, Go: np.ndarray, tc: np.ndarray, to: np.ndarray) -> "Envelope":
-        Bc, Bo = _breaks(Gc, lam), _breaks(Go, lam)
-        return cls(lam, Gc, Go, Bc, Bo, tc, to, _at_breaks(Gc, Bc, lam), _at_breaks(Go, Bo, lam))
+    @cached_property
+    def Bc(self) -> np.ndarray:
+        return _breaks(self.Gc, self.lam)
+
+    @cached_property
+    def Bo(self) -> np.ndarray:
+        return _breaks(self.Go, self.lam)
+
+    @cached_property
+    def Hc(self) -> np.ndarray:
+        return _at_breaks(self.Gc, self.Bc, self.lam)
+
+    @cached_property
+    def Ho(self) -> np.ndarray:
+        return _at_breaks(self.Go, self.Bo, self.lam)
 
 
 def _breaks(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -78,7 +87,7 @@ def envelope(m: Model, lam) -> Envelope:
     a = np.append(np.ones(K), 0.0)
     suf = backward(m, np.append(lam, 1.0), a)        # the last weight pair is T alone
     Gc, Go = suf.closed[:, :K], suf.open[:, :, :K]
-    return Envelope.of(lam, Gc, Go, suf.closed[:, K], suf.open[:, :, K])
+    return Envelope(lam, Gc, Go, suf.closed[:, K], suf.open[:, :, K])
 
 
 def subset(env: Envelope, idx: np.ndarray) -> Envelope:
@@ -86,13 +95,12 @@ def subset(env: Envelope, idx: np.ndarray) -> Envelope:
     idx = np.unique(idx)
     lam = env.lam[idx]
     Gc, Go = env.Gc[:, idx], env.Go[:, :, idx]
-    return Envelope.of(lam, Gc, Go, env.tc, env.to)
+    return Envelope(lam, Gc, Go, env.tc, env.to)
 
 
 def critical(m: Model, env: Envelope, width: int = 1) -> np.ndarray:
     """Indices of the lines that decide the root's bound, with ``width`` neighbours each side
     (the line of weight 0 too): a small envelope that prunes almost as well as the whole."""
-    T = X = np.zeros(1)
     keep = [int(np.flatnonzero(env.lam == 0)[0])]
     G, B, lam = env.Gc[0], env.Bc[0], env.lam
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -140,17 +148,16 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     [lo, hi] (the envelope is convex) and each is sound on its own. edp: the product is concave
     along each line, so per piece of the envelope (clipped to [lo, hi]) its ends bound it.
     """
-    if is_open and rows is not None:
-        G, B, H, tm = env.Go[b][rows], env.Bo[b][rows], env.Ho[b][rows], env.to[b][rows]
-    elif is_open:
-        G, B, H, tm = env.Go[b][:, None, :], env.Bo[b][:, None, :], env.Ho[b][:, None, :], env.to[b][:, None]
-    else:
-        G, B, H, tm = env.Gc[b], env.Bc[b], env.Hc[b], env.tc[b]
+    def at_point(Ao: np.ndarray, Ac: np.ndarray) -> np.ndarray:
+        if not is_open:
+            return Ac[b]
+        return Ao[b][rows] if rows is not None else Ao[b][:, None]
+    G, tm = at_point(env.Go, env.Gc), at_point(env.to, env.tc)
     lam = env.lam
     k = m.k
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        E = X + k * T
-        lo = np.broadcast_to(tm, T.shape).astype(np.float64)
+        E = X + k * T if m.has_cap else X
+        lo = tm           # broadcasts against T
         hi = m.Dtol - T
         dead = ~np.isfinite(lo) | ~(T < INF)
         if m.has_cap:
@@ -181,6 +188,7 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
             # and hi with the envelope there (the greatest of the lines, each a sound bound), at
             # an inner breakpoint by the lesser of its two lines (each piece bounded by its own
             # line: sound however rounding orders the breakpoints)
+            B, H = at_point(env.Bo, env.Bc), at_point(env.Ho, env.Hc)
             hf = np.minimum(hi, BIG)
             Bi = B[..., 1:-1]
 
