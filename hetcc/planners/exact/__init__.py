@@ -172,7 +172,9 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     ctx = ctx or PlanContext()
     m = build(problem, objective, stream)
     best = _Best()
-    first = opening(m)      # [0] the fastest plan, [1] the least energy, [2] with a cap the coolest
+    # an additive metric without limits (or latency within a deadline) is one scalar DP
+    scalar = not objective.constrained and m.metric != "edp" or m.metric == "latency" and not m.has_cap
+    first = opening(m, grid=not scalar)   # [0] the fastest plan, [1] the least energy, [2] the coolest
     t_min = float(first.T[0])
     deadline_ok = t_min <= m.Dtol
     cap_ok = True
@@ -180,8 +182,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         cap_ok = float(first.E[2] - m.k * first.T[2]) <= m.tolX
     if not (deadline_ok and cap_ok):
         _fail(m, objective, deadline_ok, cap_ok, t_min)
-    if not objective.constrained and m.metric != "edp" or m.metric == "latency" and not m.has_cap:
-        # an additive metric without limits (or latency within a deadline): one scalar DP
+    if scalar:
         path = first.path(0 if m.metric == "latency" else 1)
         T, E = m.totals(path)
         v = float(m.value(T, E))

@@ -24,12 +24,12 @@ from .pareto import INF
 
 GRID = 2.0 ** np.arange(-10, 10.5, 1.0)    # weights relative to the plans' typical power
 ROUNDS = 12
-# Latency and energy: the label search finds what further rounds would (they only sharpen the
-# incumbent and the bound's lines), and each round is a whole forward pass. Measured 2026-11-24
-# against 12 rounds: zoo energy under a deadline 15-30% faster; 250 layers, energy under a
-# deadline 207 vs 229 ms, under a cap 91 vs 137 ms, latency under a cap 670 vs 707 ms. edp keeps
-# all rounds: without limits they alone prove the optimum (250 layers: 128 ms with 12, 219 with 1).
-ADDITIVE_ROUNDS = 1
+# Energy: the label search finds what further rounds would (they only sharpen the incumbent and
+# the bound's lines), and each round is a whole forward pass. Measured 2026-11-24 against 12
+# rounds: zoo energy under a deadline 15-30% faster; 250 layers, under a deadline 207 vs 229 ms,
+# under a cap 91 vs 137 ms. Latency under a cap and edp keep all rounds (edp without limits: they
+# alone prove the optimum; 250 layers: 128 ms with 12, 219 with 1).
+ENERGY_ROUNDS = 1
 
 
 @dataclass
@@ -77,19 +77,18 @@ def _interesting(m: Model, h: Hull, i: int, U: float) -> bool:
     return best < U * (1 - 1e-12)
 
 
-def opening(m: Model) -> Vertices:
+def opening(m: Model, grid: bool = True) -> Vertices:
     """The first forward pass, all weights at once: latency alone (index 0, a = 0), energy alone
-    (1), then with a cap the coolest plan (2, E - cap * T) and weights towards it, then the grid,
-    scaled by the typical power of the least-energy states (an estimate: the rounds refine it)."""
+    (1), then with a cap the coolest plan (2, E - cap * T) and weights towards it, then (``grid``)
+    the grid, scaled by the typical power of the least-energy states (the rounds refine it)."""
     e, t = m.cE.layer, m.cT.layer
     with np.errstate(invalid="ignore"):
         j = np.argmin(np.where(np.isfinite(e) & np.isfinite(t), e, INF), axis=1)
     rows = np.arange(m.L)
     E0, T0 = float(e[rows, j].sum()), float(t[rows, j].sum())
     base = max(E0 / T0, 1e-12) if T0 > 0 and np.isfinite(E0 / T0) else 1.0
-    cool = [-m.k * (1 - 2.0 ** -j) for j in range(0, 6)] if m.has_cap else []
-    cool[:1] = [-m.k] if m.has_cap else []
-    lam = np.concatenate([[1.0, 0.0], cool, GRID * base])
+    cool = [-m.k] + [-m.k * (1 - 2.0 ** -j) for j in range(1, 6)] if m.has_cap else []
+    lam = np.concatenate([[1.0, 0.0], cool, GRID * base if grid else []])
     a = np.ones_like(lam)
     a[0] = 0.0
     return forward(m, lam, a)
@@ -100,7 +99,7 @@ def hull(m: Model, start: Vertices, U: float = INF, out_of_time=lambda: False) -
     ``U`` prunes segments (edp)."""
     h = Hull()
     h.take(start)
-    for _ in range(ROUNDS if m.metric == "edp" else min(ROUNDS, ADDITIVE_ROUNDS)):
+    for _ in range(min(ROUNDS, ENERGY_ROUNDS) if m.metric == "energy" else ROUNDS):
         U = min([U] + [m.value(t, e) for t, e in zip(h.T, h.E) if m.feasible(t, e)])
         probes, pairs = [], []
         for i in range(len(h.lam) - 1):
