@@ -177,8 +177,12 @@ def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Seque
     if depfile is not None:
         from .depfile import write_depfile
 
+        from .measured_target import is_measurement_file
+
         models = [m if Path(m).is_file() else str(p.source_path) for m, p in zip(args.model, programs)]
-        write_depfile(depfile, args.output, models, getattr(target, "path", None))
+        target_files = [args.target] if is_measurement_file(args.target) else []
+        target_files += [target.path] if getattr(target, "path", None) is not None else []
+        write_depfile(depfile, args.output, models, target_files)
         notes.append(f"  wrote the depfile {depfile} (make: -include {depfile})")
     return notes
 

@@ -2,7 +2,8 @@
 
 The rule names ``OUT/manifest.json`` (written last into the artifact, so it stands for all of
 it) and every input of the compile: each model file, each external-data file the model refers
-to, the target's TOML file (a built-in's file inside the installed package) and hetcc's
+to, the target's TOML file (a built-in's file inside the installed package; for a measurement
+file ``--target FILE.csv``, the file and its board's TOML) and hetcc's
 version stamp, the installed ``hetcc/__init__.py``. That file holds ``__version__``, so a new
 version always rewrites it, and installing, upgrading or reinstalling hetcc (pip, an editable
 install) writes it anew, so its time changes whenever the compiler a build ran may have; it is
@@ -107,15 +108,15 @@ def check_depfile(depfile: str | None, output_dir: str | None) -> Path | None:
 
 
 def write_depfile(depfile: Path, output_dir: str | os.PathLike, models: Iterable[str | os.PathLike],
-                  target_file: str | os.PathLike | None) -> Path:
-    """Write the depfile of a finished compile (atomically: a temporary file renamed over it)."""
+                  target_files: Iterable[str | os.PathLike]) -> Path:
+    """Write the depfile of a finished compile (atomically: a temporary file renamed over it);
+    ``target_files``: what the target was read from (a measurement file and its board's TOML)."""
     from .fsutil import write_file
 
     inputs: list[str] = []
     for m in models:
         inputs += model_inputs(m)
-    if target_file is not None:
-        inputs.append(os.fspath(target_file))
+    inputs += [os.fspath(t) for t in target_files]
     inputs.append(str(version_stamp()))
     text = depfile_text(output_dir, inputs)
     return write_file(depfile, text, "--depfile", "the artifact was written; choose another --depfile")

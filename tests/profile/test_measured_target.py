@@ -124,3 +124,14 @@ def test_a_profile_round_trips_into_a_compile(tiny, fake_sys, tmp_path, capsys, 
     want = profiler.costs_from_profile(a.program.get(LAYERS), load_target("host"), a.program.get(LEGALITY).mask,
                                        layer_ms, model_ms, FIT)
     np.testing.assert_allclose(a.program.get(COSTS).latency_ms, want.latency_ms, rtol=1e-5)
+
+
+def test_the_depfile_of_a_profile_target_names_the_file_and_its_board(tiny, fake_sys, tmp_path):
+    csv = tmp_path / "models" / "prof.csv"
+    csv.write_text(csv_text("tiny.onnx", sha256_file(tiny)))
+    dep = tmp_path / "art.d"
+    assert main(["compile", str(tiny), "--target", str(csv), "-o", str(tmp_path / "art"), "--quiet",
+                 "--depfile", str(dep)]) == 0
+    rule = dep.read_text().split("\n\n")[0]
+    deps = " ".join(ln.rstrip("\\").strip() for ln in rule.splitlines() if not ln.startswith("#")).split(": ")[1]
+    assert deps.split()[1:3] == [str(csv), str(load_target("host").path)]
