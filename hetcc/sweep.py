@@ -4,7 +4,7 @@ planners x seeds, run on Ray, one row per cell in ``DIR/cells.csv``.
 The spec (see ``examples/sweep.toml``; every key but ``models`` has a default)::
 
     models = ["resnet18", "my/model.onnx"]   # zoo names or .onnx paths (relative to the spec)
-    targets = ["hikey970"]                   # built-in names or board .toml paths
+    targets = ["hikey970"]                   # built-in names, board .toml or measurement .csv paths
     objectives = ["latency"]                 # latency | energy | edp
     deadlines = ["none"]                     # none, short|medium|long, 170ms, 0.17s, 1.3x
     power_caps = ["none"]                    # none, 3W, 3000mW
@@ -152,10 +152,15 @@ class SweepSpec:
         return list(out.values())
 
     def _target_arg(self, target: str) -> str:
-        return str(self.path.parent / target) if target.endswith(".toml") else target
+        return str(self.path.parent / target) if _is_file_target(target) else target
 
 
 # ---------------------------------------------------------------- the spec
+def _is_file_target(target: str) -> bool:
+    """A board file or a measurement file (``hetcc profile``/``calibrate``), relative to the spec."""
+    return target.lower().endswith((".toml", ".csv"))
+
+
 def _fail(spec: Path, what: str) -> UsageError:
     return UsageError(f"{spec}: {what}")
 
@@ -231,11 +236,10 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
 
 def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) -> Grid:
     from . import zoo
-    from .api import parse_deadline, parse_power
+    from .api import board_of, parse_deadline, parse_power
     from .errors import HetccError
     from .planners import METRICS
     from .runtime.manifest import sha256_file
-    from .targets import load_target
 
     options = doc["options"]
     if not isinstance(options, dict) or any(not isinstance(v, dict) for v in options.values()):
@@ -277,10 +281,10 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
         if t in spec.devices:
             continue
         try:
-            spec.devices[t] = [d.name for d in load_target(spec._target_arg(t)).devices]
+            spec.devices[t] = [d.name for d in board_of(spec._target_arg(t))[0].devices]
         except HetccError as e:
             raise _fail(p, f"{where}targets[{i}] {t!r}: {e}") from None
-        spec.idents[t] = f"target:{t}" if not t.endswith(".toml") else sha256_file(spec._target_arg(t))[:16]
+        spec.idents[t] = sha256_file(spec._target_arg(t))[:16] if _is_file_target(t) else f"target:{t}"
     for i, devices in enumerate(g.devices):
         if devices == "all":
             continue

@@ -306,3 +306,25 @@ def test_exact_planners_have_nothing_to_tune(models):
 
     with pytest.raises(UsageError, match="nothing to tune"):
         load_tune_spec("exact", write_spec(models, 'models = ["chain.onnx"]\n', "tex.toml"))
+
+
+def test_a_measurement_file_is_a_target(models, tmp_path):
+    # the spec names a `hetcc profile` CSV beside it: the sweep plans with its numbers, as compile does
+    from hetcc.runtime.manifest import sha256_file
+
+    d = tmp_path / "spec"
+    d.mkdir()
+    chain = d / "chain.onnx"
+    chain.write_bytes((models / "chain.onnx").read_bytes())
+    layers = hetcc.analyse(str(chain), "hikey970").problem.num_layers
+    rows = [f"latency,chain.onnx,{sha256_file(chain)},cpu,,{i},{0.5 + 0.1 * i},ms" for i in range(layers)]
+    (d / "prof.csv").write_text("# hetcc.observations/1\nkind,model,model_sha256,device,freq_mhz,layer,value,unit\n"
+                                + "\n".join(rows + [f"latency,chain.onnx,{sha256_file(chain)},cpu,,,{layers},ms"])
+                                + "\n")
+    spec = load_spec(write_spec(d, 'models = ["chain.onnx"]\ntargets = ["prof.csv"]\nplanners = ["dp"]\n'
+                                'objectives = ["latency"]\ndeadlines = ["none"]\n', "csv.toml"))
+    assert spec.devices["prof.csv"] == ["cpu"] and spec.idents["prof.csv"] == sha256_file(d / "prof.csv")[:16]
+    result = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert [r["status"] for r in result.rows] == ["ok"]
+    want = hetcc.analyse(str(chain), str(d / "prof.csv")).plan("latency", planner="dp")
+    assert float(result.rows[0]["latency_ms"]) == pytest.approx(want.latency_ms, rel=1e-6)
