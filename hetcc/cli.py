@@ -176,7 +176,6 @@ def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Seque
         notes.append(f"  dumped the analyses after {args.dump_after} to {dump_path(args.dump_after, args.output)}")
     if depfile is not None:
         from .depfile import write_depfile
-
         from .measured_target import is_measurement_file
 
         models = [m if Path(m).is_file() else str(p.source_path) for m, p in zip(args.model, programs)]

@@ -28,7 +28,8 @@ from .model import Model
 from .pareto import INF
 
 SLACK = 1e-10   # relative loosening of every comparison against rounding
-FEW_LABELS = 128
+FEW_LABELS = 128  # at most this many labels: one bound with the full envelope; the cheap stages (and,
+                  # in the label search, a Pareto filter before the bound) cost more numpy calls than they spare
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,11 @@ from typing import Callable
 
 import numpy as np
 
+from .bounds import FEW_LABELS
 from .model import Model
 from .pareto import INF, best_rows, compact_rows, pareto_rows
 
 logger = logging.getLogger(__name__)
-
-FEW_LABELS = 128    # at most this many candidate labels at a point: bounded before the Pareto filter
 
 
 @dataclass(frozen=True)
