@@ -102,9 +102,12 @@ class Board:
     """The models analysed once for the target (a model that fails is recorded in ``errors``),
     planned on demand."""
 
-    def __init__(self, target: str, models_dir: Path, labels: list[str], console: Any) -> None:
+    def __init__(self, target: str, models_dir: Path, labels: list[str], console: Any,
+                 energy_planner: str = "dp") -> None:
         from hetcc.api import analyse
         from hetcc.targets import load_target
+
+        self.mosaic = {"latency": "dp", "energy": energy_planner}   # MOSAIC's plans, per metric
 
         self.target = load_target(target)
         missing = [d for d in DEVICES if d not in self.target.device_names]
@@ -202,9 +205,9 @@ def gains(board: Board, sets: dict[str, tuple[str, ...]]) -> list[dict]:
                 if not have:
                     rows.append(row("gains", what, paper[dev], None, note=NA))
                     continue
-                per = {w: getattr(board.plan(w, "dp", metric), f"{metric}_{'ms' if metric == 'latency' else 'mj'}")
-                       / getattr(board.plan(w, base, metric), f"{metric}_{'ms' if metric == 'latency' else 'mj'}")
-                       for w in have}
+                unit = f"{metric}_{'ms' if metric == 'latency' else 'mj'}"
+                per = {w: getattr(board.plan(w, board.mosaic[metric], metric), unit)
+                       / getattr(board.plan(w, base, metric), unit) for w in have}
                 rows.append(numeric_row("gains", what, paper[dev], 1 - geomean(list(per.values())), note,
                                         set=set_name, metric=metric, baseline=base, models=have,
                                         per_model_ratio=per))
@@ -218,7 +221,7 @@ def plan_states(board: Board, labels: tuple[str, ...]) -> list[dict]:
     hit3 = [(w, d) for w in have for d in PAPER["table3_devices"][w]]
     found3 = [(w, d) for w, d in hit3 if d in {x for x, _ in board.states_used(w, board.plan(w, "dp", "latency"))}]
     hit4 = [(w, s) for w in have for s in PAPER["table4_states"][w]]
-    used4 = {w: board.states_used(w, board.plan(w, "dp", "energy")) for w in have}
+    used4 = {w: board.states_used(w, board.plan(w, board.mosaic["energy"], "energy")) for w in have}
     found4 = [(w, (d, f)) for w, (d, f) in hit4 if (d, float(f)) in used4[w]]
     dev4 = [(w, d) for w, (d, _) in hit4 if d in {x for x, _ in used4[w]}]
     note = "" if len(have) == len(labels) else f"{len(have)}/{len(labels)} models"
@@ -313,8 +316,8 @@ def ablations(board: Board, labels: tuple[str, ...]) -> list[dict]:
     have = board.have(labels)
     base = "single:gpu governor=ondemand"
     versions = {"fig10": {"TF-GPU-O": base, "HCA": "hca", "MOSAIC": "dp"},
-                "fig11": {"TF-GPU-O": base, "HCA": "hca dvfs=false", "HCCA": "hcca", "MOSAIC": "dp",
-                          "HCA with DVFS": "hca"}}
+                "fig11": {"TF-GPU-O": base, "HCA": "hca dvfs=false", "HCCA": "hcca",
+                          "MOSAIC": board.mosaic["energy"], "HCA with DVFS": "hca"}}
     rows = []
     for fig, metric, unit in (("fig10", "latency", "latency_ms"), ("fig11", "energy", "energy_mj")):
         order, spec = PAPER[f"{fig}_order"], versions[fig]
@@ -396,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, dest="out",
                     help="JSON path (default benchmarks/results/fidelity[-quick].json)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
+    ap.add_argument("--mosaic-energy", default="dp",
+                    help='the planner of MOSAIC\'s energy plans (default dp: board energy, base power included; '
+                         '"dp base_power=false": MOSAIC\'s own estimator, Eq. 4, device power only)')
     ap.add_argument("--herti-planner", default="exact",
                     help="the planner in HERTI's slot (default exact: the optimum under the deadline; dqn is HERTI's)")
     args = ap.parse_args(argv)
@@ -404,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = list(dict.fromkeys([*large, *small, fig5_model]))
     console, date, t0 = make_console(), utc_now(), time.perf_counter()
     out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if args.quick else ''}.json"
-    board = Board(args.target, args.models_dir, labels, console)
+    board = Board(args.target, args.models_dir, labels, console, args.mosaic_energy)
     parts: list[tuple[str, Callable[[], list[dict]]]] = [
         ("table1", lambda: table1(board, labels)),
         ("gains", lambda: gains(board, {"large": large, "small": small})),
@@ -429,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
                   "layers": board.analyses[w].problem.num_layers if w in board.analyses else None,
                   "error": board.errors.get(w)} for w in labels}
     write_json(finite({"script": SCRIPT, "date": date, "machine": machine_info(), "target": board.target.name,
-                       "args": {"quick": args.quick, "herti_planner": args.herti_planner, "large": list(large),
+                       "args": {"quick": args.quick, "herti_planner": args.herti_planner,
+                                "mosaic_energy": args.mosaic_energy, "large": list(large),
                                 "small": list(small), "fig5": fig5_model},
                        "tolerance": TOLERANCE, "total_s": time.perf_counter() - t0, "part_seconds": seconds,
                        "paper": PAPER, "models": models, "rows": rows}), out)

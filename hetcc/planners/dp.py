@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -237,11 +237,25 @@ def _windowed_dp(problem: PlanningProblem, cells: CellCosts, states: np.ndarray,
     return path
 
 
+@dataclass(frozen=True)
+class DpOptions:
+    base_power: bool = field(default=True, metadata={
+        "doc": "false: plan energy as MOSAIC's estimator does (Eq. 4: each device's static and dynamic "
+               "power, not the board's base power); the plan is then priced with it"})
+
+
+def device_power_only(problem: PlanningProblem) -> PlanningProblem:
+    """``problem`` without the board's base power: energy as MOSAIC's power estimator sees it."""
+    return problem.replace(base_power_mw=0.0)
+
+
 def plan_dp(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
     """Deadline- and cap-oblivious (MOSAIC-P / MOSAIC-E); the feasibility policy checks limits."""
+    if objective.metric == "energy" and not ctx.options.base_power:
+        return problem.evaluate(optimal(device_power_only(problem), "energy").slices)
     return optimal(problem, objective.metric)
 
 
 SPECS = (PlannerSpec("dp", "MOSAIC's dynamic program (Alg. 1): optimal latency (max-frequency states) or "
-                     "energy (all states), O(L S); ignores deadline and power cap", plan_dp,
+                     "energy (all states), O(L S); ignores deadline and power cap", plan_dp, DpOptions,
                      metrics=("latency", "energy"), exact=True),)

@@ -121,6 +121,22 @@ def test_energy_is_optimal_over_all_states(problem):
     assert close(dp(problem, Objective("energy")).energy_mj, best)
 
 
+@SETTINGS
+@given(problems())
+def test_device_power_only_energy_is_optimal_without_the_base_power_and_priced_with_it(problem):
+    # `dp base_power=false` (MOSAIC's estimator, Eq. 4): the plan minimises energy with the board's
+    # base power left out; its reported energy is the real one, base power included
+    problem = problem.replace(base_power_mw=500.0)
+    blind = problem.replace(base_power_mw=0.0)
+    best = Brute.of(blind).best(Objective("energy"))
+    if best is None:
+        return
+    got = plan(problem, Objective("energy"), "dp", options={"base_power": False})
+    assert close(blind.evaluate(got.slices).energy_mj, best)
+    assert close(got.energy_mj, problem.evaluate(got.slices).energy_mj)
+    assert got.energy_mj >= dp(problem, Objective("energy")).energy_mj * (1 - 1e-9)   # never below the optimum
+
+
 def scalar_dp(cost):
     """MOSAIC's Eq. 9 on a dense [l, k, s] cost tensor, as dp ran it before its O(L S) form:
     (optimal total, [(first, last, s)]) or (inf, []); ties to the smallest k, then s."""

@@ -60,8 +60,8 @@ def test_single_device_planner_by_name(chain3):
 
 
 def test_options_are_typed_and_validated(chain3):
-    with pytest.raises(UsageError, match="planner 'dp' has no option 'beam'; its options: none"):
-        plan(chain3, Objective("latency"), "dp", {"beam": "3"})
+    with pytest.raises(UsageError, match="planner 'hcca' has no option 'beam'; its options: none"):
+        plan(chain3, Objective("latency"), "hcca", {"beam": "3"})
     with pytest.raises(UsageError, match="planner 'random' has no option 'sample'; its options: samples"):
         plan(chain3, Objective("latency"), "random", {"sample": "3"})
     with pytest.raises(UsageError, match=r"planner 'random': option samples='many': expected an integer"):
