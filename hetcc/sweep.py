@@ -158,7 +158,9 @@ class SweepSpec:
 # ---------------------------------------------------------------- the spec
 def _is_file_target(target: str) -> bool:
     """A board file or a measurement file (``hetcc profile``/``calibrate``), relative to the spec."""
-    return target.lower().endswith((".toml", ".csv"))
+    from .measured_target import is_measurement_file
+
+    return target.endswith(".toml") or is_measurement_file(target)
 
 
 def _fail(spec: Path, what: str) -> UsageError:

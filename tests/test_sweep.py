@@ -310,6 +310,7 @@ def test_exact_planners_have_nothing_to_tune(models):
 
 def test_a_measurement_file_is_a_target(models, tmp_path):
     # the spec names a `hetcc profile` CSV beside it: the sweep plans with its numbers, as compile does
+    from hetcc.observations import write_observations
     from hetcc.runtime.manifest import sha256_file
 
     d = tmp_path / "spec"
@@ -317,10 +318,9 @@ def test_a_measurement_file_is_a_target(models, tmp_path):
     chain = d / "chain.onnx"
     chain.write_bytes((models / "chain.onnx").read_bytes())
     layers = hetcc.analyse(str(chain), "hikey970").problem.num_layers
-    rows = [f"latency,chain.onnx,{sha256_file(chain)},cpu,,{i},{0.5 + 0.1 * i},ms" for i in range(layers)]
-    (d / "prof.csv").write_text("# hetcc.observations/1\nkind,model,model_sha256,device,freq_mhz,layer,value,unit\n"
-                                + "\n".join(rows + [f"latency,chain.onnx,{sha256_file(chain)},cpu,,,{layers},ms"])
-                                + "\n")
+    row = dict(kind="latency", model="chain.onnx", model_sha256=sha256_file(chain), device="cpu", unit="ms")
+    write_observations(d / "prof.csv", [{**row, "layer": i, "value": 0.5 + 0.1 * i} for i in range(layers)]
+                       + [{**row, "value": float(layers)}])
     spec = load_spec(write_spec(d, 'models = ["chain.onnx"]\ntargets = ["prof.csv"]\nplanners = ["dp"]\n'
                                 'objectives = ["latency"]\ndeadlines = ["none"]\n', "csv.toml"))
     assert spec.devices["prof.csv"] == ["cpu"] and spec.idents["prof.csv"] == sha256_file(d / "prof.csv")[:16]

@@ -244,15 +244,11 @@ class DpOptions:
                "power, not the board's base power); the plan is then priced with it"})
 
 
-def device_power_only(problem: PlanningProblem) -> PlanningProblem:
-    """``problem`` without the board's base power: energy as MOSAIC's power estimator sees it."""
-    return problem.replace(base_power_mw=0.0)
-
-
 def plan_dp(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
     """Deadline- and cap-oblivious (MOSAIC-P / MOSAIC-E); the feasibility policy checks limits."""
     if objective.metric == "energy" and not ctx.options.base_power:
-        return problem.evaluate(optimal(device_power_only(problem), "energy").slices)
+        # energy as MOSAIC's power estimator sees it (no board base power), priced on the real problem
+        return problem.evaluate(optimal(problem.replace(base_power_mw=0.0), "energy").slices)
     return optimal(problem, objective.metric)
 
 

@@ -71,20 +71,22 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
 
     limit = limit_of(cut)
 
+    def bounded(T, X, b, is_open):
+        """(bound, T, X with the pruned labels +inf) of rows [R, N] (closed points: R = 1)."""
+        lb, dead = bound(T if is_open else T[0], X if is_open else X[0], b, is_open, limit)
+        if not is_open:
+            lb, dead = lb[None, :], dead[None, :]
+        return lb, np.where(dead, INF, T), np.where(dead, INF, X)
+
     def keep(T, X, payload, b, is_open):
         """The labels of rows (T, X) [R, N] that survive the Pareto filter and the bound, sorted by
         T per row and compacted left, with their payload. Few labels are bounded first and
         filtered once (fewer numpy calls); many are filtered first (fewer labels to bound)."""
-        def bounded(T, X):
-            lb, dead = bound(T if is_open else T[0], X if is_open else X[0], b, is_open, limit)
-            if not is_open:
-                lb, dead = lb[None, :], dead[None, :]
-            return lb, np.where(dead, INF, T), np.where(dead, INF, X)
         if T.size <= FEW_LABELS and not (beam or sorted_rows):
-            _, T, X = bounded(T, X)
+            _, T, X = bounded(T, X, b, is_open)
             return pareto_rows(T, X, *payload)
         T, X, *payload = pareto_rows(T, X, *payload)
-        lb, T, X = bounded(T, X)
+        lb, T, X = bounded(T, X, b, is_open)
         if beam:
             return pareto_rows(*best_rows(beam, lb, T, X, *payload))
         return compact_rows(T, X, *payload)
