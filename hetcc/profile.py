@@ -8,8 +8,8 @@ measured is what the compiler plans with: the model is loaded and layered as ``h
 loads it (same passes, so layer N means the same layer), each layer run alone in its own
 onnxruntime session (a one-layer slice: its cost, the session's fixed cost and its boundary
 tensors; ``hetcc.profiler``) and the whole model in one session, timed in rounds (every session
-once per round: a burst of load from other programs touches a few runs of each, which the
-median drops, instead of every run of one), at each CPU frequency the OS
+once per round: a burst of load from other programs touches a few runs of each, and the least
+run of each, which is what a measurement keeps, escapes it), at each CPU frequency the OS
 lets it set (``hetcc.power.CpuFrequency``; the settings are put back afterwards, also on
 Ctrl-C or SIGTERM), with the power a meter reads where one exists (``hetcc.power``).
 
@@ -37,7 +37,7 @@ from .cli_artifact import int_in
 from .errors import UsageError
 from .limits import SEED_MAX
 
-#: --repeats: timed runs per measurement (the median is kept)
+#: --repeats: timed runs per measurement (the least is kept: ``profiler.typical``)
 REPEATS_MAX = 10_000
 #: the prefix of the machine-readable comment lines (``parse_profile_comments`` reads them)
 COMMENT_TAG = "hetcc.profile"
@@ -52,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="CPU frequencies to profile at: every level cpufreq offers, its lowest and highest "
                         "(MOSAIC's two; the default), the current one only, or a list in MHz")
     p.add_argument("--repeats", type=int_in(1, REPEATS_MAX), default=None, metavar="N",
-                   help=f"timed runs per measurement, 1 to {REPEATS_MAX} (the median is kept; default adaptive: "
+                   help=f"timed runs per measurement, 1 to {REPEATS_MAX} (the least is kept; default adaptive: "
                         "at least 5 runs and 50 ms, at most 200)")
     p.add_argument("--threads", type=int_in(1, 1024), default=None, metavar="N",
                    help="onnxruntime intra-op threads (default: the runtime's, one per core)")
