@@ -134,16 +134,18 @@ def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
     closed = np.full((L + 1, K), INF)
     closed[L] = 0.0
     E3, T3 = m.E3[:, :, es], m.T3[:, :, es]
+    # the enumerated slices' weighted costs in one go when they fit in a few MB (as ``forward``)
+    W3 = weighted(E3, T3, lam, a) if es.size and E3.size * K <= 1 << 20 else None
     opn = np.full((L + 1, ns, K), INF)
     if ns:
         opn[L] = lea[L - 1]
     with np.errstate(invalid="ignore"):
+        el = ent + lay           # starting a slice at layer i and running it there
         for i in range(L - 1, -1, -1):
-            best = np.full(K, INF)
-            if ns:
-                best = np.min(ent[i] + lay[i] + opn[i + 1], axis=0)
+            best = np.min(el[i] + opn[i + 1], axis=0) if ns else np.full(K, INF)
             if es.size:
-                w = weighted(E3[i + 1:, i], T3[i + 1:, i], lam, a) + closed[i + 1:, None, :]
+                w = W3[i + 1:, i] if W3 is not None else weighted(E3[i + 1:, i], T3[i + 1:, i], lam, a)
+                w = w + closed[i + 1:, None, :]
                 best = np.minimum(best, w.reshape(-1, K).min(axis=0))
             closed[i] = best
             if i >= 1 and ns:

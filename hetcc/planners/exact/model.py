@@ -117,22 +117,27 @@ def build(problem: PlanningProblem, objective: Objective, stream: bool = True) -
     c = float(objective.power_cap_mw) if has_cap else 0.0
     cT = Cells(cells.layer_ms, cells.in_ms, cells.out_ms)
     cE = Cells(cells.layer_mj, cells.in_mj, cells.out_mj)
-    cX = Cells(*(combine(e, t, -c / 1000.0) for e, t in ((cE.layer, cT.layer), (cE.enter, cT.enter),
-                                                         (cE.leave, cT.leave))))
+    tolX = INF
+    if has_cap:
+        cX = Cells(*(combine(e, t, -c / 1000.0) for e, t in ((cE.layer, cT.layer), (cE.enter, cT.enter),
+                                                             (cE.leave, cT.leave))))
+        X3 = combine(E3, T3, -c / 1000.0)
+        # an upper bound on any plan's energy makes the cap tolerance independent of the plan
+        ebound = sum(float(np.max(np.where(np.isfinite(a), a, -INF), axis=1).clip(min=0).sum())
+                     for a in (cE.layer, cE.enter, cE.leave))
+        tolX = RTOL * max(1.0, ebound)
+    else:
+        cX, X3 = cE, E3       # X = E when no cap
     cap = np.asarray(problem.capacity_bytes, dtype=np.float64)
     total = problem.memory_bytes.sum(axis=0)      # [S] the whole model's bytes per state
-    S = problem.num_states
-    ss = np.flatnonzero(cap >= total) if stream else np.zeros(0, dtype=np.int64)
-    # an upper bound on any plan's energy makes the cap tolerance independent of the plan
-    ebound = sum(float(np.max(np.where(np.isfinite(a), a, -INF), axis=1).clip(min=0).sum())
-                 for a in (cE.layer, cE.enter, cE.leave))
+    streamed = cap >= total if stream else np.zeros(problem.num_states, dtype=bool)
     D = INF if objective.deadline_ms is None else float(objective.deadline_ms)
-    arrays = dict(T3=T3, E3=E3, X3=combine(E3, T3, -c / 1000.0), ok=tables.ok)
+    arrays = dict(T3=T3, E3=E3, X3=X3, ok=tables.ok)
     for a in arrays.values():
         a.setflags(write=False)
     return Model(problem=problem, metric=objective.metric, deadline=D, Dtol=D * (1 + RTOL), has_cap=has_cap,
-                 c=c, tolX=RTOL * max(1.0, ebound) if has_cap else INF, cT=cT, cE=cE, cX=cX,
-                 ss=ss, es=np.setdiff1d(np.arange(S), ss), **arrays)
+                 c=c, tolX=tolX, cT=cT, cE=cE, cX=cX, ss=np.flatnonzero(streamed), es=np.flatnonzero(~streamed),
+                 **arrays)
 
 
 __all__ = ["Cells", "Model", "build", "combine", "weighted"]

@@ -24,6 +24,11 @@ from .pareto import INF, best_rows, compact_rows, pareto_rows
 
 logger = logging.getLogger(__name__)
 
+NONE_F = np.zeros(0)                    # an empty front (read-only: shared)
+NONE_I = np.zeros(0, dtype=np.int64)
+NONE_F.setflags(write=False)
+NONE_I.setflags(write=False)
+
 
 @dataclass(frozen=True)
 class Pass:
@@ -111,9 +116,9 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
         if stop(b):
             return Pass(None, INF, False, kept, cut)
         parts = []
-        if ns:
-            FT, FX = fT[i], fX[i]
-            F = FT.size
+        FT, FX = fT[i], fX[i]
+        F = FT.size
+        if ns and (F or oT.shape[1]):     # no labels closed at i nor open: nothing streams on
             with np.errstate(invalid="ignore"):
                 T = np.concatenate([oT, FT[None, :] + inT[i, ss][:, None]], axis=1) + layT[i, ss][:, None]
                 X = np.concatenate([oX, FX[None, :] + inX[i, ss][:, None]], axis=1) + layX[i, ss][:, None]
@@ -131,22 +136,26 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
             rows = np.nonzero(mk)[0]
             parts.append((cTc[mk], cXc[mk], opar[mk], ofirst[mk], ss[rows]))
             kept += int((oT < INF).sum())
-        if es.size:
-            lo = offsets[int(kmin[b])]
+        lo = offsets[int(kmin[b])] if es.size else 0
+        if es.size and allT.size > lo:
             bT, bX, bB = allT[lo:], allX[lo:], allB[lo:]
             vT = bT[:, None] + T3[b][bB][:, es]
             vX = bX[:, None] + X3[b][bB][:, es]
             mk = np.isfinite(vT) & np.isfinite(vX)
             rr, cc = np.nonzero(mk)
             parts.append((vT[mk], vX[mk], allI[lo:][rr], bB[rr], es[cc]))
-        T = np.concatenate([p[0] for p in parts])[None, :]
-        X = np.concatenate([p[1] for p in parts])[None, :]
-        par = np.concatenate([p[2] for p in parts]).astype(np.int64)[None, :]
-        first = np.concatenate([p[3] for p in parts]).astype(np.int64)[None, :]
-        state = np.concatenate([p[4] for p in parts]).astype(np.int64)[None, :]
-        if T.size:
-            T, X, par, first, state = keep(T, X, (par, first, state), b, False)
-        T, X, par, first, state = (a[0] for a in (T, X, par, first, state))
+        if parts:
+            T = np.concatenate([p[0] for p in parts])[None, :]
+            X = np.concatenate([p[1] for p in parts])[None, :]
+            par = np.concatenate([p[2] for p in parts]).astype(np.int64)[None, :]
+            first = np.concatenate([p[3] for p in parts]).astype(np.int64)[None, :]
+            state = np.concatenate([p[4] for p in parts]).astype(np.int64)[None, :]
+            if T.size:
+                T, X, par, first, state = keep(T, X, (par, first, state), b, False)
+            T, X, par, first, state = (a[0] for a in (T, X, par, first, state))
+        else:
+            T = X = NONE_F
+            par = first = state = NONE_I
         fT.append(T)
         fX.append(X)
         fpar.append(par)
