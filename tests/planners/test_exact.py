@@ -325,3 +325,29 @@ def test_edp_dominance_applies_only_to_edp_under_a_deadline_without_a_cap():
     for objective in (Objective("edp"), Objective("edp", deadline_ms=100.0, power_cap_mw=3000.0),
                       Objective("energy", deadline_ms=100.0), Objective("latency", power_cap_mw=3000.0)):
         assert not exact_module.dominance.applies(build(p, objective))
+
+
+def test_the_edp_bound_never_exceeds_a_plan_through_the_label_with_nearly_parallel_lines():
+    """A label's bound must not exceed the value of any feasible plan through it. Lines of
+    nearly equal weights (two hull probes 2e-14 apart once did this) put the computed breakpoints
+    anywhere; the edp bound then used the whole envelope at the ends of the label's interval
+    instead of the line of the piece the rounded breakpoints put there, overshot, and exact
+    missed an edp optimum by 0.02 %. Checked on every prefix of a plan of a 160-layer board."""
+    from hetcc.planners.exact.bounds import envelope, lower
+    from hetcc.planners.exact.incumbent import hull, opening
+    from hetcc.planners.exact.model import build
+
+    p = synthetic_problem(160, seed=1)
+    fast, lean = exact(p, Objective("latency")), exact(p, Objective("edp"))
+    objective = Objective("edp", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2)
+    plan = exact(p, objective)
+    value = objective.value(plan.latency_ms, plan.energy_mj)
+    for stream in (True, False):
+        m = build(p, objective, stream)
+        lam = np.asarray(hull(m, opening(m)).lam)
+        env = envelope(m, np.concatenate([lam, lam * (1 + 2e-14)]))
+        T = X = 0.0
+        for s in plan.slices:
+            T, X = T + m.T3[s.last + 1, s.first, s.state], X + m.X3[s.last + 1, s.first, s.state]
+            lb, dead = lower(m, env, np.array([T]), np.array([X]), s.last + 1, False)
+            assert not dead[0] and lb[0] <= value * (1 + 1e-12), (s, lb[0], value)

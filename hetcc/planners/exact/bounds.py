@@ -185,16 +185,20 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
             lb = E + least_energy(G, lam, lo, hi)
             lb = lb - SLACK * (1.0 + np.abs(lb))
         else:
-            # the least product over the ends of the envelope's pieces clipped to [lo, hi]: at lo
-            # and hi with the envelope there (the greatest of the lines, each a sound bound), at
-            # an inner breakpoint by the lesser of its two lines (each piece bounded by its own
-            # line: sound however rounding orders the breakpoints)
+            # the least product over the ends of the envelope's pieces clipped to [lo, hi], each
+            # piece bounded by its own line: at lo and hi by the line of the piece holding them,
+            # at an inner breakpoint by the lesser of its two lines. The pieces are those of the
+            # breakpoints as computed, so this stays sound however rounding places them (nearly
+            # parallel lines put them anywhere: the envelope's value at lo is then no bound on
+            # the piece that holds lo)
             B, H = at_point(env.Bo, env.Bc), at_point(env.Ho, env.Hc)
             hf = np.minimum(hi, BIG)
             Bi = B[..., 1:-1]
 
             def at(t):
-                return (T + t) * np.maximum(E + (G - lam * t[..., None]).max(axis=-1), 0.0)
+                k = (Bi <= t[..., None]).sum(axis=-1)
+                g = np.take_along_axis(np.broadcast_to(G, k.shape + G.shape[-1:]), k[..., None], axis=-1)[..., 0]
+                return (T + t) * np.maximum(E + g - lam[k] * t, 0.0)
 
             inner = (Bi > lo[..., None]) & (Bi < hf[..., None])
             v = (T[..., None] + Bi) * np.maximum(E[..., None] + H, 0.0)
