@@ -50,7 +50,10 @@ class Vertices:
 
 
 def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
-    """The plans minimising a[k] * E + lam[k] * T for every k (one pass; a defaults to 1)."""
+    """The plans minimising a[k] * E + lam[k] * T for every k (one pass; a defaults to 1).
+
+    Only T is summed along; E = (W - lam * T) / a afterwards (W the weighted optimum), so E is
+    +inf where a = 0 (latency alone: no energy is asked for)."""
     lam = np.asarray(lam, dtype=np.float64)
     a = np.ones_like(lam) if a is None else np.asarray(a, dtype=np.float64)
     K, L = lam.size, m.L
@@ -62,55 +65,49 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     lea = weighted(m.cE.leave[:, ss], m.cT.leave[:, ss], lam, a)
     # per-state columns picked once, not per layer
     tEnt, tLay, tLea = (x[:, ss][:, :, None] for x in (m.cT.enter, m.cT.layer, m.cT.leave))
-    eEnt, eLay, eLea = (x[:, ss][:, :, None] for x in (m.cE.enter, m.cE.layer, m.cE.leave))
     W = np.full((L + 1, K), INF)
     W[0] = 0.0
     cT = np.zeros((L + 1, K))
-    cE = np.zeros((L + 1, K))
     cs = np.full((L + 1, K), -1, dtype=np.int64)
     ck = np.full((L + 1, K), -1, dtype=np.int64)
     cont = np.zeros((L, ns, K), dtype=bool)
-    E3, T3 = m.E3[:, :, es], m.T3[:, :, es]
+    T3 = m.T3[:, :, es]
     # the enumerated slices' weighted costs in one go when they fit in a few MB
-    W3 = weighted(E3, T3, lam, a) if ne and E3.size * K <= 1 << 20 else None
+    W3 = weighted(m.E3[:, :, es], T3, lam, a) if ne and T3.size * K <= 1 << 20 else None
     oW = np.full((ns, K), INF)
     oT = np.zeros((ns, K))
-    oE = np.zeros((ns, K))
+    none = np.full(K, INF)
     with np.errstate(invalid="ignore"):
         for i in range(L):
             b = i + 1
-            best = np.full(K, INF)
-            bT = np.zeros(K)
-            bE = np.zeros(K)
+            best, bT = none, none
             if ns:
                 start = W[i] + ent[i]
                 keep = oW < start
                 cont[i] = keep
                 oW = np.where(keep, oW, start) + lay[i]
                 oT = np.where(keep, oT, cT[i] + tEnt[i]) + tLay[i]
-                oE = np.where(keep, oE, cE[i] + eEnt[i]) + eLay[i]
                 cand = oW + lea[i]
                 j = np.argmin(cand, axis=0)
                 best = cand[j, ar]
                 bT = oT[j, ar] + tLea[i, j, 0]
-                bE = oE[j, ar] + eLea[i, j, 0]
-                cs[b] = np.where(np.isfinite(best), ss[j], -1)
+                cs[b] = np.where(best < INF, ss[j], -1)
             if ne:
-                wb = W3[b, :b] if W3 is not None else weighted(E3[b, :b], T3[b, :b], lam, a)
-                tot = W[:b, None, :] + wb   # [b, ne, K]
-                flat = tot.reshape(b * ne, K)
+                wb = W3[b, :b] if W3 is not None else weighted(m.E3[b, :b][:, es], T3[b, :b], lam, a)
+                flat = (W[:b, None, :] + wb).reshape(b * ne, K)     # [b * ne, K]
                 j2 = np.argmin(flat, axis=0)
                 v2 = flat[j2, ar]
                 k2, e2 = np.divmod(j2, ne)
                 better = v2 < best
                 best = np.where(better, v2, best)
                 bT = np.where(better, cT[k2, ar] + T3[b, k2, e2], bT)
-                bE = np.where(better, cE[k2, ar] + E3[b, k2, e2], bE)
                 cs[b] = np.where(better, es[e2], cs[b])
                 ck[b] = np.where(better, k2, -1)
-            W[b], cT[b], cE[b] = best, bT, bE
+            W[b], cT[b] = best, bT
     ok = np.isfinite(W[L])
-    return Vertices(lam, a, np.where(ok, cT[L], INF), np.where(ok, cE[L], INF), cs, ck, cont, ss)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        E = np.where(ok & (a > 0), (W[L] - lam * cT[L]) / np.where(a > 0, a, 1.0), INF)
+    return Vertices(lam, a, np.where(ok, cT[L], INF), E, cs, ck, cont, ss)
 
 
 @dataclass(frozen=True)
