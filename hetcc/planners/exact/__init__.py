@@ -182,11 +182,12 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         cap_ok = float(first.E[2] - m.k * first.T[2]) <= m.tolX
     if not (deadline_ok and cap_ok):
         _fail(m, objective, deadline_ok, cap_ok, t_min)
-    if scalar:
+    if m.metric != "edp":   # the unconstrained optimum of an additive metric, when feasible, is optimal
         path = first.path(0 if m.metric == "latency" else 1)
         T, E = m.totals(path)
-        v = float(m.value(T, E))
-        return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
+        if scalar or m.feasible(T, E):
+            v = float(m.value(T, E))
+            return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
     if not prune:
         res = run_pass(m, no_bound, INF)
         if res.path is None:
