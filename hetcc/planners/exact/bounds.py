@@ -156,6 +156,8 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     G, tm = at_point(env.Go, env.Gc), at_point(env.to, env.tc)
     lam = env.lam
     k = m.k
+    if m.metric == "energy" and not m.has_cap and lam[-1] >= 0:     # lam descending
+        return _energy_within_deadline(m, G, lam, tm, T, X)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         E = X + k * T if m.has_cap else X
         lo = tm           # broadcasts against T
@@ -207,6 +209,20 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
             lb = lb - SLACK * (1.0 + np.abs(lb))
         lb = np.where(dead, INF, lb)
     return lb, dead
+
+
+def _energy_within_deadline(m: Model, G: np.ndarray, lam: np.ndarray, tm, T: np.ndarray,
+                            X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lower`` for energy without a cap, in few numpy calls (the label search's commonest
+    case) when every weight is >= 0 (without a cap the hull's are, their midpoints and 0 too):
+    each line's least on [lo, hi] is then at hi and the bound is the envelope at hi; X = E."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        hi = m.Dtol - T
+        hi = hi + SLACK * (1.0 + np.abs(hi))
+        dead = ~(tm - SLACK * (1.0 + np.abs(tm)) <= hi) | ~(T < INF)    # also lo = +inf: no completion
+        lb = X + (G - lam * np.minimum(hi, BIG)[..., None]).max(axis=-1)
+        lb = lb - SLACK * (1.0 + np.abs(lb))
+        return np.where(dead, INF, lb), dead
 
 
 def crude(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int, is_open: bool) -> np.ndarray:
