@@ -52,6 +52,7 @@ def no_bound(T: np.ndarray, X: np.ndarray, b: int, is_open: bool, limit: float) 
     return np.zeros(T.shape), np.zeros(T.shape, dtype=bool)
 
 
+@np.errstate(invalid="ignore")     # inf - inf in the label sums: such labels are dropped
 def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
              stop: Callable[[int], bool] = lambda b: False,
              progress: Callable[[int, int], None] = lambda b, n: None,
@@ -65,10 +66,11 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     still keeps every plan within it, so it stays exact). ``sorted_rows``: the bound needs each
     row's labels Pareto-filtered and sorted by T (``dominance``)."""
     L = m.L
-    layT, inT, outT = m.cT.layer, m.cT.enter, m.cT.leave
-    layX, inX, outX = m.cX.layer, m.cX.enter, m.cX.leave
-    T3, X3 = m.T3, m.X3
     ss, es = m.ss, m.es
+    # the streamed states' columns, picked once
+    layT, inT, outT = (a[:, ss] for a in (m.cT.layer, m.cT.enter, m.cT.leave))
+    layX, inX, outX = (a[:, ss] for a in (m.cX.layer, m.cX.enter, m.cX.leave))
+    T3, X3 = m.T3, m.X3
     ns = ss.size
 
     def limit_of(cut: float) -> float:
@@ -119,9 +121,8 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
         FT, FX = fT[i], fX[i]
         F = FT.size
         if ns and (F or oT.shape[1]):     # no labels closed at i nor open: nothing streams on
-            with np.errstate(invalid="ignore"):
-                T = np.concatenate([oT, FT[None, :] + inT[i, ss][:, None]], axis=1) + layT[i, ss][:, None]
-                X = np.concatenate([oX, FX[None, :] + inX[i, ss][:, None]], axis=1) + layX[i, ss][:, None]
+            T = np.concatenate([oT, FT[None, :] + inT[i][:, None]], axis=1) + layT[i][:, None]
+            X = np.concatenate([oX, FX[None, :] + inX[i][:, None]], axis=1) + layX[i][:, None]
             par = np.concatenate([opar, np.broadcast_to(np.arange(F), (ns, F))], axis=1)
             first = np.concatenate([ofirst, np.full((ns, F), i)], axis=1)
             bad = ~(np.isfinite(T) & np.isfinite(X))
@@ -129,9 +130,8 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
             X[bad] = INF
             if T.shape[1]:
                 oT, oX, opar, ofirst = keep(T, X, (par, first), b, True)
-            with np.errstate(invalid="ignore"):
-                cTc = oT + outT[i, ss][:, None]
-                cXc = oX + outX[i, ss][:, None]
+            cTc = oT + outT[i][:, None]
+            cXc = oX + outX[i][:, None]
             mk = np.isfinite(cTc) & np.isfinite(cXc)
             rows = np.nonzero(mk)[0]
             parts.append((cTc[mk], cXc[mk], opar[mk], ofirst[mk], ss[rows]))
