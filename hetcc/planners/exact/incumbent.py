@@ -18,7 +18,7 @@ from functools import partial
 
 import numpy as np
 
-from .lagrange import Vertices, forward
+from .lagrange import DENSE_LAYERS, DENSE_WEIGHTS, Vertices, dense, forward
 from .model import Model
 from .pareto import INF
 
@@ -44,17 +44,28 @@ class Hull:
     edges: set = field(default_factory=set)   # pairs of lam proven to bound a hull edge
 
     def add(self, m: Model, lam: np.ndarray) -> None:
-        self.take(forward(m, lam))
+        if lam.size <= DENSE_WEIGHTS and m.L <= DENSE_LAYERS:
+            for w, (T, E, path) in zip(lam, dense(m, lam)):
+                if np.isfinite(T):
+                    self._put(w, T, E, lambda p=path: p)
+            self._sort()
+        else:
+            self.take(forward(m, lam))
 
     def take(self, v: Vertices) -> None:
         """Adds the vertices of a forward pass (those of a pure-latency weight, a = 0, excepted)."""
         for k in range(v.lam.size):
-            if not (np.isfinite(v.T[k]) and v.a[k] > 0):
-                continue
-            self.lam.append(float(v.lam[k]))
-            self.T.append(float(v.T[k]))
-            self.E.append(float(v.E[k]))
-            self.paths.append(partial(v.path, k))     # walked back only when asked for
+            if np.isfinite(v.T[k]) and v.a[k] > 0:
+                self._put(v.lam[k], v.T[k], v.E[k], partial(v.path, k))    # walked back only when asked for
+        self._sort()
+
+    def _put(self, lam: float, T: float, E: float, path) -> None:
+        self.lam.append(float(lam))
+        self.T.append(float(T))
+        self.E.append(float(E))
+        self.paths.append(path)
+
+    def _sort(self) -> None:
         order = np.argsort(-np.asarray(self.lam), kind="stable")
         for name in ("lam", "T", "E", "paths"):
             setattr(self, name, [getattr(self, name)[i] for i in order])

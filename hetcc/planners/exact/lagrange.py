@@ -12,8 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Model, weighted
+from .model import Model, combine, weighted
 from .pareto import INF
+
+#: ``dense`` serves a probe of at most this many weights on a model of at most DENSE_LAYERS layers
+DENSE_WEIGHTS = 2
+DENSE_LAYERS = 100
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,36 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     return Vertices(lam, a, np.where(ok, cT[L], INF), E, cs, ck, cont, ss)
 
 
+def dense(m: Model, lam) -> list[tuple[float, float, list | None]]:
+    """For each weight w of ``lam``: (T, E, path) of the plan minimising E + w * T, by the dense
+    recurrence over the slice tensors (MOSAIC Eq. 9, one weight at a time); (inf, inf, None) when
+    none runs. Three numpy calls a layer against ``forward``'s two dozen: cheaper for one or two
+    weights on a short model, while ``forward`` serves many weights at once and scales in L."""
+    L, S = m.L, m.S
+    out = []
+    for w in np.asarray(lam, dtype=np.float64):
+        W3 = combine(m.E3, m.T3, float(w))
+        total = np.full(L + 1, INF)
+        total[0] = 0.0
+        arg = np.zeros(L + 1, dtype=np.int64)
+        for b in range(1, L + 1):
+            c = total[:b, None] + W3[b, :b]
+            j = int(np.argmin(c))
+            total[b], arg[b] = c.flat[j], j
+        if not np.isfinite(total[L]):
+            out.append((INF, INF, None))
+            continue
+        path, b = [], L
+        while b > 0:
+            k, s = divmod(int(arg[b]), S)
+            path.append((k, b - 1, s))
+            b = k
+        path.reverse()
+        T, E = m.totals(path)
+        out.append((T, E, path))
+    return out
+
+
 @dataclass(frozen=True)
 class Suffix:
     """min over completions of a*E + lam*T from closed boundary i ([L+1, K]) and from an open
@@ -150,4 +184,4 @@ def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
     return Suffix(closed, opn)
 
 
-__all__ = ["Suffix", "Vertices", "backward", "forward", "weighted"]
+__all__ = ["DENSE_LAYERS", "DENSE_WEIGHTS", "Suffix", "Vertices", "backward", "dense", "forward", "weighted"]
