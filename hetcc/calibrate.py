@@ -15,7 +15,10 @@ Parameters (``board_parameters``) are the document's numeric leaves under known 
 ``DEV.transfer.KEY``, ``DEV.dynamic_power_mw``, ``DEV.static_power_mw`` (one factor on every DVFS
 level's static power; its value is the top level's) and ``DEV@MHZ.transfer.KEY`` (a level's own
 transfer): keys a file adds (an op class) are parameters without code changes. The fit runs in
-log space (every parameter is a positive scale) within ``[x0 / range, x0 * range]``.
+log space (every parameter is a positive scale) within ``[x0 / range, x0 * range]``. A device's
+``int8_peak_gops.CLASS`` that is not free follows its ``peak_gflops.CLASS`` when that is fitted
+(``int8_ties``): the file's int8 speed-up over float is what it states about the hardware, the
+float rate is what the observations calibrate.
 
 Residuals: log(predicted / observed) x sqrt(weight) for latency, energy and power;
 predicted - observed for a gain; for plan_uses a hinge on the margin m = log(best plan that uses
@@ -485,6 +488,7 @@ class FitResult:
     message: str
     bounds: tuple[np.ndarray, np.ndarray]
     converged: bool = True
+    tied: dict[int, int] = field(default_factory=dict)   # int8 parameter -> the float one it follows
 
 
 def _pattern_matches(names: Sequence[str], pattern: str, flag: str) -> list[int]:
@@ -567,6 +571,21 @@ def select_free(cal: Calibration, free: Sequence[str] = (), fix: Sequence[str] =
     return free_idx, kept, sorted(set(fixed) | set(zero)), dep
 
 
+def int8_ties(params: Sequence[Param], free: Sequence[int]) -> list[tuple[int, int, float]]:
+    """(int8 parameter, float parameter, int8 / float in the file) for every free
+    ``DEV.peak_gflops.CLASS`` whose ``DEV.int8_peak_gops.CLASS`` exists and is not free."""
+    index = {p.name: i for i, p in enumerate(params)}
+    out = []
+    for i in free:
+        name = params[i].name
+        if ".peak_gflops." not in name:
+            continue
+        j = index.get(name.replace(".peak_gflops.", ".int8_peak_gops."))
+        if j is not None and j not in free and params[i].x0 > 0:
+            out.append((j, i, params[j].x0 / params[i].x0))
+    return out
+
+
 def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
         bounds: Mapping[str, tuple[float, float]] | None = None, range_factor: float = DEFAULT_RANGE,
         progress: Any = None) -> FitResult:
@@ -606,10 +625,17 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     counts = {"fev": 0, "jev": 0}
     task = progress.task(f"fitting {len(free_idx)} parameters to {n_obs} observations") if progress else None
 
+    ties = int8_ties(params, free_idx)
+
+    def tie(v: np.ndarray) -> np.ndarray:
+        for j, i, ratio in ties:
+            v[j] = v[i] * ratio
+        return v
+
     def values(z: np.ndarray) -> np.ndarray:
         v = x0.copy()
         v[F] = np.exp(z)
-        return v
+        return tie(v)
 
     def point(z: np.ndarray) -> Evaluation:
         key = np.asarray(z, dtype=np.float64).tobytes()
@@ -682,10 +708,13 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
 
     x_out = x0.copy()
     x_out[F] = [float(f"{v:.{DIGITS}g}") for v in x_fit[F]]
+    x_out = tie(x_out)
+    for j, _, _ in ties:
+        x_out[j] = float(f"{x_out[j]:.{DIGITS}g}")
     after = cal.evaluate(x_out)
     return FitResult(values=x_out, free=free_idx, kept=kept, fixed=fixed, before=before, after=after,
                      nfev=counts["fev"], njev=counts["jev"], seconds=seconds, message=str(res.message),
-                     bounds=(lo, hi), converged=bool(res.status != 0))
+                     bounds=(lo, hi), converged=bool(res.status != 0), tied={j: i for j, i, _ in ties})
 
 
 def _check_rank(J: np.ndarray, names: Sequence[str]) -> None:
@@ -749,9 +778,11 @@ def _set_comment(item: Any, note: str) -> None:
         item.trivia.comment_ws = "  "
 
 
-def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], sources: str, n_obs: int) -> str:
+def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], sources: str, n_obs: int,
+                scaled: Mapping[int, str] | None = None) -> str:
     """The board file with ``values`` of the ``changed`` parameters written in, every comment kept,
-    each changed number (or the line holding it) annotated with the fit and its old value."""
+    each changed number (or the line holding it) annotated with the fit and its old value;
+    ``scaled``: parameters that followed another (int8 rates: ``int8_ties``), by its name."""
     try:
         import tomlkit
         from tomlkit.items import Array, Comment, InlineTable
@@ -792,6 +823,8 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
                 anchor(holder, f"static_power_mw x{x / p.x0:.4g} on every level ({p.name} was {p.x0:g})")
             elif isinstance(holder, Array):
                 anchor(holder, f"{p.name} was {old_v}")
+            elif scaled and j in scaled:
+                anchor(holder, f"{inner} was {old_v}, scaled with {scaled[j]} (the int8 speed-up kept)")
             else:
                 anchor(holder, f"{inner} was {old_v}")
             if isinstance(holder, Array):
@@ -887,7 +920,8 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
     params = []
     free, kept = set(result.free), set(result.kept)
     for i, p in enumerate(cal.board.params):
-        status = "fitted" if i in free else "kept" if i in kept else "fixed"   # kept: no observation moves it
+        # kept: no observation moves it; scaled: an int8 rate following its fitted float rate
+        status = "fitted" if i in free else "scaled" if i in result.tied else "kept" if i in kept else "fixed"
         params.append({"name": p.name, "unit": p.unit, "before": p.x0, "after": float(result.values[i]),
                        "status": status, "lo": float(result.bounds[0][i]),
                        "hi": float(result.bounds[1][i])})
@@ -973,9 +1007,10 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
         obs.extend(read_observations(f, target0))
     cal = Calibration(b, obs, progress=progress)
     result = fit(cal, free=free, fix=fix, bounds=parsed_bounds, range_factor=range_factor, progress=progress)
-    changed = [i for i in result.free if result.values[i] != b.params[i].x0]
+    changed = [i for i in [*result.free, *result.tied] if result.values[i] != b.params[i].x0]
     sources = ", ".join(Path(f).name for f in observation_files)
-    text = fitted_text(b, result.values, changed, sources, len(obs))
+    text = fitted_text(b, result.values, changed, sources, len(obs),
+                       {j: b.params[i].name for j, i in result.tied.items()})
     fitted = load_bytes(text.encode("utf-8"), out, str(out))       # the loader's checks, as a user loads it
     after = cal.evaluate(target=fitted)
     if not np.allclose(after.predicted, result.after.predicted, rtol=1e-9, atol=1e-12, equal_nan=True):

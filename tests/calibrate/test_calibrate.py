@@ -16,6 +16,8 @@ from hetcc.cli import main
 from hetcc.observations import read_observations, write_observations
 from hetcc.targets import load_target
 
+from conftest import BOARD
+
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
     rc = main(["calibrate", *map(str, args), "-q"])
@@ -28,7 +30,7 @@ def free_args(names) -> list[str]:
 
 
 def test_parameters_are_enumerated_from_the_document():
-    names = [p.name for p in Board.load("hikey970").params]
+    names = [p.name for p in Board.load(BOARD).params]
     assert names[0] == "base_power_mw"
     for n in ("big.peak_gflops.conv", "big.int8_peak_gops.other", "gpu.transfer.beta_ms_per_mb",
               "gpu.transfer.delta_ms", "npu.mem_bandwidth_gbps", "little.layer_overhead_ms",
@@ -48,7 +50,7 @@ def test_parameters_are_enumerated_from_the_document():
 def test_fit_recovers_known_parameters_and_the_file_round_trips(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
     out = tmp_path / "fitted.toml"
-    rc, text, err = run(capsys, "hikey970", d / "synth.csv", "-o", out, "--json", *free_args(synthetic["truth"]))
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", out, "--json", *free_args(synthetic["truth"]))
     assert rc == 0, err
     doc = json.loads(text)
     fitted = {p["name"]: p for p in doc["parameters"]}
@@ -67,12 +69,19 @@ def test_fit_recovers_known_parameters_and_the_file_round_trips(synthetic, capsy
     assert "static_power_mw = 113.4 },    # fitted: static_power_mw was 81.0 -- Table II; 200*(0.7/1.1)^2" in written
     assert re.search(r"^layer_overhead_ms = 0\.15 +# fitted by hetcc calibrate from synth\.csv \(39 observations\), "
                      r"was 0\.1 -- calibrated, see above$", written, re.M), written
-    assert "peak_gflops = { conv = 234.0, matmul = 80.0, other = 10.0 }  # fitted by hetcc calibrate" in written
+    assert ("peak_gflops = { conv = 234.0, matmul = 80.0, other = 10.0, dwconv = 100.0, pwconv = 40.0, "
+            "dwconv_large = 1.0 }  # fitted by hetcc calibrate") in written
+    # the GPU's int8 conv rate follows its fitted float rate: the file's speed-up (1x) is kept
+    assert ("int8_peak_gops = { conv = 234.0, matmul = 80.0, other = 10.0 }  # fitted by hetcc calibrate from "
+            "synth.csv (39 observations): conv was 180.0, scaled with gpu.peak_gflops.conv (the int8 speed-up "
+            "kept)") in written
+    assert fitted["gpu.int8_peak_gops.conv"]["status"] == "scaled"
+    assert load_target(out).device("gpu").int8_speedup("conv") == pytest.approx(1.0)
 
 
 def test_table_output(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
-    rc, text, err = run(capsys, "hikey970", d / "synth.csv", "-o", tmp_path / "f.toml",
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", tmp_path / "f.toml",
                         "--free", "gpu.peak_gflops.conv", "--free", "gpu.node_overhead_ms")
     assert rc == 0, err
     assert "synth.csv:3" in text and "latency: 24 rows, MAPE" in text and "gpu.peak_gflops.conv" in text
@@ -89,7 +98,7 @@ def one_line_refusal(capsys, out: Path, *args) -> str:
 
 
 def test_refuses_a_parameter_at_its_bound(synthetic, capsys, tmp_path):
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", synthetic["dir"] / "synth.csv",
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "synth.csv",
                            "--free", "gpu.peak_gflops.conv", "--bound", "gpu.peak_gflops.conv=100:150")
     assert ("the fit pushed gpu.peak_gflops.conv to its bound 150 GFLOP/s: the observations want it higher; widen "
             "it with --bound gpu.peak_gflops.conv=LO:HI or fix it with --fix gpu.peak_gflops.conv") in msg
@@ -101,7 +110,7 @@ def test_refuses_parameters_the_observations_cannot_separate(synthetic, capsys, 
     write_observations(whole, rows, base_dir=synthetic["dir"])
     shutil.copy(whole, synthetic["dir"] / "whole.csv")
     # whole-model runs pay one per-slice overhead and two transfer deltas: only a combination shows
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", synthetic["dir"] / "whole.csv",
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "whole.csv",
                            "--free", "gpu.layer_overhead_ms", "--free", "gpu.transfer.delta_ms")
     assert re.search(r"gpu\.(layer_overhead_ms|transfer\.delta_ms) and gpu\.(transfer\.delta_ms|layer_overhead_ms) "
                      r"are not separated by these observations \(only a combination of them is\): fix one with "
@@ -110,18 +119,18 @@ def test_refuses_parameters_the_observations_cannot_separate(synthetic, capsys, 
 
 def test_refuses_free_parameters_nothing_depends_on_and_too_many(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--free", "little.peak_gflops.conv")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, d / "synth.csv", "--free", "little.peak_gflops.conv")
     assert "--free little.peak_gflops.conv: no observation depends on it" in msg
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--free", "nothing.*")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, d / "synth.csv", "--free", "nothing.*")
     assert "--free 'nothing.*' matches no parameter of this board" in msg
     few = tmp_path / "few.csv"
     write_observations(few, read_observations(d / "synth.csv")[:3], base_dir=d)
     shutil.copy(few, d / "few.csv")
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "few.csv", "--free", "big.*")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, d / "few.csv", "--free", "big.*")
     assert re.search(r"\d+ free parameters but 3 observations: a least-squares fit needs at least as many", msg), msg
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--bound", "gpu.speed=1:2")
-    assert "hikey970.toml has no parameter 'gpu.speed'" in msg
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", d / "synth.csv", "--bound", "gpu.node_overhead_ms=2:1")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, d / "synth.csv", "--bound", "gpu.speed=1:2")
+    assert "hikey970-prior.toml has no parameter 'gpu.speed'" in msg
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, d / "synth.csv", "--bound", "gpu.node_overhead_ms=2:1")
     assert "need 0 < LO < HI" in msg
 
 
@@ -147,14 +156,14 @@ def test_bad_observation_files_are_one_line_exit_2(synthetic, capsys, tmp_path, 
     d = synthetic["dir"]
     bad = d / f"bad-{case.replace(' ', '-')}.csv"
     bad.write_text(text)
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", bad)
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, bad)
     assert str(bad) in msg and message in msg, msg
 
 
 def test_a_measured_board_and_a_missing_file_are_refused(synthetic, capsys, tmp_path):
     msg = one_line_refusal(capsys, tmp_path / "f.toml", "host", synthetic["dir"] / "synth.csv")
     assert "is measured, not modelled" in msg
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", tmp_path / "nope.csv")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, tmp_path / "nope.csv")
     assert "cannot read the observations file" in msg
 
 
@@ -190,7 +199,7 @@ def test_forced_optima_are_exact_against_enumeration():
 
 def test_plan_uses_hinge_flips_the_plan_and_gain_is_matched(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
-    board = Board.load("hikey970")
+    board = Board.load(BOARD)
     rows = [{"kind": "plan_uses", "model": "b.onnx", "device": "big", "objective": "latency", "value": 1,
              "unit": "bool"},
             {"kind": "plan_uses", "model": "b.onnx", "device": "gpu", "objective": "latency", "value": 0,
@@ -205,7 +214,7 @@ def test_plan_uses_hinge_flips_the_plan_and_gain_is_matched(synthetic, capsys, t
     assert start.signal[0] < -0.01 and start.residual[0] == 0.0
     assert start.residual[1] > 0 and start.residual[1] == pytest.approx(-start.signal[1] + 0.01)
     # a faster big conv flips the gpu row: the fit finds it, the residuals vanish, the plan changes
-    rc, text, err = run(capsys, "hikey970", d / "uses.csv", "-o", tmp_path / "f.toml", "--json",
+    rc, text, err = run(capsys, BOARD, d / "uses.csv", "-o", tmp_path / "f.toml", "--json",
                         "--free", "big.peak_gflops.conv")
     assert rc == 0, err
     doc = json.loads(text)
@@ -223,7 +232,7 @@ def test_plan_uses_hinge_flips_the_plan_and_gain_is_matched(synthetic, capsys, t
     cal_gain = Calibration(board, read_observations(_written(d, "gain.csv", rows), board.target()))
     start = cal_gain.evaluate()
     assert 0 < start.predicted[0] < 0.5 and start.residual[0] < 0     # the model starts below the observation
-    rc, text, err = run(capsys, "hikey970", d / "gain.csv", "-o", tmp_path / "g.toml", "--json",
+    rc, text, err = run(capsys, BOARD, d / "gain.csv", "-o", tmp_path / "g.toml", "--json",
                         "--free", "big.peak_gflops.conv")
     assert rc == 0, err
     doc = json.loads(text)
@@ -255,5 +264,5 @@ def test_missing_extra_is_one_line_naming_it(synthetic, capsys, tmp_path, monkey
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else real(name, *a))
-    msg = one_line_refusal(capsys, tmp_path / "f.toml", "hikey970", synthetic["dir"] / "synth.csv")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "synth.csv")
     assert "pip install 'hetcc[calibrate]'" in msg
