@@ -126,7 +126,7 @@ def sweep_spec(args: argparse.Namespace, herti: tuple[str, dict], paths: dict[st
                    "devices": [dev[s] for s in subsets]},
                   {"planners": [herti_entry(herti)], "deadlines": ["medium"], "devices": [dev[s] for s in subsets],
                    "seeds": args.seed_list}]
-    return {"models": [str(paths[w]) for w in args.workloads], "targets": [TARGET], "objectives": ["energy"],
+    return {"models": [str(paths[w]) for w in args.workloads], "targets": [args.target], "objectives": ["energy"],
             "gap_to": "none", "grid": oblivious + grids}
 
 
@@ -447,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU)")
     ap.add_argument("--fresh", action="store_true", help="plan every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/herti[-quick].json)")
+    ap.add_argument("--target", default=TARGET, help="board name or an absolute TOML path (default hikey970; "
+                    "hikey970-mosaic is the board fitted to MOSAIC's measurements)")
     args = ap.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",")] if args.workloads else list(
         QUICK_WORKLOADS if args.quick else WORKLOADS)
@@ -472,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in (r for r in rows if "error" in r):
         console.print(f"[red]{r['workload']} {r['part']} {r['version']}: {r['error']}[/]", highlight=False)
     plots = plot(out, infos, s, args)
-    write_json({"script": SCRIPT, "date": date, "machine": machine_info(), "target": TARGET,
+    write_json({"script": SCRIPT, "date": date, "machine": machine_info(), "target": args.target,
                 "args": {"quick": args.quick, "workloads": args.workloads, "deadlines": args.deadlines,
                          "seeds": args.seed_list, "dqn_steps": args.dqn_steps, "dqn_planner": args.dqn_planner,
                          "herti_options": herti[1]},

@@ -15,6 +15,9 @@ benchmarks/results/planners.json.
 
     python benchmarks/planners.py            # L = 20, 40, 60, 250; 2 seeds; 3 repeats
     python benchmarks/planners.py --quick    # L = 20 and 250, one seed, once
+    python benchmarks/planners.py --target hikey970-mosaic --out benchmarks/results/planners-mosaic.json
+
+The board is the built-in hikey970 (``synthetic.TARGET``) unless ``--target`` says otherwise.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from pathlib import Path
 if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py lives beside this script
     sys.path.insert(0, HERE)
 from _common import RESULTS_DIR, machine_info, utc_now, write_json  # noqa: E402
-from synthetic import synthetic_problem  # noqa: E402
+from synthetic import TARGET as SYNTHETIC_TARGET, synthetic_problem  # noqa: E402
 
 from hetcc.errors import InfeasibleError  # noqa: E402
 from hetcc.planners import Budget, Objective, PlanContext, PlanningProblem, plan  # noqa: E402
@@ -67,11 +70,12 @@ def timed(problem: PlanningProblem, objective: Objective, planner: str, repeats:
     return wall, result
 
 
-def run(sizes: list[int], seeds: list[int], repeats: int, log=print) -> tuple[list[dict], list[dict]]:
+def run(sizes: list[int], seeds: list[int], repeats: int, log=print,
+        target: str = SYNTHETIC_TARGET) -> tuple[list[dict], list[dict]]:
     rows, anytime = [], []
     for L in sizes:
         for seed in seeds:
-            problem = synthetic_problem(L, seed=seed)
+            problem = synthetic_problem(L, seed=seed, target=target)
             jobs = [(("latency", "none"), "dp", Objective("latency")), (("energy", "none"), "dp", Objective("energy"))]
             objs = objectives(problem)
             jobs += [(key, "exact", obj) for key, obj in objs.items()]
@@ -147,17 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--models-dir", type=Path, default=None, help="unused (synthetic problems); for the test harness")
     ap.add_argument("--out", "-o", type=Path, default=None, help="JSON path (default benchmarks/results/planners.json)")
+    ap.add_argument("--target", default=SYNTHETIC_TARGET,
+                    help="the board the synthetic CNNs are costed on (default hikey970; e.g. hikey970-mosaic, "
+                         "the board fitted to MOSAIC's measurements)")
     args = ap.parse_args(argv)
     sizes, seeds, repeats = args.sizes, list(range(args.seeds)), args.repeats
     if args.quick:
         sizes, seeds, repeats = [20, TARGET_LAYERS], [0], 1
     date = utc_now()
-    rows, anytime = run(sizes, seeds, repeats, log=lambda s: print(s, file=sys.stderr, flush=True))
+    rows, anytime = run(sizes, seeds, repeats, log=lambda s: print(s, file=sys.stderr, flush=True), target=args.target)
     summary = summarise(rows)
     show(summary, anytime)
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
-                "args": {"quick": args.quick, "sizes": sizes, "seeds": seeds, "repeats": repeats},
+                "args": {"quick": args.quick, "sizes": sizes, "seeds": seeds, "repeats": repeats,
+                         "target": args.target},
                 "target": {"layers": TARGET_LAYERS, "seconds": TARGET_S}, "summary": summary,
                 "anytime": anytime, "runs": rows}, out)
     print(f"wrote {out}")

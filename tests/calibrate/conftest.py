@@ -9,8 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-#: the board these tests fit: the hand-set HiKey 970 the built-in one was fitted from (a file that
-#: stays put, so the tests' expectations do not move when the built-in board is refitted)
+#: the board these tests fit: the hand-set prior that hikey970-mosaic was fitted from (a file that
+#: stays put, so the tests' expectations do not move when a built-in board is refitted)
 BOARD = str(Path(__file__).resolve().parents[2] / "targets" / "observations" / "hikey970-prior.toml")
 
 
