@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dp import _windowed_dp
 from .model import Model, combine, weighted
 from .pareto import INF
 
@@ -114,33 +115,19 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     return Vertices(lam, a, np.where(ok, cT[L], INF), E, cs, ck, cont, ss)
 
 
-def dense(m: Model, lam) -> list[tuple[float, float, list | None]]:
-    """For each weight w of ``lam``: (T, E, path) of the plan minimising E + w * T, by the dense
-    recurrence over the slice tensors (MOSAIC Eq. 9, one weight at a time); (inf, inf, None) when
-    none runs. Three numpy calls a layer against ``forward``'s two dozen: cheaper for one or two
-    weights on a short model, while ``forward`` serves many weights at once and scales in L."""
-    L, S = m.L, m.S
+def dense(m: Model, lam) -> list[tuple[float, float, list]]:
+    """For each weight w of ``lam``: (T, E, path) of the plan minimising E + w * T, by the dp
+    planner's recurrence (MOSAIC Eq. 9, ``dp._windowed_dp``) on the weighted cell costs, one weight
+    at a time. A few numpy calls a layer against ``forward``'s two dozen: cheaper for one or two
+    weights on a short model, while ``forward`` serves many weights at once."""
+    c = m.cells
+    states = np.arange(m.S)
     out = []
     for w in np.asarray(lam, dtype=np.float64):
-        W3 = combine(m.E3, m.T3, float(w))
-        total = np.full(L + 1, INF)
-        total[0] = 0.0
-        arg = np.zeros(L + 1, dtype=np.int64)
-        for b in range(1, L + 1):
-            c = total[:b, None] + W3[b, :b]
-            j = int(np.argmin(c))
-            total[b], arg[b] = c.flat[j], j
-        if not np.isfinite(total[L]):
-            out.append((INF, INF, None))
-            continue
-        path, b = [], L
-        while b > 0:
-            k, s = divmod(int(arg[b]), S)
-            path.append((k, b - 1, s))
-            b = k
-        path.reverse()
-        T, E = m.totals(path)
-        out.append((T, E, path))
+        w = float(w)
+        path = _windowed_dp(m.problem, c, states, combine(c.layer_mj, c.layer_ms, w), combine(c.in_mj, c.in_ms, w),
+                            combine(c.out_mj, c.out_ms, w), "device")
+        out.append((*m.totals(path), path))
     return out
 
 
