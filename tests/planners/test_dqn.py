@@ -173,12 +173,12 @@ def test_short_seeded_training_reaches_the_optimum_and_is_reproducible():
     best = plan(p, objective, "exact")
     start = SlicingEnv(p, objective).init_plan
     assert start.energy_mj > best.energy_mj * 1.1                       # there is something to learn
-    opts = {"steps": 800, "depth": 2, "width": 64, "warmup": 64}
+    opts = {"steps": 800, "depth": 2, "width": 64, "warmup": 64, "polish": False}   # the walk alone
     a = plan(p, objective, "dqn", opts, PlanContext(seed=0))
     assert a.latency_ms <= objective.deadline_ms * (1 + 1e-9)
     assert a.energy_mj == pytest.approx(best.energy_mj, rel=1e-9)
     assert a.stats["explored"] > 1 and a.stats["measured_ms"] > 0 and a.stats["steps"] == 800
-    assert a.stats["best_step"] > 0
+    assert a.stats["best_step"] > 0 and a.stats["polish_moves"] == 0
     b = plan(p, objective, "dqn", opts, PlanContext(seed=0))
     assert b.slices == a.slices
 
@@ -226,3 +226,57 @@ def test_episodes_restart_from_the_elite_pool(monkeypatch):
     assert all(s.latency_ms <= objective.deadline_ms * (1 + 1e-9) for s in starts)
     with pytest.raises(UsageError, match="elite"):
         plan(p, Objective("energy"), "dqn", {"elite": 0})
+
+
+@settings(max_examples=25, deadline=None)
+@given(problems(max_layers=5, max_states=4, structured=True, allow_infeasible=False), st.integers(0, 10_000),
+       st.sampled_from([None, 0.5, 0.9]))
+def test_descent_ends_at_a_local_optimum_that_meets_the_limits(problem, seed, where):
+    """From a random walk's state, ``descend`` never worsens a state that met the limits and
+    stops where no single valid action reaches a better one that meets them (checked by trying
+    every action on a copy)."""
+    try:
+        fast = plan(problem, Objective("latency"), "exact").latency_ms
+        lean = plan(problem, Objective("energy"), "exact").latency_ms
+    except InfeasibleError:
+        return
+    objective = Objective("energy", deadline_ms=None if where is None else fast + where * (lean - fast))
+    env = SlicingEnv(problem, objective)
+    env.reset()
+    rng = np.random.default_rng(seed)
+    for _ in range(int(rng.integers(0, 8))):
+        mask = env.action_mask()
+        if mask.any():
+            env.step(int(rng.choice(np.flatnonzero(mask))))
+    T, E = env.totals()
+    before = objective.value(T, E) if objective.feasible(T, E) else np.inf
+    env.descend()
+    T, E = env.totals()
+    problem.check_slices(env.slices())
+    if np.isfinite(before):
+        assert objective.feasible(T, E) and objective.value(T, E) <= before * (1 + 1e-12)
+    if not objective.feasible(T, E):
+        return                        # nothing met the limits: nothing to descend from
+    here = objective.value(T, E)
+    for a in np.flatnonzero(env.action_mask()):
+        trial = copy.deepcopy(env)
+        trial.apply(int(a))
+        t, e = trial.totals()
+        assert not (objective.feasible(t, e) and objective.value(t, e) < here * (1 - 1e-9))
+
+
+def test_polish_improves_a_short_walk_and_can_be_turned_off():
+    """A walk too short to find the optimum: the polished plan is at least as good as the walk's
+    best state (the same walk: same seed), and with polish=False the walk's best is returned as is."""
+    legal = np.ones((4, 6), dtype=bool)
+    legal[1:3, 5] = False
+    p = board(legal=legal)
+    fast = plan(p, Objective("latency"), "exact").latency_ms
+    lean = plan(p, Objective("energy"), "exact").latency_ms
+    objective = Objective("energy", deadline_ms=(fast + lean) / 2)
+    opts = {"steps": 5, "depth": 1, "width": 16, "warmup": 1000}
+    raw = plan(p, objective, "dqn", {**opts, "polish": False}, PlanContext(seed=1))
+    polished = plan(p, objective, "dqn", opts, PlanContext(seed=1))
+    assert raw.stats["polish_moves"] == 0
+    assert polished.stats["polish_moves"] > 0
+    assert polished.energy_mj < raw.energy_mj and polished.latency_ms <= objective.deadline_ms * (1 + 1e-9)

@@ -47,6 +47,9 @@ class DQNOptions:
                                                       "tune": ("choice", [100, 250, 500, 1000])})
     double_dqn: bool = field(default=True, metadata={"doc": "Double-DQN targets (online argmax, target value)"})
     penalty: float = field(default=100.0, metadata={"doc": "Phi: the reward of a state that misses a limit (Eq. 11)"})
+    polish: bool = field(default=True, metadata={"doc": "after the walk, greedy descent from the best state over the "
+                                                 "same actions until no move improves it (beyond HERTI; false: "
+                                                 "Alg. 1's best state as is)"})
 
     def validate(self) -> str | None:
         for name in ("steps", "elite", "depth", "width", "batch_size", "memory", "train_every", "target_update"):

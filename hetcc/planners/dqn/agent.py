@@ -14,6 +14,13 @@ best, s_best). With the best alone, short deadlines trapped the walk: on MnasNet
 2.37% above the optimum for every seed tried, the better plans lying several moves away through
 states that miss the deadline; drawing from the 8 best, with epsilon kept at 0.2 (HERTI gives no
 schedule), it reaches 0.00-0.24% on most seeds (measured in the README's HERTI section).
+
+Also beyond Alg. 1 (``polish``, on by default): the best state is finished by greedy descent over
+the same six actions (``SlicingEnv.descend``), each move the one that lowers the objective most
+while meeting the limits, until none does. A walk often ends a move or two from a better state
+it never stepped on; the descent costs milliseconds against the walk's tens of seconds and can
+only improve the plan (on the board fitted to MOSAIC, MnasNet-1.3 at the short deadline: 4.6%
+above the optimum -> 0.2%, 11 moves).
 """
 from __future__ import annotations
 
@@ -130,7 +137,13 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
                 optim.step()
                 target.step()
             bar.update(1, step=t, eps=round(eps, 3), best=best["value"], deadline_met=best["value"] is not None)
-    stats = {"steps": t, "explored": len(seen), "measured_ms": measured_ms, "best_step": best["step"],
+    polished = 0
+    if opts.polish and best["value"] is not None:
+        env.set_plan(problem.evaluate(best["slices"]))
+        polished = env.descend(out_of_time=lambda: ctx.budget.seconds is not None and ctx.out_of_budget())
+        if polished:
+            best = {**best, "slices": env.slices()}
+    stats = {"steps": t, "explored": len(seen), "polish_moves": polished, "measured_ms": measured_ms, "best_step": best["step"],
              "improvements": improvements,
              "wall_s": time.perf_counter() - wall0, "epsilon": _epsilon(opts, t),
              "stopped": "patience" if opts.patience and stale >= opts.patience else

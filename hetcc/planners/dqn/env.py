@@ -196,6 +196,32 @@ class SlicingEnv(gym.Env):
             self.state = self.state.copy()
             self.state[j] = self.targets()[j, k - 2]
 
+    def descend(self, max_moves: int = 10_000, out_of_time=lambda: False) -> int:
+        """Greedy descent from the current state over the same actions: while a valid action
+        leads to a state that meets the limits with a lower objective value, take the best such
+        action. Returns the number of moves taken (the state is left at the local optimum)."""
+        obj = self.objective
+        T, E = self.totals()
+        current = float(obj.value(T, E)) if obj.feasible(T, E) else np.inf
+        moves = 0
+        while moves < max_moves and not out_of_time():
+            first, state, mask = self.first, self.state, self.action_mask()
+            best_action, best_value = -1, current * (1 - 1e-12)
+            for action in np.flatnonzero(mask):
+                self.apply(int(action))          # builds new arrays: the current ones stay intact
+                T, E = self.totals()
+                if obj.feasible(T, E):
+                    v = float(obj.value(T, E))
+                    if v < best_value:
+                        best_action, best_value = int(action), v
+                self.first, self.state, self._mask = first, state, mask
+            if best_action < 0:
+                break
+            self.apply(best_action)
+            current = best_value
+            moves += 1
+        return moves
+
     # ---- gymnasium API --------------------------------------------------------------------
     def _info(self, T: float, E: float, ok: bool) -> dict:
         return {"action_mask": self.action_mask().copy(), "latency_ms": T, "energy_mj": E, "feasible": ok}
