@@ -232,6 +232,8 @@ KEYS: tuple[Key, ...] = (
     _num("devices.*.peak_gflops.dwconv_large", "effective throughput at f_max of depthwise and grouped "
          "convolutions with a kernel side above 3 (e.g. 5x5: runtimes hand-optimise only 3x3); absent = the "
          "dwconv figure", "GFLOP/s", lo_open=True),
+    _num("devices.*.peak_gflops.pool", "effective throughput at f_max of pooling ops (MaxPool, AveragePool, "
+         "their global forms); absent = the other figure", "GFLOP/s", lo_open=True),
     Key("devices.*.int8_peak_gops", "table", "effective int8 GOP/s at f_max per op class, for integer "
         "kernels (QLinearConv, ConvInteger, QDQ groups); absent = peak_gflops (no int8 speed-up)"),
     *(_num(f"devices.*.int8_peak_gops.{c}", f"effective int8 {c} throughput at f_max", "GOP/s", lo_open=True,
@@ -241,7 +243,8 @@ KEYS: tuple[Key, ...] = (
          "GOP/s", lo_open=True),
     *(_num(f"devices.*.int8_peak_gops.{c}", f"effective int8 {c} throughput at f_max; absent = the {d} class's "
            f"int8 speed-up times the {c} figure", "GOP/s", lo_open=True) for c, d in (("pwconv", "conv"),
-                                                                                   ("dwconv_large", "dwconv"))),
+                                                                                   ("dwconv_large", "dwconv"),
+                                                                                   ("pool", "other"))),
     _num("devices.*.mem_bandwidth_gbps", "effective memory bandwidth", "GB/s", lo_open=True, required="modelled"),
     _num("devices.*.layer_overhead_ms", "fixed cost per layer", "ms", required="modelled"),
     _num("devices.*.node_overhead_ms", "fixed cost per ONNX node of a layer (kernel launches); default 0", "ms"),

@@ -98,8 +98,9 @@ def _old_tables(features, p: DeviceParams, legal: np.ndarray) -> dict[str, np.nd
     conv = col("conv_flops") + col("dwconv_flops") + col("pwconv_flops") + col("dwconv_large_flops")
     conv8 = (col("conv_int8_flops") + col("dwconv_int8_flops") + col("pwconv_int8_flops")
              + col("dwconv_large_int8_flops"))
-    flops = np.stack([conv, col("matmul_flops"), col("other_flops")], axis=1)
-    int8 = np.stack([conv8, col("matmul_int8_flops"), col("other_int8_flops")], axis=1)
+    other, other8 = col("other_flops") + col("pool_flops"), col("other_int8_flops") + col("pool_int8_flops")
+    flops = np.stack([conv, col("matmul_flops"), other], axis=1)
+    int8 = np.stack([conv8, col("matmul_int8_flops"), other8], axis=1)
     inb, outb, par, nodes = col("input_bytes"), col("output_bytes"), col("param_bytes"), col("nodes")
     peak, speed = p.peak_gflops[:, :3], p.int8_speedup[:, :3]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -152,9 +153,10 @@ def _without_new_keys(target):
     devices = []
     for d in target.devices:
         peak = None if d.peak_gflops is None else MappingProxyType(
-            {**d.peak_gflops, **dict.fromkeys(("dwconv", "pwconv", "dwconv_large"), d.peak_gflops["conv"])})
+            {**d.peak_gflops, **dict.fromkeys(("dwconv", "pwconv", "dwconv_large"), d.peak_gflops["conv"]),
+             "pool": d.peak_gflops["other"]})
         int8 = None if d.int8_peak_gops is None else MappingProxyType(
-            {c: v for c, v in d.int8_peak_gops.items() if c not in ("dwconv", "pwconv", "dwconv_large")})
+            {c: v for c, v in d.int8_peak_gops.items() if c not in ("dwconv", "pwconv", "dwconv_large", "pool")})
         changes = {"peak_gflops": peak, "int8_peak_gops": int8}
         changes.update({k: v for k, v in (("capacity_counts", "params"), ("activation_bytes_factor", 1.0))
                         if hasattr(d, k)})
@@ -196,7 +198,7 @@ def test_tables_without_new_keys_are_the_old_formula(name: str, model_paths: lis
 # --- 1. depthwise and grouped convolutions -----------------------------------------------------------
 
 def test_op_class_of_grouped_convolutions() -> None:
-    assert OP_CLASSES == ("conv", "matmul", "other", "dwconv", "pwconv", "dwconv_large")
+    assert OP_CLASSES == ("conv", "matmul", "other", "dwconv", "pwconv", "dwconv_large", "pool")
     assert op_class("Conv") == "conv" and op_class("Conv", 32) == "dwconv" and op_class("Relu", 4) == "other"
     assert op_class("Conv", 1, (1, 1)) == "pwconv" and op_class("Conv", 1, (3, 3)) == "conv"
     assert op_class("Conv", 32, (3, 3)) == "dwconv" and op_class("Conv", 32, (5, 5)) == "dwconv_large"
@@ -206,7 +208,8 @@ def test_op_class_of_grouped_convolutions() -> None:
         assert node_class(ir.node(op, inputs=[], attributes={"group": 1})) == "conv"
         assert node_class(ir.node(op, inputs=[])) == "conv"
     assert node_class(ir.node("Gemm", inputs=[])) == "matmul"
-    assert node_class(ir.node("MaxPool", inputs=[], attributes={"group": 3})) == "other"
+    assert node_class(ir.node("MaxPool", inputs=[], attributes={"group": 3})) == "pool"
+    assert op_class("GlobalAveragePool") == op_class("QLinearAveragePool") == "pool" and op_class("Add") == "other"
 
 
 _BOARD = '''
@@ -245,7 +248,7 @@ def board(*args: str, **subs: str):
 def test_dwconv_figures_are_optional_and_checked() -> None:
     d = board().devices[0]
     assert dict(d.peak_gflops) == {"conv": 10.0, "matmul": 8.0, "other": 2.0, "dwconv": 10.0, "pwconv": 10.0,
-                                   "dwconv_large": 10.0}
+                                   "dwconv_large": 10.0, "pool": 2.0}
     assert d.int8_speedup("dwconv") == 1.0
     d = board("peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0, dwconv = 2.5 }").devices[0]
     assert d.peak_gflops["dwconv"] == 2.5 and d.peak("dwconv") == 2.5
@@ -311,15 +314,15 @@ def test_device_params_take_three_class_arrays() -> None:
               link_rtt_ms=[np.nan] * 2, link_tx_mw=[np.nan] * 2, link_rx_mw=[np.nan] * 2,
               capacity_bytes=[np.inf, np.inf], base_power_mw=0.0)
     p = DeviceParams(peak_gflops=[[10.0, 8.0, 2.0], [20.0, 16.0, 4.0]], int8_speedup=[[2.0, 1.0, 1.0]] * 2, **kw)
-    # the optional classes (dwconv, pwconv, dwconv_large) take conv's column
-    assert p.peak_gflops.tolist() == [[10.0, 8.0, 2.0, 10.0, 10.0, 10.0], [20.0, 16.0, 4.0, 20.0, 20.0, 20.0]]
-    assert p.int8_speedup.tolist() == [[2.0, 1.0, 1.0, 2.0, 2.0, 2.0]] * 2
+    # the optional classes (dwconv, pwconv, dwconv_large) take conv's column, pool other's
+    assert p.peak_gflops.tolist() == [[10.0, 8.0, 2.0, 10.0, 10.0, 10.0, 2.0], [20.0, 16.0, 4.0, 20.0, 20.0, 20.0, 4.0]]
+    assert p.int8_speedup.tolist() == [[2.0, 1.0, 1.0, 2.0, 2.0, 2.0, 1.0]] * 2
     with pytest.raises(ValueError, match="peak_gflops has shape"):
         DeviceParams(peak_gflops=[[10.0, 8.0]] * 2, **kw)
     knob = Knob("cores", (1, 2), ("a",), "active_cores", {"parallel_fraction": 1.0})
-    q = apply_knob(knob, 1, p.replace(peak_gflops=[[10.0, 8.0, 2.0, 1.0, 10.0, 1.0], [20.0, 16.0, 4.0, 2.0, 20.0, 2.0]]),
-                   np.ones(2, bool))
-    assert q.peak_gflops.tolist() == [[5.0, 4.0, 1.0, 0.5, 5.0, 0.5], [20.0, 16.0, 4.0, 2.0, 20.0, 2.0]]
+    q = apply_knob(knob, 1, p.replace(peak_gflops=[[10.0, 8.0, 2.0, 1.0, 10.0, 1.0, 2.0],
+                                                   [20.0, 16.0, 4.0, 2.0, 20.0, 2.0, 4.0]]), np.ones(2, bool))
+    assert q.peak_gflops.tolist() == [[5.0, 4.0, 1.0, 0.5, 5.0, 0.5, 1.0], [20.0, 16.0, 4.0, 2.0, 20.0, 2.0, 4.0]]
     feats = {"conv_flops": [0.0], "matmul_flops": [0.0], "other_flops": [0.0], "dwconv_flops": [2e6],
              "input_bytes": [0.0], "output_bytes": [0.0], "param_bytes": [0.0], "nodes": [1.0]}
     t = cost_tables(feats, q, np.ones((1, 2), bool))

@@ -135,7 +135,7 @@ FEATURES = ("nodes", "conv_nodes", "matmul_nodes", "other_nodes", "flops", "conv
             "in_channels", "out_channels", "conv_int8_flops", "matmul_int8_flops", "other_int8_flops",
             "dwconv_nodes", "dwconv_flops", "dwconv_int8_flops", "activation_bytes",
             "pwconv_nodes", "pwconv_flops", "pwconv_int8_flops", "dwconv_large_nodes", "dwconv_large_flops",
-            "dwconv_large_int8_flops")
+            "dwconv_large_int8_flops", "pool_nodes", "pool_flops", "pool_int8_flops")
 
 
 @dataclass(frozen=True)
