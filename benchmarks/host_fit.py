@@ -53,7 +53,7 @@ TARGETS = {"layer_mape": 0.10, "model_error": 0.05}
 #: bound; the file's figure is a measured cache-resident copy rate) and peak_gflops.matmul
 #: (ResNet-50 has one Gemm, a batch-1 matrix-vector product whose time is its 8 MB of weights:
 #: it says nothing about matmul throughput, which the fit drives to its bound). docs/profiling.md.
-FREE: tuple[str, ...] = ("cpu.peak_gflops.conv", "cpu.peak_gflops.pwconv", "cpu.peak_gflops.other",
+FREE: tuple[str, ...] = ("cpu.peak_gflops.conv", "cpu.peak_gflops.pwconv", "cpu.peak_gflops.pool",
                          "cpu.node_overhead_ms")
 #: --quick fits the two figures a 7-layer net pins down whatever the noise (its Gemm is too small
 #: to say anything about matmul throughput: a fit of everything drives that to its bound)
@@ -117,7 +117,7 @@ def by_layer(rows: Sequence[Any]) -> dict[Any, float]:
     return {r.layer[0] if r.layer is not None else None: r.value for r in rows if r.kind == "latency"}
 
 
-def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Sequence[str],
+def evaluate(model: str, work: Path, repeats: int | None, threads: int | None, fix: Sequence[str],
              free: Sequence[str] = (), range_factor: float | None = None,
              bounds: Sequence[str] = ()) -> dict[str, Any]:
     from hetcc.calibrate import predict_observations
@@ -127,7 +127,8 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
     from hetcc.targets import load_target
 
     a, b, fitted = work / "A.csv", work / "B.csv", work / "fitted.toml"
-    prof = ["--target", "host", "--repeats", str(repeats), "-q"] + (["--threads", str(threads)] if threads else [])
+    prof = ["--target", "host", "-q"] + (["--repeats", str(repeats)] if repeats else [])     # none: the profile's default
+    prof += ["--threads", str(threads)] if threads else []
     hetcc("profile", model, "-o", str(a), *prof)
     fixes = [x for f in fix for x in ("--fix", f)] + [x for f in free for x in ("--free", f)]
     fixes += [x for b in bounds for x in ("--bound", b)]
@@ -178,7 +179,8 @@ def evaluate(model: str, work: Path, repeats: int, threads: int | None, fix: Seq
 
 
 def print_table(res: dict[str, Any]) -> None:
-    print(f"\n{res['model']}: {res['layers']} layers, {res['repeats']} timed runs per measurement")
+    runs = res["repeats"] or "the profile's default number of"
+    print(f"\n{res['model']}: {res['layers']} layers, {runs} timed runs per measurement")
     print(f"{'layer':>5}  {'ops':<24}{'B ms':>10}{'A ms':>10}{'fitted':>10}{'before':>10}{'error':>9}")
     for x in res["per_layer"]:
         name = "model" if x["layer"] is None else str(x["layer"])
@@ -203,7 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a 7-layer conv net built here, 3 repeats (the test's)")
     ap.add_argument("--model", default="resnet50", help="zoo name or .onnx path (default resnet50)")
-    ap.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 20; 3 with --quick)")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="timed runs per measurement (default: none given, so hetcc profile's own default, as a user "
+                         "runs it: rounds until each layer has 50 ms of runs, at most 200; 3 with --quick)")
     ap.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default the runtime's)")
     ap.add_argument("--fix", action="append", default=None, metavar="PATTERN",
                     help="parameters calibrate keeps at the file's value (repeatable; default none)")
@@ -218,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="JSON path (default benchmarks/results/host_fit.json, host_fit-quick.json with --quick)")
     ap.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep A.csv, B.csv, fitted.toml there")
     args = ap.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 20)
+    repeats = args.repeats or (3 if args.quick else None)
     out = args.json or RESULTS_DIR / ("host_fit-quick.json" if args.quick else "host_fit.json")
     doc: dict[str, Any] = {"script": "host_fit", "date": utc_now(), "machine": machine_info(),
                            "args": {"quick": args.quick, "model": args.model, "repeats": repeats,
