@@ -280,3 +280,21 @@ def test_polish_improves_a_short_walk_and_can_be_turned_off():
     assert raw.stats["polish_moves"] == 0
     assert polished.stats["polish_moves"] > 0
     assert polished.energy_mj < raw.energy_mj and polished.latency_ms <= objective.deadline_ms * (1 + 1e-9)
+
+
+def test_mosaic_e_joins_the_start_when_it_meets_the_limits():
+    """At a deadline MOSAIC-E (the dp energy plan) meets, dqn returns a plan at least as good as
+    it even after one step; with mosaic_e=False a one-step walk from MOSAIC-P does not reach it.
+    The walk itself still starts at MOSAIC-P."""
+    legal = np.ones((4, 6), dtype=bool)
+    legal[1:3, 5] = False
+    p = board(legal=legal)
+    lean = plan(p, Objective("energy"), "dp")
+    objective = Objective("energy", deadline_ms=lean.latency_ms)
+    opts = {"steps": 1, "depth": 1, "width": 16, "warmup": 1000, "polish": False}
+    on = plan(p, objective, "dqn", opts, PlanContext(seed=0))
+    off = plan(p, objective, "dqn", {**opts, "mosaic_e": False}, PlanContext(seed=0))
+    assert on.energy_mj <= lean.energy_mj * (1 + 1e-12) and on.latency_ms <= objective.deadline_ms * (1 + 1e-9)
+    assert off.energy_mj > lean.energy_mj * 1.01
+    tight = Objective("energy", deadline_ms=plan(p, Objective("latency"), "dp").latency_ms)
+    assert plan(p, tight, "dqn", opts, PlanContext(seed=0)).energy_mj > lean.energy_mj   # MOSAIC-E misses it
