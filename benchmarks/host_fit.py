@@ -127,7 +127,7 @@ def evaluate(model: str, work: Path, repeats: int | None, threads: int | None, f
     from hetcc.targets import load_target
 
     a, b, fitted = work / "A.csv", work / "B.csv", work / "fitted.toml"
-    prof = ["--target", "host", "-q"] + (["--repeats", str(repeats)] if repeats else [])     # none: the profile's default
+    prof = ["--target", "host", "-q"] + (["--repeats", str(repeats)] if repeats else [])   # none: profile's default
     prof += ["--threads", str(threads)] if threads else []
     hetcc("profile", model, "-o", str(a), *prof)
     fixes = [x for f in fix for x in ("--fix", f)] + [x for f in free for x in ("--free", f)]

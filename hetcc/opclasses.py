@@ -78,5 +78,5 @@ def class_figures(figures: Mapping[str, float] | None) -> dict[str, float] | Non
     return out
 
 
-__all__ = ["CONV_OPS", "DEFAULT_CLASS", "INT8_OPS", "MATMUL_OPS", "OP_CLASSES", "POOL_OPS", "QDQ_OPS", "REQUIRED_CLASSES",
-           "class_figures", "op_class"]
+__all__ = ["CONV_OPS", "DEFAULT_CLASS", "INT8_OPS", "MATMUL_OPS", "OP_CLASSES", "POOL_OPS", "QDQ_OPS",
+           "REQUIRED_CLASSES", "class_figures", "op_class"]

@@ -173,8 +173,8 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
         polished = env.descend(out_of_time=lambda: ctx.budget.seconds is not None and ctx.out_of_budget())
         if polished:
             best = {**best, "slices": env.slices()}
-    stats = {"steps": t, "explored": len(seen), "polish_moves": polished, "measured_ms": measured_ms, "best_step": best["step"],
-             "improvements": improvements,
+    stats = {"steps": t, "explored": len(seen), "polish_moves": polished, "measured_ms": measured_ms,
+             "best_step": best["step"], "improvements": improvements,
              "wall_s": time.perf_counter() - wall0, "epsilon": _epsilon(opts, t),
              "stopped": "patience" if opts.patience and stale >= opts.patience else
              ("budget" if t < opts.steps else "steps")}
