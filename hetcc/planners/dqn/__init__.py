@@ -50,9 +50,10 @@ class DQNOptions:
     mosaic_e: bool = field(default=True, metadata={"doc": "also start from MOSAIC-E (the dp energy plan) when it meets "
                                                    "the limits: the walk's best is then never worse (beyond HERTI, "
                                                    "which starts at MOSAIC-P only)"})
-    polish: bool = field(default=True, metadata={"doc": "after the walk, greedy descent from the best state over the "
-                                                 "same actions until no move improves it (beyond HERTI; false: "
-                                                 "Alg. 1's best state as is)"})
+    polish: bool = field(default=True, metadata={"doc": "after the walk, greedy descent from the best state over "
+                                                 "short runs of the same actions (re-pick a slice's state, merge, "
+                                                 "move a boundary, split) until no move improves it (beyond HERTI; "
+                                                 "false: Alg. 1's best state as is)"})
 
     def validate(self) -> str | None:
         for name in ("steps", "elite", "depth", "width", "batch_size", "memory", "train_every", "target_update"):

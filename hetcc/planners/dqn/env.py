@@ -30,6 +30,7 @@ latency): it meets the deadline whenever any plan does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -77,6 +78,28 @@ class Layout:
         """The state one frequency level up / down on the same device (None past the ends)."""
         d, f = int(self.dev_of[s]), int(self.lvl_of[s]) + step
         return self.state[d][f] if 0 <= f < len(self.state[d]) else None
+
+
+#: ``descend`` moves a boundary by up to this many layers
+SHIFT = 3
+
+
+def _moves(slices: list) -> Iterator[tuple[int, int, list]]:
+    """``descend``'s moves from ``slices`` [(first, last, state)]: (j0, j1, new), slices j0..j1-1
+    replaced by ``new``, in which one entry's state is None: it is tried on every state."""
+    for j, (f, l, st) in enumerate(slices):
+        yield j, j + 1, [(f, l, None)]                                    # re-pick a state
+        if j:
+            yield j - 1, j + 1, [(slices[j - 1][0], l, None)]              # merge into the one before
+        for m in range(f, l):                                              # split, re-pick a half
+            yield j, j + 1, [(f, m, None), (m + 1, l, st)]
+            yield j, j + 1, [(f, m, st), (m + 1, l, None)]
+    for j in range(len(slices) - 1):                                       # move a boundary
+        (f0, l0, s0), (_, l1, s1) = slices[j], slices[j + 1]
+        for nb in range(max(f0, l0 - SHIFT), min(l1 - 1, l0 + SHIFT) + 1):
+            if nb != l0:
+                yield j, j + 2, [(f0, nb, None), (nb + 1, l1, s1)]
+                yield j, j + 2, [(f0, nb, s0), (nb + 1, l1, None)]
 
 
 class SlicingEnv(gym.Env):
@@ -197,29 +220,50 @@ class SlicingEnv(gym.Env):
             self.state[j] = self.targets()[j, k - 2]
 
     def descend(self, max_moves: int = 10_000, out_of_time=lambda: False) -> int:
-        """Greedy descent from the current state over the same actions: while a valid action
-        leads to a state that meets the limits with a lower objective value, take the best such
-        action. Returns the number of moves taken (the state is left at the local optimum)."""
+        """Greedy descent from the current state: while some move leads to a state that meets
+        the limits with a lower objective value, take the best one. A move is a short run of the
+        six actions: one slice's state re-picked (any device and level: dev and freq actions), a
+        slice merged into the one before on any state, a boundary moved by up to SHIFT layers
+        with either side's state re-picked, or a slice split with either half re-picked. Every
+        single action is one of these, so the end state is also a local optimum of the actions.
+        Returns the number of moves taken (the state is left at the end point)."""
         obj = self.objective
-        T, E = self.totals()
+        T3, E3, ok = self._T3, self._E3, self._ok
+        slices = [(int(f), int(l), int(st)) for f, l, st in zip(self.first, self.last, self.state)]
+
+        def cost(sl):
+            return sum(float(T3[l + 1, f, st]) for f, l, st in sl), sum(float(E3[l + 1, f, st]) for f, l, st in sl)
+
+        T, E = cost(slices)
         current = float(obj.value(T, E)) if obj.feasible(T, E) else np.inf
         moves = 0
         while moves < max_moves and not out_of_time():
-            first, state, mask = self.first, self.state, self.action_mask()
-            best_action, best_value = -1, current * (1 - 1e-12)
-            for action in np.flatnonzero(mask):
-                self.apply(int(action))          # builds new arrays: the current ones stay intact
-                T, E = self.totals()
-                if obj.feasible(T, E):
-                    v = float(obj.value(T, E))
-                    if v < best_value:
-                        best_action, best_value = int(action), v
-                self.first, self.state, self._mask = first, state, mask
-            if best_action < 0:
+            best, best_value = None, current * (1 - 1e-12)
+            for j0, j1, new in _moves(slices):
+                k = next(i for i, (_, _, st) in enumerate(new) if st is None)
+                fixed = new[:k] + new[k + 1:]
+                if not all(ok[b + 1, a, st] for a, b, st in fixed):
+                    continue
+                old_t, old_e = cost(slices[j0:j1])
+                ft, fe = cost(fixed)
+                f, l, _ = new[k]
+                legal = ok[l + 1, f] & np.isfinite(T3[l + 1, f]) & np.isfinite(E3[l + 1, f])
+                for x in np.flatnonzero(legal):
+                    t = T - old_t + ft + float(T3[l + 1, f, x])
+                    e = E - old_e + fe + float(E3[l + 1, f, x])
+                    if obj.feasible(t, e):
+                        v = float(obj.value(t, e))
+                        if v < best_value:
+                            best, best_value = (j0, j1, [*new[:k], (f, l, int(x)), *new[k + 1:]], t, e), v
+            if best is None:
                 break
-            self.apply(best_action)
+            j0, j1, new, T, E = best
+            slices[j0:j1] = new
             current = best_value
             moves += 1
+        self._mask = None
+        self.first = np.array([f for f, _, _ in slices], dtype=np.int64)
+        self.state = np.array([st for _, _, st in slices], dtype=np.int64)
         return moves
 
     # ---- gymnasium API --------------------------------------------------------------------
