@@ -233,8 +233,8 @@ def test_episodes_restart_from_the_elite_pool(monkeypatch):
        st.sampled_from([None, 0.5, 0.9]))
 def test_descent_ends_at_a_local_optimum_that_meets_the_limits(problem, seed, where):
     """From a random walk's state, ``descend`` never worsens a state that met the limits and
-    stops where no single valid action reaches a better one that meets them (checked by trying
-    every action on a copy)."""
+    stops where no single valid action, nor any of its compound moves, reaches a better one that
+    meets them (checked by trying every action on a copy and pricing every move's plan)."""
     try:
         fast = plan(problem, Objective("latency"), "exact").latency_ms
         lean = plan(problem, Objective("energy"), "exact").latency_ms
@@ -263,6 +263,20 @@ def test_descent_ends_at_a_local_optimum_that_meets_the_limits(problem, seed, wh
         trial.apply(int(a))
         t, e = trial.totals()
         assert not (objective.feasible(t, e) and objective.value(t, e) < here * (1 - 1e-9))
+    # nor any of its compound moves, each priced by Plan.evaluate (not descend's own sums)
+    from hetcc.planners.dqn.env import _moves
+
+    slices = [(s.first, s.last, s.state) for s in env.slices()]
+    for j0, j1, new in _moves(slices):
+        for x in range(problem.num_states):
+            cand = slices[:j0] + [(f, l, x if st is None else st) for f, l, st in new] + slices[j1:]
+            try:
+                problem.check_slices(tuple(Slice(*c) for c in cand))
+            except ValueError:
+                continue
+            q = problem.evaluate([Slice(*c) for c in cand])
+            assert not (objective.feasible(q.latency_ms, q.energy_mj)
+                        and objective.value(q.latency_ms, q.energy_mj) < here * (1 - 1e-9))
 
 
 def test_polish_improves_a_short_walk_and_can_be_turned_off():
