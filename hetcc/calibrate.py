@@ -708,9 +708,8 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
 
     x_out = x0.copy()
     x_out[F] = [float(f"{v:.{DIGITS}g}") for v in x_fit[F]]
-    x_out = tie(x_out)
-    for j, _, _ in ties:
-        x_out[j] = float(f"{x_out[j]:.{DIGITS}g}")
+    x_out = tie(x_out)                     # an int8 rate follows its float rate as written
+    x_out[[j for j, _, _ in ties]] = [float(f"{x_out[j]:.{DIGITS}g}") for j, _, _ in ties]
     after = cal.evaluate(x_out)
     return FitResult(values=x_out, free=free_idx, kept=kept, fixed=fixed, before=before, after=after,
                      nfev=counts["fev"], njev=counts["jev"], seconds=seconds, message=str(res.message),

@@ -174,8 +174,9 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
     if opts.polish and best["value"] is not None:
         env.set_plan(problem.evaluate(best["slices"]))
         polished = env.descend(out_of_time=lambda: ctx.budget.seconds is not None and ctx.out_of_budget())
-        if polished:
-            best = {**best, "slices": env.slices()}
+        if polished:                       # the best state's fields all describe the polished one
+            reward, T, E, _ = env.reward()
+            best = {**best, "reward": reward, "value": objective.value(T, E), "slices": env.slices()}
     stats = {"steps": t, "explored": len(seen), "polish_moves": polished, "measured_ms": measured_ms,
              "best_step": best["step"], "improvements": improvements,
              "wall_s": time.perf_counter() - wall0, "epsilon": _epsilon(opts, t),
