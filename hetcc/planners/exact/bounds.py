@@ -165,19 +165,16 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
         dead = ~np.isfinite(lo) | ~(T < INF)
         if m.has_cap:
             budget = (m.tolX - X)[..., None]
-            mu = lam + k
-            pos, neg, zero = mu > 0, mu < 0, mu == 0
-            if pos.any():                                         # mu * T' >= G - budget
-                Gp = np.where(pos, G, -INF)
-                ip = np.where(pos, 1.0 / np.where(pos, mu, 1.0), 1.0)
-                lo = np.maximum(lo, ((Gp - budget) * ip).max(axis=-1))
-            if neg.any():
-                Gn = np.where(neg, G, -INF)
-                im = np.where(neg, 1.0 / np.where(neg, mu, -1.0), -1.0)
-                hi = np.minimum(hi, ((Gn - budget) * im).min(axis=-1))
-            if zero.any():
-                need = G - budget
-                dead |= np.any(zero & (need > SLACK * (1.0 + np.abs(budget) + np.abs(G))), axis=-1)
+            mu = lam + k          # descending with lam: the lines with mu > 0 first, mu < 0 last
+            P, N = int((mu > 0).sum()), int((mu < 0).sum())
+            Z = mu.size - N
+            if P:                                                 # mu * T' >= G - budget
+                lo = np.maximum(lo, ((G[..., :P] - budget) * (1.0 / mu[:P])).max(axis=-1))
+            if N:
+                hi = np.minimum(hi, ((G[..., Z:] - budget) * (1.0 / mu[Z:])).min(axis=-1))
+            if Z > P:
+                need = G[..., P:Z] - budget
+                dead |= np.any(need > SLACK * (1.0 + np.abs(budget) + np.abs(G[..., P:Z])), axis=-1)
         lo = lo - SLACK * (1.0 + np.abs(lo))
         hi = hi + SLACK * (1.0 + np.abs(hi))
         dead |= ~(lo <= hi)
