@@ -94,14 +94,16 @@ def test_at_scale_the_joins_find_the_same_optimum_with_fewer_labels(monkeypatch)
     assert joined.stats["labels"] < 0.8 * plain.stats["labels"], (joined.stats, plain.stats)
 
 
-@pytest.mark.parametrize("metric", ["energy", "edp"])
-def test_at_scale_under_both_limits_the_joins_find_the_same_optimum(metric, monkeypatch):
+@pytest.mark.parametrize("metric,with_deadline", [("energy", True), ("edp", True), ("latency", True),
+                                                  ("latency", False)])
+def test_at_scale_under_a_cap_the_joins_find_the_same_optimum(metric, with_deadline, monkeypatch):
     p = synthetic_problem(160, seed=1)
     fast = exact(p, Objective("latency"))
     lean = exact(p, Objective(metric))
     cap = (exact_module.lowest_average_power_mw(p) + fast.energy_mj / fast.latency_ms * 1000.0) / 2
     t_cap = exact(p, Objective("latency", power_cap_mw=cap)).latency_ms     # as benchmarks/planners.py
-    objective = Objective(metric, deadline_ms=(t_cap + max(lean.latency_ms, t_cap)) / 2, power_cap_mw=cap)
+    deadline = (t_cap + max(lean.latency_ms, t_cap)) / 2 if with_deadline else None
+    objective = Objective(metric, deadline_ms=deadline, power_cap_mw=cap)
     joined = exact(p, objective)
     monkeypatch.setattr(exact_module, "SUFFIX_MIN_LAYERS", 10 ** 9)
     plain = exact(p, objective)
