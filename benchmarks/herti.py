@@ -447,8 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU)")
     ap.add_argument("--fresh", action="store_true", help="plan every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/herti[-quick].json)")
-    ap.add_argument("--target", default=TARGET, help="board name or an absolute TOML path (default hikey970; "
-                    "hikey970-mosaic is the board fitted to MOSAIC's measurements)")
+    ap.add_argument("--target", default=TARGET, help="board name or an absolute TOML path (default hikey970, the board fitted to "
+                    "MOSAIC's measurements)")
     args = ap.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",")] if args.workloads else list(
         QUICK_WORKLOADS if args.quick else WORKLOADS)

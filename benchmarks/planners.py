@@ -15,7 +15,7 @@ benchmarks/results/planners.json.
 
     python benchmarks/planners.py            # L = 20, 40, 60, 250; 2 seeds; 3 repeats
     python benchmarks/planners.py --quick    # L = 20 and 250, one seed, once
-    python benchmarks/planners.py --target hikey970-mosaic --out benchmarks/results/planners-mosaic.json
+    python benchmarks/planners.py --target jetson-tx2 --out /tmp/planners-tx2.json
 
 The board is the built-in hikey970 (``synthetic.TARGET``) unless ``--target`` says otherwise.
 """
@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models-dir", type=Path, default=None, help="unused (synthetic problems); for the test harness")
     ap.add_argument("--out", "-o", type=Path, default=None, help="JSON path (default benchmarks/results/planners.json)")
     ap.add_argument("--target", default=SYNTHETIC_TARGET,
-                    help="the board the synthetic CNNs are costed on (default hikey970; e.g. hikey970-mosaic, "
-                         "the board fitted to MOSAIC's measurements)")
+                    help="the board the synthetic CNNs are costed on (default hikey970, the board fitted to "
+                         "MOSAIC's measurements; a name or a TOML path)")
     args = ap.parse_args(argv)
     sizes, seeds, repeats = args.sizes, list(range(args.seeds)), args.repeats
     if args.quick:

@@ -120,7 +120,7 @@ def test_fidelity_quick(tmp_path, models_dir):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     doc = json.loads(out.read_text(), parse_constant=no_constant)
-    assert doc["script"] == "fidelity" and doc["target"] == "hikey970-mosaic" and doc["args"]["quick"] is True
+    assert doc["script"] == "fidelity" and doc["target"] == "hikey970" and doc["args"]["quick"] is True
     assert doc["args"]["herti_planner"] == "exact" and doc["tolerance"] == 0.2
     assert all(m["analysed"] and m["layers"] > 0 and m["error"] is None for m in doc["models"].values())
     rows = doc["rows"]

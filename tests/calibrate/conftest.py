@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-#: the board these tests fit: the hand-set prior that hikey970-mosaic was fitted from (a file that
+#: the board these tests fit: the hand-set prior that hikey970 was fitted from (a file that
 #: stays put, so the tests' expectations do not move when a built-in board is refitted)
 BOARD = str(Path(__file__).resolve().parents[2] / "targets" / "observations" / "hikey970-prior.toml")
 

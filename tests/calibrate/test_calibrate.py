@@ -16,7 +16,7 @@ from hetcc.cli import main
 from hetcc.observations import read_observations, write_observations
 from hetcc.targets import load_target
 
-#: the board these tests fit (as conftest.BOARD): the hand-set prior of hikey970-mosaic, a file that stays put
+#: the board these tests fit (as conftest.BOARD): the hand-set prior of hikey970, a file that stays put
 BOARD = str(Path(__file__).resolve().parents[2] / "targets" / "observations" / "hikey970-prior.toml")
 
 
@@ -148,7 +148,7 @@ BAD_FILES = [
     ("layer out of range", f"{HEADER}\nlatency,a.onnx,,gpu,,7-99,3,ms\n",
      "column 'layer': '7-99' is out of range; a has 9 layers (0-8) on hikey970"),
     ("not runnable", f"{HEADER}\nlatency,a.onnx,,npu,,,3,ms\n" if False else f"{HEADER}\nlatency,a.onnx,,big,700,,3,ms\n",
-     "column 'freq_mhz': '700' is not a DVFS level of hikey970-mosaic's big"),
+     "column 'freq_mhz': '700' is not a DVFS level of hikey970's big"),
 ]
 
 
