@@ -236,12 +236,16 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         best.passes.append({"cut": cut, "beam": beam, "complete": res.complete, "labels": res.labels})
         return res
 
-    # under a cap with the suffix fronts (whose joins improve the incumbent during the pass) the beam
-    # pass was measured to cost more than it spares (250 layers, fitted board, seeds 0 and 1, least
-    # of 3 interleaved: energy under both limits 895 -> 787 and 307 -> 220 ms, latency under a cap
-    # 705 -> 348 and 544 -> 679 ms, the other cap cases equal or faster); edp under a deadline keeps
-    # it (seed 1: 0.82 s with it, 2.58 s without)
-    beam_pays = m.has_cap and improve is None or not m.has_cap and m.L >= BEAM_MIN_LAYERS and best.gap > BEAM_FAR_GAP
+    # Under a cap with the suffix fronts (whose joins improve the incumbent during the pass) and an
+    # incumbent near the root bound, the beam pass was measured to cost more than it spares (250
+    # layers, fitted board, seeds 0 and 1, least of 3 interleaved: energy under both limits 895 ->
+    # 787 and 307 -> 220 ms, latency under a cap 705 -> 348 and 544 -> 679 ms, the other cap cases
+    # equal or faster; incumbents 0.02-0.13 % above the bound). A far incumbent keeps it: vit_b_16
+    # at --max-cut-tensors 2 under a 3 W cap (284 layers, incumbent 14 % above the bound) took 53 s
+    # without it, 38 M labels in its first exact pass. edp under a deadline keeps it too (seed 1:
+    # 0.82 s with it, 2.58 s without).
+    far = best.gap > BEAM_FAR_GAP
+    beam_pays = (m.has_cap and (improve is None or far)) or (m.L >= BEAM_MIN_LAYERS and far)
     if not best.optimal and not out_of_budget() and best.gap > BEAM_SKIP_GAP and beam_pays:
         res = search(best.value, BEAM_WIDTH, "beam pass")
         best.offer(res.path, res.value)
