@@ -175,7 +175,7 @@ def analytical_costs(layers: Sequence[Layer], target: "Target", legal_dev: np.nd
                      legal=t["legal"], capacity_bytes=np.array(params.capacity_bytes),
                      base_power_mw=float(target.base_power_mw), source="analytical",
                      activation_factor=np.array(params.activation_factor)
-                     if (params.activation_factor > 0).any() else None)
+                     if (params.activation_factor > 0).any() else None, communication=t["communication"])
 
 
 def hardware_space(target: "Target", features: "LayerFeatures", legal_dev: np.ndarray,

@@ -53,6 +53,8 @@ class CostTable:
     #: [S] share of a layer's activation bytes each state counts against its capacity (None: no
     #: state counts them, parameters only; hetcc.planners.problem.capacity_charge)
     activation_factor: np.ndarray | None = None
+    #: the communication share of transfer_* (``hetcc.planners.problem.Communication``; None: unknown)
+    communication: Any = None
 
     def state_table(self) -> StateTable:
         return StateTable(device=tuple(s.device for s in self.states), kind=tuple(s.kind for s in self.states),
@@ -73,7 +75,7 @@ class CostTable:
             layer_names=tuple(l.name for l in self.layers), layer_features=layer_features(self.layers),
             hardware=hardware, hardware_config=hardware_config, name=name,
             activation_bytes=np.array([l.activation_bytes for l in self.layers], dtype=np.int64) if counts else None,
-            activation_factor=self.activation_factor,
+            activation_factor=self.activation_factor, communication=self.communication,
         )
 
     def to_json(self) -> dict[str, Any]:

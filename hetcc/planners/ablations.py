@@ -3,9 +3,9 @@
 MOSAIC isolates what each of its components buys by planning without it:
 
 * ``hca`` (heterogeneity- and constraint-aware, communication-oblivious): MOSAIC's DP on the
-  problem with every transfer cost set to zero, so each layer goes where it runs best and a
-  device switch looks free; the plan is then priced on the real problem, so its latency and
-  energy include the transfers it ignored. Latency: the devices at maximum frequency (Eq. 6);
+  problem with its communication costs set to zero (below), so moving tensors between devices
+  looks free; the plan is then priced on the real problem, so its latency and energy include
+  the communication it ignored. Latency: the devices at maximum frequency (Eq. 6);
   energy: every state (Eq. 7), or the maximum frequency only with ``dvfs=false``.
 * ``hcca`` (heterogeneity-, constraint- and communication-aware, DVFS-oblivious): MOSAIC's DP
   over the devices at their maximum frequency only (Eq. 6's state set) for energy as well;
@@ -15,10 +15,13 @@ The gap hca - dp is what communication-aware slicing buys, hcca - dp (energy) wh
 Fig. 11 chains HCA -> HCCA -> MOSAIC, adding one component per step; its HCA is therefore
 DVFS-oblivious too: ``--planner hca --planner-option dvfs=false`` is that version.
 
-"Transfer" here is everything a slice pays once at its ends (``problem.py``): moving its input
-and output, the device's per-slice overhead and the boundary activations' memory time, in ms and
-mJ; all of it is zeroed. A non-finite transfer cell marks a slice that cannot start or end there
-and is kept. No copy of the DP: both planners run ``dp.optimal`` on a derived PlanningProblem
+"Communication" is MOSAIC's: the transfer of Eq. 1-2 (C = beta * MB + delta) and a remote
+device's link, the problem's ``communication`` share of what a slice pays at its ends
+(``problem.py``). The rest of that (the device's per-slice overhead, the boundary activations'
+memory time) is the cost of running a slice at all, which MOSAIC's per-layer measurements include
+and its HCA therefore sees: it is kept. A problem without that split (measured costs, a
+``costs.json``) has all of it zeroed. A non-finite transfer cell marks a slice that cannot start
+or end there and is kept. No copy of the DP: both planners run ``dp.optimal`` on a derived PlanningProblem
 and re-evaluate its slices on the real one. Deadline and power cap are left to the feasibility
 policy, as for ``dp``.
 """
@@ -38,12 +41,16 @@ _TRANSFERS = ("transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_o
 
 
 def without_transfers(problem: PlanningProblem) -> PlanningProblem:
-    """``problem`` with every finite transfer cost (ms and mJ, in and out) set to zero."""
+    """``problem`` without its communication: each finite transfer cost (ms and mJ, in and out)
+    less its ``communication`` share, or zero when the problem has no such split."""
+    comm = problem.communication
+    shares = (None,) * 4 if comm is None else (comm.in_ms, comm.out_ms, comm.in_mj, comm.out_mj)
     zeroed = {}
-    for key in _TRANSFERS:
+    for key, share in zip(_TRANSFERS, shares):
         a = getattr(problem, key)
-        zeroed[key] = np.where(np.isfinite(a), 0.0, a)
-    return problem.replace(**zeroed)
+        rest = 0.0 if share is None else np.maximum(a - share, 0.0)
+        zeroed[key] = np.where(np.isfinite(a), rest, a)
+    return problem.replace(**zeroed, communication=None)
 
 
 def at_fmax(problem: PlanningProblem) -> PlanningProblem:
@@ -91,7 +98,7 @@ def plan_hcca(problem: PlanningProblem, objective: Objective, ctx: PlanContext) 
 
 
 SPECS = (
-    PlannerSpec("hca", "MOSAIC's HCA ablation (Sec. VI-D): dp with transfers priced at zero "
+    PlannerSpec("hca", "MOSAIC's HCA ablation (Sec. VI-D): dp with communication (Eq. 1-2 transfers) priced at zero "
                 "(communication-oblivious), the plan then costed with them; ignores deadline and power cap",
                 plan_hca, HcaOptions, metrics=("latency", "energy")),
     PlannerSpec("hcca", "MOSAIC's HCCA ablation (Sec. VI-D): dp over the devices at maximum frequency only "

@@ -64,7 +64,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES, class_figures   # the order DeviceParams.peak_gflops holds them
-from .problem import capacity_charge
+from .problem import Communication, capacity_charge
 
 #: the [L, S] tables ``cost_tables`` / ``HardwareSpace.tables`` return (plus ``legal``)
 TABLES = ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_out_mj")
@@ -256,6 +256,7 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
     tout = transfer_ms(outb[:, None], p.transfer_beta_ms_per_mb[None, :], p.transfer_delta_ms[None, :])
     ein = tin * tpow[None, :] / 1000.0
     eout = tout * tpow[None, :] / 1000.0
+    comm = [tin, tout, ein, eout]      # communication proper (Eq. 1-2, links below): ``Communication``
     # per slice: the fixed overhead (at static power) and the boundary activations' memory time
     # (busy at full dynamic power; a slower memory clock's stall at static power)
     t_ain = inb[:, None] / (p.mem_bandwidth_gbps[None, :] * 1e6)
@@ -272,12 +273,14 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
         rtt = np.where(has_link, p.link_rtt_ms, 0.0)[None, :]
         lin = np.where(has_link[None, :], link_ms(inb[:, None], bw, rtt), 0.0)
         lout = np.where(has_link[None, :], link_ms(outb[:, None], bw, rtt), 0.0)
-        tin = tin + lin
-        tout = tout + lout
-        ein = ein + lin * np.where(has_link, p.link_tx_mw, 0.0)[None, :] / 1000.0
-        eout = eout + lout * np.where(has_link, p.link_rx_mw, 0.0)[None, :] / 1000.0
+        lin_mj = lin * np.where(has_link, p.link_tx_mw, 0.0)[None, :] / 1000.0
+        lout_mj = lout * np.where(has_link, p.link_rx_mw, 0.0)[None, :] / 1000.0
+        tin, tout, ein, eout = tin + lin, tout + lout, ein + lin_mj, eout + lout_mj
+        comm = [comm[0] + lin, comm[1] + lout, comm[2] + lin_mj, comm[3] + lout_mj]
 
     legal = legal & (capacity_charge(par, x["activation_bytes"], p.activation_factor) <= p.capacity_bytes[None, :])
+    comm = Communication(*(np.broadcast_to(np.nan_to_num(np.asarray(c, dtype=np.float64), nan=0.0, posinf=0.0),
+                                           lat.shape) for c in comm))
     out = {"latency_ms": lat, "power_mw": pw, "transfer_in_ms": tin, "transfer_out_ms": tout,
            "transfer_in_mj": ein, "transfer_out_mj": eout}
     for k, a in out.items():
@@ -285,6 +288,7 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
         a[~legal] = np.inf
         out[k] = a
     out["legal"] = legal
+    out["communication"] = comm
     return out
 
 

@@ -11,7 +11,9 @@ same problem is planned for latency, energy or edp, with or without limits
 
 (transfer_in / transfer_out hold everything a slice pays once at its ends: moving its input
 and output, its fixed overhead, its boundary activations' memory time; latency_ms / power_mw only
-what adds up over layers, so splitting a layer never changes the cost of the same slicing)
+what adds up over layers, so splitting a layer never changes the cost of the same slicing; the
+optional ``communication`` says how much of transfer_* is communication proper, MOSAIC's Eq. 1-2
+transfer and a remote device's link, as against the cost of running a slice at all)
 and it is legal when every layer in a..b is legal on s and it fits: sum(memory_bytes[a..b, s])
 <= capacity_bytes[s] (``slice_fits``), where memory_bytes[l, s] = param_bytes[l] +
 round(activation_factor[s] x activation_bytes[l]) (``capacity_charge``): a device that counts
@@ -40,6 +42,28 @@ def _frozen(a: Any, dtype: Any) -> np.ndarray:
     arr = np.asarray(a, dtype=dtype).view()
     arr.setflags(write=False)
     return arr
+
+
+@dataclass(frozen=True)
+class Communication:
+    """[L, S] each: the share of a problem's transfer_in/out_ms/mj that is communication proper
+    (MOSAIC Eq. 1-2, C = beta * MB + delta, and a remote device's link), finite and >= 0 everywhere.
+    The rest of transfer_* is what running a slice costs whatever it moves (the device's fixed
+    overhead, the boundary activations' memory time). A communication-oblivious planner
+    (``hca``) drops this share and keeps the rest."""
+
+    in_ms: np.ndarray
+    out_ms: np.ndarray
+    in_mj: np.ndarray
+    out_mj: np.ndarray
+
+    def __post_init__(self) -> None:
+        shape = np.shape(self.in_ms)
+        for key in ("in_ms", "out_ms", "in_mj", "out_mj"):
+            a = _frozen(getattr(self, key), np.float64)
+            if a.shape != shape or not (np.isfinite(a).all() and (a >= 0).all()):
+                raise ValueError(f"communication {key} must be finite, >= 0 and of one [L, S] shape")
+            object.__setattr__(self, key, a)
 
 
 def capacity_charge(param_bytes: Any, activation_bytes: Any = None, activation_factor: Any = None,
@@ -242,6 +266,8 @@ class PlanningProblem:
     #: counts activations). See ``capacity_charge``.
     activation_bytes: np.ndarray | None = None
     activation_factor: np.ndarray | None = None
+    #: the communication share of transfer_* (None: unknown, e.g. measured costs)
+    communication: Communication | None = None
 
     def __post_init__(self) -> None:
         for key in ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj",
@@ -264,6 +290,8 @@ class PlanningProblem:
                 raise ValueError("activation_bytes or activation_factor do not match the [L, S] tables")
             if (self.activation_bytes < 0).any() or not (self.activation_factor >= 0).all():
                 raise ValueError("activation_bytes and activation_factor must be >= 0")
+        if self.communication is not None and self.communication.in_ms.shape != (L, S):
+            raise ValueError("communication does not match the [L, S] tables")
         charge = capacity_charge(self.param_bytes, self.activation_bytes, self.activation_factor, S)
         object.__setattr__(self, "_memory_bytes", _frozen(charge, np.int64))
 
@@ -280,6 +308,12 @@ class PlanningProblem:
         return self.states.devices
 
     def replace(self, **changes: Any) -> "PlanningProblem":
+        """A copy with ``changes``; a communication share that no longer fits the new tables (other
+        layers or states, e.g. a problem over blocks of layers) is dropped, not carried over."""
+        if self.communication is not None and "communication" not in changes:
+            shape = np.shape(changes.get("latency_ms", self.latency_ms))
+            if shape != self.communication.in_ms.shape:
+                changes["communication"] = None
         return dataclasses.replace(self, **changes)
 
     def layer_label(self, i: int) -> str:
@@ -419,6 +453,6 @@ def problem_from_costs_json(doc: Mapping[str, Any]) -> PlanningProblem:
     )
 
 
-__all__ = ["Cost", "FEATURES", "LayerFeatures", "Plan", "PlanningProblem", "Slice", "StateTable",
+__all__ = ["Communication", "Cost", "FEATURES", "LayerFeatures", "Plan", "PlanningProblem", "Slice", "StateTable",
            "WorkloadPlan", "WorkloadProblem", "capacity_charge", "capacity_reason", "problem_from_costs_json"]
 

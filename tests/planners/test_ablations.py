@@ -200,3 +200,45 @@ def test_planners_lists_both(capsys):
         assert rows[name]["metrics"] == ["latency", "energy"] and rows[name]["constraints"] == []
         assert "MOSAIC" in rows[name]["summary"] and not rows[name]["exact"]
     assert [o["name"] for o in rows["hca"]["options"]] == ["dvfs"]
+
+
+# ---- what hca ignores: communication, not the cost of running a slice --------------------------
+
+def test_without_transfers_drops_only_the_communication_share():
+    from hetcc.planners.problem import Communication
+
+    inf = np.inf
+    p = make_problem([[1.0, 2.0]] * 2, t_in=[[0.5, inf], [0.2, 0.1]], t_out=[[0.3, 0.4], [inf, 0.1]],
+                     e_in=[[1.0, 1.0]] * 2, e_out=[[2.0, 2.0]] * 2)
+    share = Communication(in_ms=[[0.4, 0.3], [0.2, 0.0]], out_ms=[[0.3, 0.1], [0.2, 0.1]],
+                          in_mj=[[0.5, 0.5]] * 2, out_mj=[[2.0, 0.5]] * 2)
+    z = without_transfers(p.replace(communication=share))
+    assert np.allclose(z.transfer_in_ms, [[0.1, inf], [0.0, 0.1]])     # illegal ends stay illegal
+    assert np.allclose(z.transfer_out_ms, [[0.0, 0.3], [inf, 0.0]])
+    assert np.allclose(z.transfer_in_mj, 0.5) and np.allclose(z.transfer_out_mj, [[0.0, 1.5]] * 2)
+    assert z.communication is None
+
+
+def test_the_cost_model_splits_communication_from_the_slice_overhead():
+    """hikey970's analytical tables: transfer_in = Eq. 1-2 communication + the device's per-slice
+    overhead + the input's memory time; hca keeps the last two (MOSAIC's HCA sees a device's fixed
+    costs, which its per-layer measurements include), dp's problem keeps all three."""
+    from hetcc.costmodel import device_params
+    from hetcc.planners.hardware import cost_tables, transfer_ms
+    from hetcc.targets import load_target
+
+    params = device_params(load_target("hikey970"))
+    S = len(params)
+    feat = {"conv_flops": np.array([1e9, 2e9]), "matmul_flops": np.zeros(2), "other_flops": np.zeros(2),
+            "nodes": np.array([3.0, 2.0]), "param_bytes": np.array([1e6, 2e6]),
+            "input_bytes": np.array([6e5, 4e5]), "output_bytes": np.array([4e5, 4e3])}
+    t = cost_tables(feat, params, np.ones((2, S), dtype=bool))
+    comm = t["communication"]
+    eq12 = transfer_ms(feat["input_bytes"][:, None], params.transfer_beta_ms_per_mb[None, :],
+                       params.transfer_delta_ms[None, :])
+    assert np.allclose(comm.in_ms, eq12)
+    rest = t["transfer_in_ms"] - comm.in_ms
+    assert (rest >= params.layer_overhead_ms[None, :] - 1e-12).all()
+    npu = [i for i, d in enumerate(params.device) if d == "npu"]
+    assert npu and (params.layer_overhead_ms[npu] > 0).all() and (comm.in_ms[:, npu] > 0).all()
+    assert (t["transfer_out_mj"] - comm.out_mj >= -1e-12).all()
