@@ -38,7 +38,7 @@ from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
 from . import dominance, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
-from .incumbent import best_feasible, hull, opening
+from .incumbent import SHORT_LAYERS, best_feasible, hull, opening
 from .incumbent import lowest_average_power_mw as _lowest_power
 from .model import Model, build
 from .pareto import INF, pareto_rows
@@ -156,7 +156,8 @@ def _plan(m: Model, path: list, **stats) -> Plan:
 def _refine(lam: list) -> np.ndarray:
     """The hull's weights and the midpoint of each neighbouring pair: the suffixes' hulls differ
     from the whole plan's, and more lines make their envelopes tighter (measured to pay for energy
-    under a deadline, with or without a cap; elsewhere the extra lines cost more than they prune)."""
+    under a deadline, with or without a cap, on long models; elsewhere, and on short ones, the
+    extra lines cost more than they prune: ``incumbent.SHORT_LAYERS``)."""
     lam = np.unique(np.asarray(lam, dtype=np.float64))
     lam = lam[np.isfinite(lam)]
     return np.concatenate([lam, (lam[:-1] + lam[1:]) / 2])
@@ -215,7 +216,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     best.offer(*reversed(best_feasible(m, h)))
     improve = None
     ceiling = best.value     # the least value of a plan known to exist (the first pass's cut)
-    refine = m.metric == "energy" and (not m.has_cap or np.isfinite(m.deadline))
+    refine = m.metric == "energy" and (not m.has_cap or np.isfinite(m.deadline)) and m.L >= SHORT_LAYERS
     env, bound = _bound(m, _refine(h.lam) if refine else h.lam)
     root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
     best.bound = root
