@@ -21,8 +21,8 @@ device's link, the problem's ``communication`` share of what a slice pays at its
 memory time) is the cost of running a slice at all, which MOSAIC's per-layer measurements include
 and its HCA therefore sees: it is kept. A problem without that split (measured costs, a
 ``costs.json``) has all of it zeroed. A non-finite transfer cell marks a slice that cannot start
-or end there and is kept. No copy of the DP: both planners run ``dp.optimal`` on a derived PlanningProblem
-and re-evaluate its slices on the real one. Deadline and power cap are left to the feasibility
+or end there and is kept. No copy of the DP: both planners run ``dp.optimal`` on a derived
+PlanningProblem and re-evaluate its slices on the real one. Deadline and power cap are left to the feasibility
 policy, as for ``dp``.
 """
 from __future__ import annotations
