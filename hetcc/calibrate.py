@@ -398,7 +398,8 @@ class Calibration:
             m = self.models[ref]
             t = cost_tables(m.problem.layer_features, params, m.state_legal)
             out[ref] = m.problem.replace(**{k: t[k] for k in TABLES}, legal=t["legal"],
-                                         communication=t["communication"], capacity_bytes=np.asarray(params.capacity_bytes, dtype=np.float64),
+                                         communication=t["communication"],
+                                         capacity_bytes=np.asarray(params.capacity_bytes, dtype=np.float64),
                                          base_power_mw=float(params.base_power_mw))
         return out
 
