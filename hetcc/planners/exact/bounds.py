@@ -37,13 +37,23 @@ class Envelope:
     """Suffix lines per search point: weights ``lam`` (descending, last <= 0), G, least remaining
     latency; closed points [L+1, ...], open points [L+1, ns, ...]. The breakpoints B and the
     envelope's value H at the inner breakpoints (by the lesser of the two lines meeting there)
-    are worked out when first asked for (edp's bound and ``critical`` use them)."""
+    are worked out when first asked for (edp's bound and ``critical`` use them). ``k``: the
+    model's mJ per ms of the power cap (0 without one), for ``cap_split``."""
 
     lam: np.ndarray
     Gc: np.ndarray
     Go: np.ndarray
     tc: np.ndarray
     to: np.ndarray
+    k: float = 0.0
+
+    @cached_property
+    def cap_split(self) -> tuple[int, int, np.ndarray, np.ndarray]:
+        """Under a cap each line bounds T' through mu = lam + k: (P, Z, 1/mu of the first P lines,
+        1/mu of the lines from Z on), mu > 0 on [:P], 0 on [P:Z], < 0 on [Z:] (lam descending)."""
+        mu = self.lam + self.k
+        P, Z = int((mu > 0).sum()), int((mu >= 0).sum())
+        return P, Z, 1.0 / mu[:P], 1.0 / mu[Z:]
 
     @cached_property
     def Bc(self) -> np.ndarray:
@@ -88,7 +98,7 @@ def envelope(m: Model, lam) -> Envelope:
     a = np.append(np.ones(K), 0.0)
     suf = backward(m, np.append(lam, 1.0), a)        # the last weight pair is T alone
     Gc, Go = suf.closed[:, :K], suf.open[:, :, :K]
-    return Envelope(lam, Gc, Go, suf.closed[:, K], suf.open[:, :, K])
+    return Envelope(lam, Gc, Go, suf.closed[:, K], suf.open[:, :, K], m.k)
 
 
 def subset(env: Envelope, idx: np.ndarray) -> Envelope:
@@ -96,7 +106,7 @@ def subset(env: Envelope, idx: np.ndarray) -> Envelope:
     idx = np.unique(idx)
     lam = env.lam[idx]
     Gc, Go = env.Gc[:, idx], env.Go[:, :, idx]
-    return Envelope(lam, Gc, Go, env.tc, env.to)
+    return Envelope(lam, Gc, Go, env.tc, env.to, env.k)
 
 
 def critical(m: Model, env: Envelope, width: int = 1) -> np.ndarray:
@@ -165,13 +175,11 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
         dead = ~np.isfinite(lo) | ~(T < INF)
         if m.has_cap:
             budget = (m.tolX - X)[..., None]
-            mu = lam + k          # descending with lam: the lines with mu > 0 first, mu < 0 last
-            P, N = int((mu > 0).sum()), int((mu < 0).sum())
-            Z = mu.size - N
+            P, Z, ip, im = env.cap_split
             if P:                                                 # mu * T' >= G - budget
-                lo = np.maximum(lo, ((G[..., :P] - budget) * (1.0 / mu[:P])).max(axis=-1))
-            if N:
-                hi = np.minimum(hi, ((G[..., Z:] - budget) * (1.0 / mu[Z:])).min(axis=-1))
+                lo = np.maximum(lo, ((G[..., :P] - budget) * ip).max(axis=-1))
+            if Z < lam.size:
+                hi = np.minimum(hi, ((G[..., Z:] - budget) * im).min(axis=-1))
             if Z > P:
                 need = G[..., P:Z] - budget
                 dead |= np.any(need > SLACK * (1.0 + np.abs(budget) + np.abs(G[..., P:Z])), axis=-1)
