@@ -72,6 +72,7 @@ def spine_module() -> types.ModuleType:
 def spine_solve(spine: types.ModuleType, problem: Any, objective: Any) -> list:
     """The spine's search on today's tables of ``problem``: its path [(first, last, state)]."""
     from hetcc.planners.exact.model import build
+    from hetcc.planners.problem import Slice
 
     m = build(problem, objective)
     s = spine._Search.__new__(spine._Search)      # its __init__ built the tables from its own problem class
@@ -85,8 +86,9 @@ def spine_solve(spine: types.ModuleType, problem: Any, objective: Any) -> list:
     s.cT = (m.cT.layer, m.cT.enter, m.cT.leave)
     s.cE = (m.cE.layer, m.cE.enter, m.cE.leave)
     s.cX = (m.cX.layer, m.cX.enter, m.cX.leave)
-    s._plan = lambda path: path
-    return s.run()
+    # the spine's planner returned problem.evaluate(path), as ours does (the same Plan builder)
+    s._plan = lambda path: problem.evaluate([Slice(int(f), int(l), int(st)) for f, l, st in path])
+    return [(sl.first, sl.last, sl.state) for sl in s.run().slices]
 
 
 def bench(name: str, spine: types.ModuleType, args: argparse.Namespace) -> dict[str, Any]:

@@ -205,8 +205,9 @@ def test_episodes_restart_from_the_elite_pool(monkeypatch):
 
     p = board()
     fast = plan(p, Objective("latency"), "exact").latency_ms
-    lean = plan(p, Objective("energy"), "exact").latency_ms
-    objective = Objective("energy", deadline_ms=(fast + lean) / 2)
+    # a quarter above the fastest plan: room for several plans that meet it (the least-energy
+    # plan is no guide here: on this board plans of equal energy differ in latency)
+    objective = Objective("energy", deadline_ms=1.25 * fast)
     starts: list = []
     real_reset = agent.SlicingEnv.reset
 

@@ -40,6 +40,7 @@ from . import dominance, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import SHORT_LAYERS, best_feasible, hull, opening
 from .incumbent import lowest_average_power_mw as _lowest_power
+from .lagrange import tensor_dp
 from .model import Model, build
 from .pareto import INF, pareto_rows
 from .search import no_bound, run_pass
@@ -188,8 +189,13 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     m = build(problem, objective, stream)
     best = _Best()
     # an additive metric without limits (or latency within a deadline) is one scalar DP
-    scalar = not objective.constrained and m.metric != "edp" or m.metric == "latency" and not m.has_cap
-    first = opening(m, grid=not scalar)   # [0] the fastest plan, [1] the least energy, [2] the coolest
+    if m.metric != "edp":   # the unconstrained optimum of an additive metric, when feasible, is optimal
+        path = tensor_dp(m.T3 if m.metric == "latency" else m.E3)
+        T, E = m.totals(path)
+        if m.feasible(T, E):
+            v = float(m.value(T, E))
+            return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
+    first = opening(m)   # [0] the fastest plan, [1] the least energy, [2] the coolest
     t_min = float(first.T[0])
     deadline_ok = t_min <= m.Dtol
     cap_ok = True
@@ -197,12 +203,6 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
         cap_ok = float(first.E[2] - m.k * first.T[2]) <= m.tolX
     if not (deadline_ok and cap_ok):
         _fail(m, objective, deadline_ok, cap_ok, t_min)
-    if m.metric != "edp":   # the unconstrained optimum of an additive metric, when feasible, is optimal
-        path = first.path(0 if m.metric == "latency" else 1)
-        T, E = m.totals(path)
-        if scalar or m.feasible(T, E):
-            v = float(m.value(T, E))
-            return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
     if not prune:
         res = run_pass(m, no_bound, INF)
         if res.path is None:

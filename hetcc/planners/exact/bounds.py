@@ -56,6 +56,15 @@ class Envelope:
         return P, Z, 1.0 / mu[:P], 1.0 / mu[Z:]
 
     @cached_property
+    def tc_lo(self) -> np.ndarray:
+        """``tc`` and ``to`` loosened by SLACK once, for the energy-within-deadline bound."""
+        return _looser(self.tc)
+
+    @cached_property
+    def to_lo(self) -> np.ndarray:
+        return _looser(self.to)
+
+    @cached_property
     def Bc(self) -> np.ndarray:
         return _breaks(self.Gc, self.lam)
 
@@ -70,6 +79,11 @@ class Envelope:
     @cached_property
     def Ho(self) -> np.ndarray:
         return _at_breaks(self.Go, self.Bo, self.lam)
+
+
+def _looser(t: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return t - SLACK * (1.0 + np.abs(t))
 
 
 def _breaks(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -167,7 +181,7 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     lam = env.lam
     k = m.k
     if m.metric == "energy" and not m.has_cap and lam[-1] >= 0:     # lam descending
-        return _energy_within_deadline(m, G, lam, tm, T, X)
+        return _energy_within_deadline(m, G, lam, at_point(env.to_lo, env.tc_lo), T, X)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         E = X + k * T if m.has_cap else X
         lo = tm           # broadcasts against T
@@ -216,15 +230,17 @@ def lower(m: Model, env: Envelope, T: np.ndarray, X: np.ndarray, b: int,
     return lb, dead
 
 
-def _energy_within_deadline(m: Model, G: np.ndarray, lam: np.ndarray, tm, T: np.ndarray,
+def _energy_within_deadline(m: Model, G: np.ndarray, lam: np.ndarray, tm_lo, T: np.ndarray,
                             X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``lower`` for energy without a cap, in few numpy calls (the label search's commonest
     case) when every weight is >= 0 (without a cap the hull's are, their midpoints and 0 too):
-    each line's least on [lo, hi] is then at hi and the bound is the envelope at hi; X = E."""
+    each line's least on [lo, hi] is then at hi and the bound is the envelope at hi; X = E.
+    ``tm_lo``: the least remaining latency, loosened (``Envelope.tc_lo``). The latency budget
+    hi = D - T is loosened as D + SLACK (1 + D) - T (1 - SLACK), which is never below
+    hi + SLACK (1 + |hi|) for D, T >= 0 (two numpy calls instead of five)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        hi = m.Dtol - T
-        hi = hi + SLACK * (1.0 + np.abs(hi))
-        dead = ~(tm - SLACK * (1.0 + np.abs(tm)) <= hi) | ~(T < INF)    # also lo = +inf: no completion
+        hi = (m.Dtol + SLACK * (1.0 + m.Dtol)) - T * (1.0 - SLACK)
+        dead = ~(tm_lo <= hi)                       # also T = +inf (hi = -inf), lo = +inf: no completion
         lb = X + (G - lam * np.minimum(hi, BIG)[..., None]).max(axis=-1)
         lb = lb - SLACK * (1.0 + np.abs(lb))
         return np.where(dead, INF, lb), dead

@@ -100,10 +100,10 @@ def _interesting(m: Model, h: Hull, i: int, U: float) -> bool:
     return best < U * (1 - 1e-12)
 
 
-def opening(m: Model, grid: bool = True) -> Vertices:
+def opening(m: Model) -> Vertices:
     """The first forward pass, all weights at once: latency alone (index 0, a = 0), energy alone
-    (1), then with a cap the coolest plan (2, E - cap * T) and weights towards it, then (``grid``)
-    the grid, scaled by the typical power of the least-energy states (the rounds refine it)."""
+    (1), then with a cap the coolest plan (2, E - cap * T) and weights towards it, then the grid,
+    scaled by the typical power of the least-energy states (the rounds refine it)."""
     e, t = m.cE.layer, m.cT.layer
     with np.errstate(invalid="ignore"):
         j = np.argmin(np.where(np.isfinite(e) & np.isfinite(t), e, INF), axis=1)
@@ -111,7 +111,7 @@ def opening(m: Model, grid: bool = True) -> Vertices:
     E0, T0 = float(e[rows, j].sum()), float(t[rows, j].sum())
     base = max(E0 / T0, 1e-12) if T0 > 0 and np.isfinite(E0 / T0) else 1.0
     cool = [-m.k] + [-m.k * (1 - 2.0 ** -j) for j in range(1, 6)] if m.has_cap else []
-    lam = np.concatenate([[1.0, 0.0], cool, GRID * base if grid else []])
+    lam = np.concatenate([[1.0, 0.0], cool, GRID * base])
     a = np.ones_like(lam)
     a[0] = 0.0
     return forward(m, lam, a)

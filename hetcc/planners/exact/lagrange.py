@@ -131,6 +131,33 @@ def dense(m: Model, lam) -> list[tuple[float, float, list]]:
     return out
 
 
+def tensor_dp(cost: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """MOSAIC's Eq. 9 on a dense [l, k, s] slice tensor (``Model.T3`` / ``E3``): the path
+    [(first, last, state)] of least total, None when no plan is legal. Three numpy calls a layer
+    on tensors the model already holds: the cheapest way to one weight's optimum on a zoo model
+    (``forward`` makes two dozen calls a layer for any number of weights, ``dense`` loops in Python
+    over layers and states)."""
+    L, S = cost.shape[0] - 1, cost.shape[2]
+    total = np.full(L + 1, INF)
+    total[0] = 0.0
+    arg = np.zeros(L + 1, dtype=np.int64)
+    for b in range(1, L + 1):
+        c = total[:b, None] + cost[b, :b, :]
+        j = int(np.argmin(c))
+        total[b] = c.flat[j]
+        arg[b] = j
+    if not np.isfinite(total[L]):
+        return None
+    out = []
+    b = L
+    while b > 0:
+        k, s = divmod(int(arg[b]), S)
+        out.append((k, b - 1, s))
+        b = k
+    out.reverse()
+    return out
+
+
 @dataclass(frozen=True)
 class Suffix:
     """min over completions of a*E + lam*T from closed boundary i ([L+1, K]) and from an open
@@ -171,4 +198,4 @@ def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
     return Suffix(closed, opn)
 
 
-__all__ = ["DENSE_LAYERS", "DENSE_WEIGHTS", "Suffix", "Vertices", "backward", "dense", "forward", "weighted"]
+__all__ = ["DENSE_LAYERS", "DENSE_WEIGHTS", "Suffix", "Vertices", "backward", "dense", "forward", "tensor_dp", "weighted"]
