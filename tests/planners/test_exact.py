@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import importlib.util
@@ -351,3 +351,37 @@ def test_the_edp_bound_never_exceeds_a_plan_through_the_label_with_nearly_parall
             T, X = T + m.T3[s.last + 1, s.first, s.state], X + m.X3[s.last + 1, s.first, s.state]
             lb, dead = lower(m, env, np.array([T]), np.array([X]), s.last + 1, False)
             assert not dead[0] and lb[0] <= value * (1 + 1e-12), (s, lb[0], value)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(problems(), st.floats(0.05, 0.95))
+def test_the_walk_finds_hull_vertices_and_the_edge_over_the_deadline(problem, where):
+    """``walk`` (energy under a deadline, short models): every vertex it keeps minimises
+    E + lam * T over all plans (brute force), and two neighbouring vertices, one within the
+    deadline and one over it, span a hull edge (no plan lies below their line): the edge whose
+    weight is the Lagrange multiplier of the deadline."""
+    from hetcc.planners.exact.incumbent import walk, walks
+    from hetcc.planners.exact.lagrange import tensor_dp
+    from hetcc.planners.exact.model import build
+
+    brute = Brute.of(problem)
+    assume(len(brute))
+    m0 = build(problem, Objective("energy", deadline_ms=1.0))
+    fast, lean = tensor_dp(m0.T3), tensor_dp(m0.E3)
+    t_fast, t_lean = m0.totals(fast)[0], m0.totals(lean)[0]
+    assume(t_lean > t_fast * (1 + 1e-9))
+    m = build(problem, Objective("energy", deadline_ms=t_fast + where * (t_lean - t_fast)))
+    assert walks(m)
+    h = walk(m, fast, lean)
+    T, E = brute.latency_ms, brute.energy_mj
+    for lam, t, e in zip(h.lam, h.T, h.E):
+        if 0 <= lam < np.inf:
+            assert close(e + lam * t, float(np.min(E + lam * T)), 1e-9)
+    pairs = [(i, i + 1) for i in range(len(h.lam) - 1)
+             if m.feasible(h.T[i], h.E[i]) and not m.feasible(h.T[i + 1], h.E[i + 1])]
+    assert len(pairs) == 1
+    i, j = pairs[0]
+    if h.T[j] > h.T[i] * (1 + 1e-9):
+        lam = (h.E[i] - h.E[j]) / (h.T[j] - h.T[i])
+        ref = h.E[i] + lam * h.T[i]
+        assert float(np.min(E + lam * T)) >= ref - 1e-9 * max(1.0, abs(ref))

@@ -38,7 +38,7 @@ from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
 from . import dominance, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
-from .incumbent import SHORT_LAYERS, best_feasible, hull, opening
+from .incumbent import SHORT_LAYERS, best_feasible, hull, opening, walk, walks
 from .incumbent import lowest_average_power_mw as _lowest_power
 from .lagrange import tensor_dp
 from .model import Model, build
@@ -188,19 +188,22 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     ctx = ctx or PlanContext()
     m = build(problem, objective, stream)
     best = _Best()
-    # an additive metric without limits (or latency within a deadline) is one scalar DP
     if m.metric != "edp":   # the unconstrained optimum of an additive metric, when feasible, is optimal
-        path = tensor_dp(m.T3 if m.metric == "latency" else m.E3)
-        T, E = m.totals(path)
+        lean = tensor_dp(m.T3 if m.metric == "latency" else m.E3)
+        T, E = m.totals(lean)
         if m.feasible(T, E):
             v = float(m.value(T, E))
-            return _plan(m, path, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
-    first = opening(m)   # [0] the fastest plan, [1] the least energy, [2] the coolest
-    t_min = float(first.T[0])
-    deadline_ok = t_min <= m.Dtol
+            return _plan(m, lean, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
     cap_ok = True
-    if m.has_cap:
-        cap_ok = float(first.E[2] - m.k * first.T[2]) <= m.tolX
+    if walks(m):    # energy under a deadline alone, short model: the hull's edge at the deadline
+        fast, first = tensor_dp(m.T3), None
+        t_min = m.totals(fast)[0]
+    else:
+        first = opening(m)   # [0] the fastest plan, [1] the least energy, [2] the coolest
+        t_min = float(first.T[0])
+        if m.has_cap:
+            cap_ok = float(first.E[2] - m.k * first.T[2]) <= m.tolX
+    deadline_ok = t_min <= m.Dtol
     if not (deadline_ok and cap_ok):
         _fail(m, objective, deadline_ok, cap_ok, t_min)
     if not prune:
@@ -212,7 +215,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
     def out_of_budget() -> bool:
         return ctx.out_of_budget(best.steps)
 
-    h = hull(m, first, out_of_time=out_of_budget)
+    h = walk(m, fast, lean) if first is None else hull(m, first, out_of_time=out_of_budget)
     best.offer(*reversed(best_feasible(m, h)))
     improve = None
     ceiling = best.value     # the least value of a plan known to exist (the first pass's cut)
