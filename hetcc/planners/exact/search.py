@@ -68,9 +68,11 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
     L = m.L
     ss, es = m.ss, m.es
     # the streamed states' columns, picked once
-    layT, inT, outT = (a[:, ss] for a in (m.cT.layer, m.cT.enter, m.cT.leave))
-    layX, inX, outX = (a[:, ss] for a in (m.cX.layer, m.cX.enter, m.cX.leave))
-    T3, X3 = m.T3, m.X3
+    layT, outT = (a[:, ss][:, :, None] for a in (m.cT.layer, m.cT.leave))     # [L, ns, 1]
+    layX, outX = (a[:, ss][:, :, None] for a in (m.cX.layer, m.cX.leave))
+    startT = (m.cT.enter + m.cT.layer)[:, ss][:, :, None]       # a slice started at layer i
+    startX = (m.cX.enter + m.cX.layer)[:, ss][:, :, None]
+    T3, X3 = m.T3[:, :, es], m.X3[:, :, es]          # the enumerated states' slices
     ns = ss.size
 
     def limit_of(cut: float) -> float:
@@ -122,27 +124,32 @@ def run_pass(m: Model, bound: Bound, cut: float, beam: int | None = None,
         parts = []
         FT, FX = fT[i], fX[i]
         F = FT.size
-        if ns and (F or oT.shape[1]):     # no labels closed at i nor open: nothing streams on
-            T = np.concatenate([oT, FT[None, :] + inT[i][:, None]], axis=1) + layT[i][:, None]
-            X = np.concatenate([oX, FX[None, :] + inX[i][:, None]], axis=1) + layX[i][:, None]
-            code = np.concatenate([ocode, np.broadcast_to(np.arange(i, F * B + i, B), (ns, F))], axis=1)
-            bad = ~(np.isfinite(T) & np.isfinite(X))
-            T[bad] = INF
-            X[bad] = INF
-            if T.shape[1]:
-                oT, oX, ocode = keep(T, X, (code,), b, True)
-            cTc = oT + outT[i][:, None]
-            cXc = oX + outX[i][:, None]
-            mk = np.isfinite(cTc) & np.isfinite(cXc)
-            parts.append((cTc[mk], cXc[mk], ocode[mk] * S + ss[np.nonzero(mk)[0]]))
+        W = oT.shape[1]
+        if ns and (F or W):     # no labels closed at i nor open: nothing streams on
+            # open labels continue on layer i, closed ones start a slice there; costs are finite
+            # or +inf (cleaned cells) with T and X +inf alike, so sums never make nan
+            T = np.empty((ns, W + F))
+            X = np.empty((ns, W + F))
+            code = np.empty((ns, W + F), dtype=np.int64)
+            np.add(oT, layT[i], out=T[:, :W])
+            np.add(FT, startT[i], out=T[:, W:])
+            np.add(oX, layX[i], out=X[:, :W])
+            np.add(FX, startX[i], out=X[:, W:])
+            code[:, :W] = ocode
+            code[:, W:] = np.arange(i, F * B + i, B)
+            oT, oX, ocode = keep(T, X, (code,), b, True)
+            cTc = oT + outT[i]
+            mk = cTc < INF
+            rows = np.nonzero(mk)[0]
+            parts.append((cTc[mk], (oX + outX[i])[mk], ocode[mk] * S + ss[rows]))
             kept += int((oT < INF).sum())
         lo = offsets[int(kmin[b])] if es.size else 0
         if es.size and allT.size > lo:
             bT, bX, bC = allT[lo:], allX[lo:], allC[lo:]
             bB = bC % B
-            vT = bT[:, None] + T3[b][bB][:, es]
-            vX = bX[:, None] + X3[b][bB][:, es]
-            mk = np.isfinite(vT) & np.isfinite(vX)
+            vT = bT[:, None] + T3[b, bB]
+            vX = bX[:, None] + X3[b, bB]
+            mk = vT < INF
             rr, cc = np.nonzero(mk)
             parts.append((vT[mk], vX[mk], bC[rr] * S + es[cc]))
         if len(parts) == 1:
