@@ -31,10 +31,10 @@ SLACK = 1e-10   # relative loosening of every comparison against rounding
 FEW_LABELS = 128  # at most this many labels: a bound before the Pareto filter in the label search
                   # (the filter is then one call on fewer labels)
 # labels x envelope lines up to which one bound with the full envelope beats ``two_stage``'s cheap
-# stages (each a dozen numpy calls and fancy indexing). Measured 2026-11-24 against a cap of 128
-# labels (least of 9 / 2 interleaved runs): zoo models, energy under HERTI's medium deadline (a
-# walk's 4-7 lines), 0.91 -> 0.84x the spine's time at the median (MnasNet-1.0 10.6 -> 8.2 ms); the
-# planners benchmark's 24 cases at 250 layers 4.51 -> 4.35 s in all
+# stages (each a dozen numpy calls and fancy indexing). Measured 2026-11-24 against the former cap
+# of 128 labels (least of 9 / 2 interleaved runs): zoo models, energy under HERTI's medium deadline
+# (a walk's 4-7 lines), 2 % faster at the median, VGG-16 9.27 -> 8.86 ms; the planners benchmark's
+# 24 cases at 250 layers 4.20 -> 4.13 s in all (latency under a cap, seed 1: 424 -> 388 ms)
 FEW_WORK = 20_000
 
 
