@@ -108,6 +108,28 @@ def test_verify_zoo_benchmark(tmp_path, models_dir):
     assert "all 3 checks ok" in stdout
 
 
+def test_exact_vs_spine_benchmark(tmp_path, models_dir):
+    """--quick: exact and dp against the spine's (read from git history) on the quick model; in a
+    checkout without that commit, a one-line error with exit 2 saying what to do."""
+    has_spine = subprocess.run(["git", "cat-file", "-e", "07a1af3^{commit}"], cwd=ROOT,
+                               capture_output=True).returncode == 0
+    out = tmp_path / "exact_vs_spine.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "exact_vs_spine.py"), "--quick", "--models-dir",
+                           str(models_dir), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if not has_spine:
+        assert proc.returncode == 2 and "full git clone" in proc.stderr and not out.exists()
+        return
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    assert doc["script"] == "exact_vs_spine" and doc["args"]["quick"] is True
+    (row,) = doc["rows"]
+    assert row["model"] == QUICK_MODEL and row["energy_mj"] > 0
+    for key in ("ours_ms", "spine_ms", "plan_ms", "dp_ms", "dp_spine_ms"):
+        assert row[key] > 0 and len(row["runs_ms"][key.removesuffix("_ms")]) == 3
+    assert doc["summary"]["exact"]["models"] == doc["summary"]["dp"]["models"] == 1
+    assert QUICK_MODEL in proc.stdout
+
+
 def test_planners_benchmark(tmp_path):
     """Synthetic problems only (no model): every objective x constraint case at L = 20 and 250,
     exact's anytime mode, and the written JSON."""
