@@ -9,8 +9,12 @@ a better feasible plan: keeping only non-dominated labels is exact (``pareto``).
 
 Everything else only prunes, and only soundly:
 
+* first, MOSAIC's recurrence (Eq. 9) on the dense slice tensors for the least-energy (or fastest)
+  plan: when it meets the limits it is optimal, returned at once;
 * ``incumbent``: the lower hull of all plans in (T, E), explored with parametric DPs, gives
-  feasible plans (repaired where a limit is crossed); the best is the incumbent U;
+  feasible plans (repaired where a limit is crossed); the best is the incumbent U. For energy
+  under a deadline alone on short models (< ``incumbent.SHORT_LAYERS``), a walk of Eq. 9 runs
+  from the fastest and the least-energy plan to the hull's edge over the deadline instead;
 * ``bounds``: per search point, the suffix's hull as lines E' >= G - lam*T'; per label, the least
   objective of a completion on that relaxation (its LP bound) and whether any is feasible. At
   the root it is the proven lower bound; when U meets it, U is optimal without a search;
