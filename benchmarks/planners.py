@@ -16,6 +16,7 @@ benchmarks/results/planners.json.
     python benchmarks/planners.py            # L = 20, 40, 60, 250; 2 seeds; 3 repeats
     python benchmarks/planners.py --quick    # L = 20 and 250, one seed, once
     python benchmarks/planners.py --target jetson-tx2 --out /tmp/planners-tx2.json
+    python benchmarks/planners.py --sizes 250 --graphs benchmarks/.models/vit_b_16-seed0.onnx  # + a real graph
 
 The board is the built-in hikey970 (``synthetic.TARGET``) unless ``--target`` says otherwise.
 """
@@ -109,6 +110,43 @@ def run(sizes: list[int], seeds: list[int], repeats: int, log=print,
     return rows, anytime
 
 
+def run_graphs(graphs: list[str], target: str, max_cut_tensors: int, log=print) -> list[dict]:
+    """The 12 ``exact`` cases on real graphs (ONNX files or zoo names) at ``--max-cut-tensors``, once
+    each; a case over the target also runs with a budget of TARGET_S (its plan's gap)."""
+    from hetcc.api import analyse
+
+    out = []
+    for graph in graphs:
+        problem = analyse(graph, target, max_cut_tensors=max_cut_tensors).problem
+        name = Path(graph).stem if graph.endswith(".onnx") else graph
+        for (metric, constraint), obj in objectives(problem).items():
+            wall, result = timed(problem, obj, "exact", 1)
+            row = {"graph": name, "layers": problem.num_layers, "states": problem.num_states, "metric": metric,
+                   "constraint": constraint, "ms": wall[0] * 1e3, "value": obj.value(result.latency_ms, result.energy_mj),
+                   "labels": dict(result.stats).get("labels"), "target_met": wall[0] <= TARGET_S}
+            if not row["target_met"]:
+                bw, br = timed(problem, obj, "exact", 1, Budget(seconds=TARGET_S))
+                bv = obj.value(br.latency_ms, br.energy_mj)
+                row["budgeted"] = {"budget_s": TARGET_S, "ms": bw[0] * 1e3, "gap": dict(br.stats)["gap"],
+                                   "excess_over_optimum": bv / row["value"] - 1}
+            out.append(row)
+            log(f"{name} ({problem.num_layers} layers) exact {metric}/{constraint}: {wall[0] * 1e3:.0f} ms")
+    return out
+
+
+def show_graphs(rows: list[dict]) -> None:
+    print(f"\nexact on real graphs (max-cut-tensors as given; target < {TARGET_S:g} s; over it, a run with that "
+          "budget: its plan's proven gap and its excess over the optimum)")
+    for r in rows:
+        line = (f"  {r['graph']} L={r['layers']} {r['metric']}/{r['constraint']}: {r['ms']:.0f} ms, "
+                f"{r['labels']} labels, {'PASS' if r['target_met'] else 'MISS'}")
+        if "budgeted" in r:
+            b = r["budgeted"]
+            line += (f"; with {b['budget_s']:g} s: {b['ms']:.0f} ms, proven gap {100 * b['gap']:.3f}%, "
+                     f"{100 * b['excess_over_optimum']:.3f}% above the optimum")
+        print(line)
+
+
 def summarise(rows: list[dict]) -> list[dict]:
     out = []
     keys = dict.fromkeys((r["layers"], r["metric"], r["constraint"], r["planner"]) for r in rows)
@@ -151,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--models-dir", type=Path, default=None, help="unused (synthetic problems); for the test harness")
     ap.add_argument("--out", "-o", type=Path, default=None, help="JSON path (default benchmarks/results/planners.json)")
+    ap.add_argument("--graphs", nargs="+", default=[], metavar="MODEL",
+                    help="also time the 12 exact cases on these real graphs (ONNX files or zoo names), e.g. "
+                         "benchmarks/.models/vit_b_16-seed0.onnx")
+    ap.add_argument("--max-cut-tensors", type=int, default=2, help="layer grouping of --graphs (default 2)")
     ap.add_argument("--target", default=SYNTHETIC_TARGET,
                     help="the board the synthetic CNNs are costed on (default hikey970, the board fitted to "
                          "MOSAIC's measurements; a name or a TOML path)")
@@ -162,12 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     rows, anytime = run(sizes, seeds, repeats, log=lambda s: print(s, file=sys.stderr, flush=True), target=args.target)
     summary = summarise(rows)
     show(summary, anytime)
+    graphs = run_graphs(args.graphs, args.target, args.max_cut_tensors,
+                        log=lambda s: print(s, file=sys.stderr, flush=True)) if args.graphs else []
+    if graphs:
+        show_graphs(graphs)
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
                 "args": {"quick": args.quick, "sizes": sizes, "seeds": seeds, "repeats": repeats,
-                         "target": args.target},
+                         "target": args.target, "graphs": args.graphs, "max_cut_tensors": args.max_cut_tensors},
                 "target": {"layers": TARGET_LAYERS, "seconds": TARGET_S}, "summary": summary,
-                "anytime": anytime, "runs": rows}, out)
+                "anytime": anytime, "graphs": graphs, "runs": rows}, out)
     print(f"wrote {out}")
     return 0
 

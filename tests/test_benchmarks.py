@@ -150,6 +150,23 @@ def test_planners_benchmark(tmp_path):
     assert "PASS" in proc.stdout or "MISS" in proc.stdout
 
 
+def test_planners_benchmark_on_a_real_graph(tmp_path, models_dir):
+    """--graphs: the 12 exact cases on an exported model, each timed, in the JSON's graphs."""
+    out = tmp_path / "planners-graphs.json"
+    graph = models_dir / f"{QUICK_MODEL}-seed0.onnx"
+    proc = subprocess.run([sys.executable, str(BENCH / "planners.py"), "--sizes", "20", "--seeds", "1", "--repeats",
+                           "1", "--graphs", str(graph), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    rows = doc["graphs"]
+    assert {(r["metric"], r["constraint"]) for r in rows} == {(m, c) for m in ("latency", "energy", "edp")
+                                                               for c in ("none", "deadline", "power cap", "both")}
+    assert all(r["graph"] == f"{QUICK_MODEL}-seed0" and r["ms"] > 0 and r["value"] > 0 for r in rows)
+    assert all(r["target_met"] == (r["ms"] <= 1000) for r in rows)
+    assert "exact on real graphs" in proc.stdout
+
+
 def test_hostile_benchmark_counts_the_catalogue(tmp_path):
     """--quick runs the first two cases of each area and prints the five counts."""
     out = tmp_path / "hostile.json"
