@@ -121,12 +121,20 @@ def run_graphs(graphs: list[str], target: str, max_cut_tensors: int, limit_s: fl
         problem = analyse(graph, target, max_cut_tensors=max_cut_tensors).problem
         name = Path(graph).stem if graph.endswith(".onnx") else graph
         for (metric, constraint), obj in objectives(problem).items():
-            wall, result = timed(problem, obj, "exact", 1, Budget(seconds=limit_s))
-            st = dict(result.stats)
             row = {"graph": name, "layers": problem.num_layers, "states": problem.num_states, "metric": metric,
-                   "constraint": constraint, "ms": wall[0] * 1e3, "value": obj.value(result.latency_ms, result.energy_mj),
-                   "labels": st.get("labels"), "optimal": st.get("optimal"), "gap": st.get("gap"),
-                   "target_met": wall[0] <= TARGET_S and bool(st.get("optimal"))}
+                   "constraint": constraint}
+            t0 = time.perf_counter()
+            try:
+                wall, result = timed(problem, obj, "exact", 1, Budget(seconds=limit_s))
+            except InfeasibleError as err:      # the limit ran out before any feasible plan was found
+                row.update(ms=(time.perf_counter() - t0) * 1e3, value=None, labels=None, optimal=False, gap=None,
+                           target_met=False, error=str(err))
+                out.append(row)
+                log(f"{name} ({problem.num_layers} layers) exact {metric}/{constraint}: no feasible plan in {limit_s:g} s")
+                continue
+            st = dict(result.stats)
+            row.update(ms=wall[0] * 1e3, value=obj.value(result.latency_ms, result.energy_mj), labels=st.get("labels"),
+                       optimal=st.get("optimal"), gap=st.get("gap"), target_met=wall[0] <= TARGET_S and bool(st.get("optimal")))
             if not row["target_met"]:
                 try:
                     bw, br = timed(problem, obj, "exact", 1, Budget(seconds=TARGET_S))
@@ -146,6 +154,10 @@ def show_graphs(rows: list[dict], limit_s: float) -> None:
           f"with its proven gap; over the target, a run with a {TARGET_S:g} s budget: its gap and its excess over the "
           "first run's plan)")
     for r in rows:
+        if "error" in r:
+            print(f"  {r['graph']} L={r['layers']} {r['metric']}/{r['constraint']}: no feasible plan found in "
+                  f"{limit_s:g} s, MISS")
+            continue
         line = (f"  {r['graph']} L={r['layers']} {r['metric']}/{r['constraint']}: {r['ms']:.0f} ms, "
                 f"{r['labels']} labels, " + ("optimal" if r["optimal"] else f"stopped, proven gap {100 * r['gap']:.3f}%")
                 + f", {'PASS' if r['target_met'] else 'MISS'}")
