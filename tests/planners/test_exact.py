@@ -385,3 +385,28 @@ def test_the_walk_finds_hull_vertices_and_the_edge_over_the_deadline(problem, wh
         lam = (h.E[i] - h.E[j]) / (h.T[j] - h.T[i])
         ref = h.E[i] + lam * h.T[i]
         assert float(np.min(E + lam * T)) >= ref - 1e-9 * max(1.0, abs(ref))
+
+
+def test_the_hull_explores_the_rising_part_when_the_fastest_plan_is_also_the_leanest():
+    """When the fastest plan also uses the least energy, everything a power cap trades lies past
+    the least-energy vertex, where slower plans draw more energy (weights < 0). The hull's rounds
+    must refine those rising segments too: here the middle state's plan (a hull vertex between the
+    fastest and the coolest plan, which no opening weight finds) is found, the root bound rises
+    above the unconstrained optimum, and the optimum under the cap is exact (brute force).
+    Found on resnetv2_152 at --max-cut-tensors 2, where the root bound stayed at the unconstrained
+    least energy (22 % below the plan found) because those segments were never probed."""
+    from hetcc.planners.exact.bounds import envelope, lower
+    from hetcc.planners.exact.incumbent import hull, opening
+    from hetcc.planners.exact.model import build
+
+    L = 6   # per layer: s0 1 ms at 1 W (1 mJ), s1 4 ms at 275 mW (1.1 mJ), s2 20 ms at 100 mW (2 mJ)
+    problem = make_problem([[1.0, 4.0, 20.0]] * L, [[1000.0, 275.0, 100.0]] * L)
+    objective = Objective("latency", power_cap_mw=500.0)
+    m = build(problem, objective)
+    h = hull(m, opening(m))
+    assert any(close(t, 4.0 * L) and close(e, 1.1 * L) for t, e in zip(h.T, h.E)), list(zip(h.T, h.E))
+    env = envelope(m, h.lam)
+    root = float(lower(m, env, np.zeros(1), np.zeros(1), 0, False)[0][0])
+    assert root > 1.0 * L * 2            # the cap needs T >= 2 E: the fastest plan's 6 ms cannot be
+    check_against_brute(problem, objective)
+    check_against_brute(problem, Objective("energy", power_cap_mw=500.0))

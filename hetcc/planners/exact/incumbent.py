@@ -84,9 +84,14 @@ class Hull:
 
 
 def _interesting(m: Model, h: Hull, i: int, U: float) -> bool:
-    """Whether the segment between vertices i and i+1 may hide a useful vertex."""
+    """Whether the segment between vertices i and i+1 may hide a useful vertex. Past the least-energy
+    vertex (weights < 0) slower plans draw more energy: a segment there rises, and under a power cap
+    it is often the one that matters (when the fastest plan is also the least-energy one, all of the
+    cap's trade-off lies there)."""
     Ta, Ea, Tb, Eb = h.T[i], h.E[i], h.T[i + 1], h.E[i + 1]
-    if (h.lam[i], h.lam[i + 1]) in h.edges or not Tb > Ta * (1 + 1e-12) or not Ea > Eb * (1 + 1e-12) - 1e-300:
+    if (h.lam[i], h.lam[i + 1]) in h.edges or not Tb > Ta * (1 + 1e-12):
+        return False
+    if not abs(Ea - Eb) > 1e-12 * max(abs(Ea), abs(Eb)) + 1e-300:
         return False
     fa, fb = bool(m.feasible(Ta, Ea)), bool(m.feasible(Tb, Eb))
     if fa != fb:
