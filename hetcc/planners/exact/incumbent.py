@@ -27,8 +27,9 @@ ROUNDS = 12
 # Energy: the label search finds what further rounds would (they only sharpen the incumbent and
 # the bound's lines), and each round is a whole forward pass. Measured 2026-11-24 against 12
 # rounds: zoo energy under a deadline 15-30% faster; 250 layers, under a deadline 207 vs 229 ms,
-# under a cap 91 vs 137 ms. Latency under a cap and edp keep all rounds (edp without limits: they
-# alone prove the optimum; 250 layers: 128 ms with 12, 219 with 1).
+# under a cap 91 vs 137 ms (before the rounds refined the hull past the least-energy vertex: energy
+# under a cap alone now has ENERGY_CAP_ROUNDS). Latency under a cap and edp keep all rounds (edp
+# without limits: they alone prove the optimum; 250 layers: 128 ms with 12, 219 with 1).
 ENERGY_ROUNDS = 1
 # Energy under both a deadline and a cap is the exception: the label pass that proves the optimum
 # keeps every label the bound cannot cut, and the bound's lines are these rounds' hull weights.
@@ -42,6 +43,15 @@ ENERGY_BOTH_ROUNDS = 6
 # more) and 12 % less time at the median (least of 15 interleaved runs; the set-up's Python
 # loops over layers are most of a short model's solve). Measured at 250 layers the round pays.
 SHORT_LAYERS = 120
+# Energy under a cap alone gets every round, on models of any length: it reaches the hull only when
+# the least-energy plan draws more than the cap, so every feasible plan is slower and hungrier
+# (past the least-energy vertex, where the hull rises), and the bound's lines there come from
+# these rounds alone (the opening's grid weights are all >= 0). Measured 2026-11-24 (least of 3
+# interleaved): the 12 zoo models under a cap half way between their lowest average power and their
+# fastest plan's, 571 -> 346 ms in all (ResNet-50 220 -> 69 ms, 184 k -> 30 k labels); resnetv2_152
+# at --max-cut-tensors 2 (411 layers) proved optimal in 16 s, where 30 s left a 3 % gap; the 250-
+# layer synthetic cases unchanged (their least-energy plans meet the cap).
+ENERGY_CAP_ROUNDS = ROUNDS
 
 
 @dataclass
@@ -167,6 +177,8 @@ def _rounds(m: Model) -> int:
         return ROUNDS
     if m.has_cap and np.isfinite(m.deadline):
         return min(ROUNDS, ENERGY_BOTH_ROUNDS)
+    if m.has_cap:
+        return ENERGY_CAP_ROUNDS
     return min(ROUNDS, ENERGY_ROUNDS) if m.L >= SHORT_LAYERS else 0
 
 
