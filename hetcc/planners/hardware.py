@@ -273,10 +273,10 @@ def cost_tables(features: Any, params: DeviceParams, legal: np.ndarray) -> dict[
         rtt = np.where(has_link, p.link_rtt_ms, 0.0)[None, :]
         lin = np.where(has_link[None, :], link_ms(inb[:, None], bw, rtt), 0.0)
         lout = np.where(has_link[None, :], link_ms(outb[:, None], bw, rtt), 0.0)
-        lin_mj = lin * np.where(has_link, p.link_tx_mw, 0.0)[None, :] / 1000.0
-        lout_mj = lout * np.where(has_link, p.link_rx_mw, 0.0)[None, :] / 1000.0
-        tin, tout, ein, eout = tin + lin, tout + lout, ein + lin_mj, eout + lout_mj
-        comm = [comm[0] + lin, comm[1] + lout, comm[2] + lin_mj, comm[3] + lout_mj]
+        link = (lin, lout, lin * np.where(has_link, p.link_tx_mw, 0.0)[None, :] / 1000.0,
+                lout * np.where(has_link, p.link_rx_mw, 0.0)[None, :] / 1000.0)
+        tin, tout, ein, eout = (a + l for a, l in zip((tin, tout, ein, eout), link))
+        comm = [c + l for c, l in zip(comm, link)]      # the link is communication too
 
     legal = legal & (capacity_charge(par, x["activation_bytes"], p.activation_factor) <= p.capacity_bytes[None, :])
     comm = Communication(*(np.broadcast_to(np.nan_to_num(np.asarray(c, dtype=np.float64), nan=0.0, posinf=0.0),

@@ -18,7 +18,7 @@ from functools import partial
 
 import numpy as np
 
-from .lagrange import DENSE_LAYERS, DENSE_WEIGHTS, Vertices, dense, forward, tensor_dp
+from .lagrange import DENSE_LAYERS, DENSE_WEIGHTS, Vertices, forward, weighted_path
 from .model import Model
 from .pareto import INF
 
@@ -67,9 +67,9 @@ class Hull:
 
     def add(self, m: Model, lam: np.ndarray) -> None:
         if lam.size <= DENSE_WEIGHTS and m.L <= DENSE_LAYERS:
-            for w, (T, E, path) in zip(lam, dense(m, lam)):
-                if np.isfinite(T):
-                    self._put(w, T, E, lambda p=path: p)
+            for w in lam:
+                path = weighted_path(m, float(w))
+                self._put(w, *m.totals(path), lambda p=path: p)
             self._sort()
         else:
             self.take(forward(m, lam))
@@ -145,7 +145,7 @@ def walk(m: Model, fast: list, lean: list, rounds: int = ROUNDS) -> Hull:
     """The hull's vertices from the fastest plan ``fast`` (weight +inf) and the least-energy plan
     ``lean`` (weight 0, over the deadline) towards the edge that crosses the deadline: each step
     probes the weight of the segment between the last vertex within the deadline and the last one
-    over it (``tensor_dp`` on E + lam * T) and keeps the probe on its side, until a probe finds
+    over it (``weighted_path``: E + lam * T) and keeps the probe on its side, until a probe finds
     nothing below its segment (the hull's edge there: its weight is the Lagrange multiplier)."""
     h = Hull()
     Ta, Ea = m.totals(fast)
@@ -158,7 +158,7 @@ def walk(m: Model, fast: list, lean: list, rounds: int = ROUNDS) -> Hull:
         lam = (Ea - Eb) / (Tb - Ta)
         if not (0 < lam < INF):
             break
-        path = tensor_dp(m.E3 + lam * m.T3)     # +inf exactly where T3 is: never nan for lam > 0
+        path = weighted_path(m, lam)
         Tc, Ec = m.totals(path)
         h._put(lam, Tc, Ec, lambda p=path: p)
         ref = Ea + lam * Ta

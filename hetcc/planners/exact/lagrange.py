@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dp import _windowed_dp
 from .model import Model, combine, weighted
 from .pareto import INF
 
-#: ``dense`` serves a probe of at most this many weights on a model of at most DENSE_LAYERS layers
+#: ``weighted_path`` serves a probe of at most this many weights on a model of at most DENSE_LAYERS layers
 DENSE_WEIGHTS = 2
 DENSE_LAYERS = 100
 
@@ -115,22 +114,6 @@ def forward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Vertices:
     return Vertices(lam, a, np.where(ok, cT[L], INF), E, cs, ck, cont, ss)
 
 
-def dense(m: Model, lam) -> list[tuple[float, float, list]]:
-    """For each weight w of ``lam``: (T, E, path) of the plan minimising E + w * T, by the dp
-    planner's recurrence (MOSAIC Eq. 9, ``dp._windowed_dp``) on the weighted cell costs, one weight
-    at a time. A few numpy calls a layer against ``forward``'s two dozen: cheaper for one or two
-    weights on a short model, while ``forward`` serves many weights at once."""
-    c = m.cells
-    states = np.arange(m.S)
-    out = []
-    for w in np.asarray(lam, dtype=np.float64):
-        w = float(w)
-        path = _windowed_dp(m.problem, c, states, combine(c.layer_mj, c.layer_ms, w), combine(c.in_mj, c.in_ms, w),
-                            combine(c.out_mj, c.out_ms, w), "device")
-        out.append((*m.totals(path), path))
-    return out
-
-
 def tensor_dp(cost: np.ndarray) -> list[tuple[int, int, int]] | None:
     """MOSAIC's Eq. 9 on a dense [l, k, s] slice tensor (``Model.T3`` / ``E3``): the path
     [(first, last, state)] of least total, None when no plan is legal. Three numpy calls a layer
@@ -156,6 +139,17 @@ def tensor_dp(cost: np.ndarray) -> list[tuple[int, int, int]] | None:
         b = k
     out.reverse()
     return out
+
+
+def weighted_path(m: Model, w: float) -> list[tuple[int, int, int]] | None:
+    """The plan minimising E + w * T (w of any sign): ``tensor_dp`` on the model's slice tensors.
+    One weight on a short model (a hull probe, a step of ``incumbent.walk``); ``forward`` serves
+    many weights at once."""
+    with np.errstate(invalid="ignore"):
+        cost = m.E3 + w * m.T3
+    if w <= 0:     # inf - inf (0 * inf) where a slice is illegal: E3 and T3 are +inf there alike
+        cost[np.isnan(cost)] = INF
+    return tensor_dp(cost)
 
 
 @dataclass(frozen=True)
@@ -198,4 +192,5 @@ def backward(m: Model, lam: np.ndarray, a: np.ndarray | None = None) -> Suffix:
     return Suffix(closed, opn)
 
 
-__all__ = ["DENSE_LAYERS", "DENSE_WEIGHTS", "Suffix", "Vertices", "backward", "dense", "forward", "tensor_dp", "weighted"]
+__all__ = ["DENSE_LAYERS", "DENSE_WEIGHTS", "Suffix", "Vertices", "backward", "forward", "tensor_dp", "weighted",
+           "weighted_path"]

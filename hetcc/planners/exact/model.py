@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InfeasibleError
-from ..dp import INF, CellCosts, SliceTables, cell_costs, require_runnable
+from ..dp import INF, SliceTables, cell_costs, require_runnable
 from ..metrics import RTOL, Objective
 from ..problem import PlanningProblem
 
@@ -61,7 +61,6 @@ class Model:
     ok: np.ndarray         # [l, k, s] legal slices
     ss: np.ndarray         # streamed states
     es: np.ndarray         # enumerated states
-    cells: CellCosts | None = None   # the dp planner's per-cell costs, first layer first (None when reversed)
 
     @property
     def L(self) -> int:
@@ -138,7 +137,7 @@ def build(problem: PlanningProblem, objective: Objective, stream: bool = True) -
         a.setflags(write=False)
     return Model(problem=problem, metric=objective.metric, deadline=D, Dtol=D * (1 + RTOL), has_cap=has_cap,
                  c=c, tolX=tolX, cT=cT, cE=cE, cX=cX, ss=np.flatnonzero(streamed), es=np.flatnonzero(~streamed),
-                 cells=cells, **arrays)
+                 **arrays)
 
 
 __all__ = ["Cells", "Model", "build", "combine", "weighted"]

@@ -51,7 +51,7 @@ def reverse(m: Model) -> Model:
         return Cells(c.layer[::-1].copy(), c.leave[::-1].copy(), c.enter[::-1].copy())
 
     return dataclasses.replace(m, T3=r3(m.T3), E3=r3(m.E3), X3=r3(m.X3), ok=r3(m.ok),
-                               cT=rc(m.cT), cE=rc(m.cE), cX=rc(m.cX), cells=None)
+                               cT=rc(m.cT), cE=rc(m.cE), cX=rc(m.cX))
 
 
 def _blocks(T: np.ndarray, X: np.ndarray, k: float) -> tuple:
