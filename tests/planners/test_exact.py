@@ -412,3 +412,36 @@ def test_the_hull_explores_the_rising_part_when_the_fastest_plan_is_also_the_lea
         # bound must exceed what that plan alone would give (T >= 12 ms; E above 6 mJ)
         assert root > least * (1 + 1e-6), (metric, root)
         check_against_brute(problem, objective)
+
+
+@pytest.mark.parametrize("seed, where", [(0, 0.6), (1, 0.8)])
+def test_an_idle_cap_is_proved_by_the_deadline_alone(seed, where):
+    """Energy under both limits whose cap no plan near the deadline reaches: the deadline-alone
+    optimum is solved first (labels Pareto in (T, E), not (T, E - cap * T)) and, meeting the cap,
+    is the optimum under both: the same value as the plain label DP under both limits."""
+    p = synthetic_problem(12, seed=seed)
+    fast = exact(p, Objective("latency"))
+    lean = exact(p, Objective("energy"))
+    deadline = fast.latency_ms + where * (lean.latency_ms - fast.latency_ms)
+    alone = exact(p, Objective("energy", deadline_ms=deadline))
+    power = alone.energy_mj / alone.latency_ms * 1000
+    for cap, idle in ((1.01 * fast.energy_mj / fast.latency_ms * 1000, True), (0.99 * power, False)):
+        objective = Objective("energy", deadline_ms=deadline, power_cap_mw=cap)
+        a, b = exact(p, objective), exact(p, objective, prune=False)
+        assert objective.feasible(a.latency_ms, a.energy_mj)
+        assert close(a.energy_mj, b.energy_mj)
+        assert a.stats["optimal"]
+        assert (a.stats.get("relaxed") == "power cap") is idle, (cap, dict(a.stats))
+        if idle:
+            assert close(a.energy_mj, alone.energy_mj)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=constrained())
+def test_optimal_when_the_deadline_alone_is_always_tried_first(case, monkeypatch):
+    # whether or not the deadline-alone optimum meets the cap, the answer is the optimum under
+    # both: when it misses, its value only raises the lower bound and the search goes on
+    problem, objective, stream = case
+    monkeypatch.setattr(exact_module, "_cap_idle", lambda m, h: m.metric == "energy" and m.has_cap
+                        and np.isfinite(m.deadline))
+    check_against_brute(problem, objective, stream)
