@@ -436,12 +436,33 @@ def test_an_idle_cap_is_proved_by_the_deadline_alone(seed, where):
             assert close(a.energy_mj, alone.energy_mj)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def _limits(m):
+    return ("deadline",) * bool(np.isfinite(m.deadline)) + ("power cap",) * m.has_cap
+
+
+@pytest.mark.parametrize("drop", [lambda m, h: _limits(m), lambda m, h: ("power cap",) if m.has_cap else ()],
+                         ids=["every limit", "the cap"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=constrained())
-def test_optimal_when_the_deadline_alone_is_always_tried_first(case, monkeypatch):
-    # whether or not the deadline-alone optimum meets the cap, the answer is the optimum under
-    # both: when it misses, its value only raises the lower bound and the search goes on
+def test_optimal_when_a_relaxation_is_always_tried_first(drop, case, monkeypatch):
+    # whether or not the relaxation's optimum meets the limits it drops, the answer is the optimum
+    # under all of them: when it misses, its value only raises the lower bound and the search goes on
     problem, objective, stream = case
-    monkeypatch.setattr(exact_module, "_cap_idle", lambda m, h: m.metric == "energy" and m.has_cap
-                        and np.isfinite(m.deadline))
+    monkeypatch.setattr(exact_module, "_relaxation", drop)
     check_against_brute(problem, objective, stream)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_edp_within_loose_limits_is_the_unconstrained_optimum_proved_by_the_hull(seed):
+    """edp whose unconstrained optimum meets the limits: that optimum (found by the hull alone) is
+    returned as the optimum under them, and it is the same value the plain label DP finds."""
+    p = synthetic_problem(12, seed=seed)
+    free = exact(p, Objective("edp"))
+    power = free.energy_mj / free.latency_ms * 1000
+    for objective in (Objective("edp", power_cap_mw=1.01 * power),
+                      Objective("edp", deadline_ms=1.01 * free.latency_ms, power_cap_mw=1.01 * power)):
+        a, b = exact(p, objective), exact(p, objective, prune=False)
+        assert a.stats["optimal"] and objective.feasible(a.latency_ms, a.energy_mj)
+        assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
+        assert close(a.latency_ms * a.energy_mj, free.latency_ms * free.energy_mj)
+        assert a.stats.get("relaxed") in ("power cap", "deadline and power cap"), dict(a.stats)
