@@ -24,6 +24,9 @@ A part none of whose models could be analysed reads "n/a" (the error is printed)
 some models missing says how many it used. Writes benchmarks/results/fidelity.json
 (``--quick``: fidelity-quick.json, 3 small torchvision models, a few seconds once exported).
 
+Why one script of ~450 lines: each part is a dozen lines of planning plus its paper figures, and
+all of them share the board, the model list, the judge and the table printer.
+
     python benchmarks/fidelity.py [--quick] [--target hikey970] [--json OUT]
 """
 from __future__ import annotations

@@ -10,6 +10,9 @@ cut off after 10 days), the planners' wall seconds; EDP under the medium deadlin
 the board restricted to device subsets (Fig. 8); and HERTI's wall time against the time
 measuring every state it evaluated on the board would take (Fig. 11). Plots: <out>-fig*.png.
 
+Why one script of ~490 lines: every figure is a view of one grid of runs (one sweep), and the
+paper's numbers, the judging and the printing are kept beside the runs they read.
+
 The grid runs as one ``hetcc sweep`` (``sweep_spec`` builds it: a [[grid]] per kind of cell) on
 embedded Ray with ``--workers`` processes; its table is ``<out>-sweep/cells.csv`` and a rerun
 resumes it (``--fresh`` plans everything again). This script only judges the rows: a

@@ -1,4 +1,8 @@
-"""``exact`` against brute force for every metric, deadline and power cap; its error messages."""
+"""``exact`` against brute force for every metric, deadline and power cap; its error messages.
+
+Why one file of ~470 lines: each test checks one pruning rule of the planner against the same
+brute force and problem strategies (the suffix joins have their own file).
+"""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,9 @@
 """Target files: every built-in loads, hikey970 carries MOSAIC's tables, malformed files fail
-with the file and the key path named."""
+with the file and the key path named.
+
+Why one file of ~550 lines: most of it is the table of malformed files and the message each must
+give, one row per schema rule.
+"""
 from __future__ import annotations
 
 import math
