@@ -470,3 +470,21 @@ def test_edp_within_loose_limits_is_the_unconstrained_optimum_proved_by_the_hull
         assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
         assert close(a.latency_ms * a.energy_mj, free.latency_ms * free.energy_mj)
         assert a.stats.get("relaxed") in ("power cap", "deadline and power cap"), dict(a.stats)
+
+
+@pytest.mark.parametrize("budget", [Budget(steps=1), Budget(seconds=1e-6)])
+def test_a_tiny_budget_spent_in_a_relaxation_still_gives_a_legal_plan_and_a_sound_gap(budget, monkeypatch):
+    monkeypatch.setattr(exact_module, "_relaxation", lambda m, h: _limits(m) if m.metric == "edp" else
+                        ("power cap",) if m.has_cap and np.isfinite(m.deadline) else ())
+    p = synthetic_problem(30, seed=3)
+    for objective in _board_objectives(p):
+        ref = objective.value(*(lambda r: (r.latency_ms, r.energy_mj))(exact(p, objective)))
+        try:
+            got = exact(p, objective, ctx=PlanContext(budget=budget))
+        except InfeasibleError as err:
+            assert "budget" in str(err)
+            continue
+        assert objective.feasible(got.latency_ms, got.energy_mj)
+        value = objective.value(got.latency_ms, got.energy_mj)
+        assert got.stats["lower_bound"] <= ref * (1 + 1e-9) <= value * (1 + 2e-9)
+        assert got.stats["optimal"] or got.stats["gap"] > 0

@@ -295,6 +295,10 @@ def _solve(m: Model, prune: bool, ctx: PlanContext, start=None) -> Plan:
         if plan is not None:
             return plan
     best.offer(*reversed(best_feasible(m, h)))
+    if out_of_budget() and best.path is not None and np.isfinite(best.bound):
+        # a relaxation used the budget up and left its bound: no set-up of a search that cannot run
+        return _plan(m, best.path, optimal=bool(best.optimal), lower_bound=float(best.bound), gap=float(best.gap),
+                     passes=0, labels=0, hull_vertices=len(h.lam), steps=best.steps, seconds=ctx.elapsed())
     improve = None
     ceiling = best.value     # the least value of a plan known to exist (the first pass's cut)
     refine = m.metric == "energy" and (not m.has_cap or np.isfinite(m.deadline)) and m.L >= SHORT_LAYERS
