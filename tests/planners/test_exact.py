@@ -488,3 +488,25 @@ def test_a_tiny_budget_spent_in_a_relaxation_still_gives_a_legal_plan_and_a_soun
         value = objective.value(got.latency_ms, got.energy_mj)
         assert got.stats["lower_bound"] <= ref * (1 + 1e-9) <= value * (1 + 2e-9)
         assert got.stats["optimal"] or got.stats["gap"] > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_under_both_limits_without_an_incumbent_the_fastest_plan_within_the_cap_is_one(seed, monkeypatch):
+    """When the hull and its repairs find no feasible plan under both limits (forced here), the
+    fastest plan within the cap is the incumbent if it meets the deadline (for latency: the
+    optimum) and proves the limits incompatible if it does not. The deadline is that plan's own
+    latency, where only it (and its ties) can be feasible."""
+    monkeypatch.setattr(exact_module, "best_feasible", lambda m, h: (np.inf, None))
+    p = synthetic_problem(12, seed=seed)
+    fast = exact(p, Objective("latency"))
+    cap = (lowest_average_power_mw(p) + fast.energy_mj / fast.latency_ms * 1000) / 2
+    t_cap = exact(p, Objective("latency", power_cap_mw=cap)).latency_ms
+    for metric in METRICS:
+        objective = Objective(metric, deadline_ms=t_cap, power_cap_mw=cap)
+        a, b = exact(p, objective), exact(p, objective, prune=False)
+        assert a.stats["optimal"] and objective.feasible(a.latency_ms, a.energy_mj)
+        assert close(objective.value(a.latency_ms, a.energy_mj), objective.value(b.latency_ms, b.energy_mj))
+        if metric == "latency":
+            assert a.stats.get("relaxed") == "deadline"
+        with pytest.raises(InfeasibleError, match="within the cap the fastest plan takes"):
+            exact(p, Objective(metric, deadline_ms=0.999 * t_cap, power_cap_mw=cap))

@@ -92,7 +92,7 @@ def _mw(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def _fail(m: Model, deadline_ok: bool, cap_ok: bool, t_min: float) -> None:
+def _fail(m: Model, deadline_ok: bool, cap_ok: bool, t_min: float, t_cap: float | None = None) -> None:
     d = f"the {_ms(m.deadline)} ms deadline" if np.isfinite(m.deadline) else ""
     p = f"the {_mw(m.c)} mW power cap" if m.has_cap else ""
     if not deadline_ok:
@@ -105,7 +105,8 @@ def _fail(m: Model, deadline_ok: bool, cap_ok: bool, t_min: float) -> None:
                               f"{_mw(_lowest_power(m))} mW; relax --power-cap")
     if d and p:
         try:
-            t_cap = exact(m.problem, Objective("latency", power_cap_mw=m.c)).latency_ms
+            if t_cap is None:
+                t_cap = exact(m.problem, Objective("latency", power_cap_mw=m.c)).latency_ms
             within = f": within the cap the fastest plan takes {_ms(t_cap)} ms"
         except InfeasibleError:
             within = ""
@@ -215,6 +216,30 @@ def _try_relaxed(m: Model, drop: tuple[str, ...], best: _Best, ctx: PlanContext,
     return None
 
 
+def _feasible_plan(m: Model, best: _Best, ctx: PlanContext, start) -> Plan | None:
+    """Under both limits, when the hull and its repairs found no feasible plan: the fastest plan
+    within the cap (latency under the cap alone, exact) is feasible when it meets the deadline and
+    is then ``best``'s incumbent (for latency, the optimum: returned); when it misses, no plan meets
+    both (InfeasibleError). Measured
+    on resnetv2_152 at --max-cut-tensors 2 (411 layers), where the benchmark's deadline is that
+    plan's latency: energy, edp and latency under both limits found no feasible plan in 30 s."""
+    fast = dataclasses.replace(m, metric="latency", deadline=INF, Dtol=INF)
+    try:
+        r = _solve(fast, True, ctx, start)
+    except InfeasibleError:
+        return None     # the budget ran out
+    best.steps += int(r.stats.get("steps", 0))
+    path = [(s.first, s.last, s.state) for s in r.slices]
+    T, E = m.totals(path)
+    if m.feasible(T, E):
+        if m.metric == "latency" and r.stats["optimal"]:
+            return _plan(m, path, **dict(r.stats), relaxed="deadline")
+        best.offer(path, float(m.value(T, E)))
+    elif r.stats["optimal"]:
+        _fail(m, True, True, T, t_cap=T)
+    return None
+
+
 def _plan(m: Model, path: list, **stats) -> Plan:
     return m.problem.evaluate([Slice(int(f), int(l), int(s)) for f, l, s in path], stats=stats)
 
@@ -295,6 +320,10 @@ def _solve(m: Model, prune: bool, ctx: PlanContext, start=None) -> Plan:
         if plan is not None:
             return plan
     best.offer(*reversed(best_feasible(m, h)))
+    if best.path is None and m.has_cap and np.isfinite(m.deadline) and not out_of_budget():
+        plan = _feasible_plan(m, best, ctx, first)
+        if plan is not None:
+            return plan
     if out_of_budget() and best.path is not None and np.isfinite(best.bound):
         # a relaxation used the budget up and left its bound: no set-up of a search that cannot run
         return _plan(m, best.path, optimal=bool(best.optimal), lower_bound=float(best.bound), gap=float(best.gap),
