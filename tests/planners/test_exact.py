@@ -452,7 +452,7 @@ def test_optimal_when_a_relaxation_is_always_tried_first(drop, case, monkeypatch
     # whether or not the relaxation's optimum meets the limits it drops, the answer is the optimum
     # under all of them: when it misses, its value only raises the lower bound and the search goes on
     problem, objective, stream = case
-    monkeypatch.setattr(exact_module, "_relaxation", drop)
+    monkeypatch.setattr(exact_module.relax, "droppable", drop)
     check_against_brute(problem, objective, stream)
 
 
@@ -474,7 +474,7 @@ def test_edp_within_loose_limits_is_the_unconstrained_optimum_proved_by_the_hull
 
 @pytest.mark.parametrize("budget", [Budget(steps=1), Budget(seconds=1e-6)])
 def test_a_tiny_budget_spent_in_a_relaxation_still_gives_a_legal_plan_and_a_sound_gap(budget, monkeypatch):
-    monkeypatch.setattr(exact_module, "_relaxation", lambda m, h: _limits(m) if m.metric == "edp" else
+    monkeypatch.setattr(exact_module.relax, "droppable", lambda m, h: _limits(m) if m.metric == "edp" else
                         ("power cap",) if m.has_cap and np.isfinite(m.deadline) else ())
     p = synthetic_problem(30, seed=3)
     for objective in _board_objectives(p):

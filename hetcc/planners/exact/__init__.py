@@ -11,9 +11,10 @@ Everything else only prunes, and only soundly:
 
 * first, MOSAIC's recurrence (Eq. 9) on the dense slice tensors for the least-energy (or fastest)
   plan: when it meets the limits it is optimal, returned at once;
-* a relaxation that drops a limit the hull says is most likely idle (``_relaxation``: the cap of
+* ``relax``: a relaxation that drops a limit the hull says is most likely idle (the cap of
   energy under both limits, every limit of edp) is solved first; its optimum, when it meets the
-  dropped limits, is optimal, and otherwise its value is a lower bound;
+  dropped limits, is optimal, and otherwise its value is a lower bound; under both limits with
+  no feasible incumbent, the fastest plan within the cap is one (or proves the limits clash);
 * ``incumbent``: the lower hull of all plans in (T, E), explored with parametric DPs, gives
   feasible plans (repaired where a limit is crossed); the best is the incumbent U. For energy
   under a deadline alone on short models (< ``incumbent.SHORT_LAYERS``), a walk of Eq. 9 runs
@@ -33,7 +34,6 @@ its best plan when the budget runs out, with ``stats`` optimal / lower_bound / g
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -44,7 +44,7 @@ from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
-from . import dominance, suffix
+from . import dominance, relax, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import SHORT_LAYERS, best_feasible, hull, opening, walk, walks
 from .incumbent import lowest_average_power_mw as _lowest_power
@@ -159,78 +159,43 @@ def _suffix_pays(m: Model) -> bool:
     return m.L >= SUFFIX_MIN_LAYERS and (dominance.applies(m) or m.has_cap)
 
 
-def _relaxation(m: Model, h) -> tuple[str, ...]:
-    """The limits to drop for a cheaper relaxation whose optimum most likely meets them anyway
-    (none: ``()``). Its optimum, when feasible, is optimal; otherwise its value is a lower bound.
-
-    * energy under both limits, when the slowest hull vertex within the deadline meets the cap:
-      the hull's edge from there to the next vertex (slower, leaner: lower average power) holds
-      the deadline-alone relaxation's LP optimum. Solving the deadline alone keeps labels Pareto
-      in (T, E) instead of (T, E - cap * T): vit_tiny at --max-cut-tensors 2, 224 layers, 868 k
-      labels -> 84 k (2.0 -> 0.24 s);
-    * edp under any limit, when the least-edp vertex of the opening pass (``h``: ``opening``, the
-      hull's first vertices) meets them: edp without limits is mostly solved by the hull alone
-      (``incumbent``), its optimum lies at a hull vertex, and trying it before this problem's
-      hull rounds costs one opening pass when it fails. vit_b_16 at
-      --max-cut-tensors 2 under a cap (284 layers): the unconstrained optimum draws 2.24 W under a
-      2.32 W cap, and the search under the cap kept 4.9 M labels (8.5 s) on a root bound 9 % low.
-    """
-    limits = ("deadline",) * bool(np.isfinite(m.deadline)) + ("power cap",) * m.has_cap
-    if m.metric == "edp" and limits:
-        j = int(np.argmin([m.value(t, e) for t, e in zip(h.T, h.E)]))
-        return limits if m.feasible(h.T[j], h.E[j]) else ()
-    if m.metric != "energy" or len(limits) < 2:
-        return ()
-    within = [(t, e) for t, e in zip(h.T, h.E) if t <= m.Dtol]
-    return ("power cap",) if within and m.feasible(*max(within)) else ()
-
-
-def _relaxed(m: Model, drop: tuple[str, ...], ctx: PlanContext, start=None) -> Plan | None:
-    """The optimum of ``m`` without the limits ``drop`` (None when the budget ran out first)."""
-    free = m
-    if "power cap" in drop:
-        free = dataclasses.replace(free, has_cap=False, c=0.0, tolX=INF, cX=m.cE, X3=m.E3)
-    if "deadline" in drop:
-        free = dataclasses.replace(free, deadline=INF, Dtol=INF)
-    try:
-        return _solve(free, True, ctx, start)
-    except InfeasibleError:
-        return None
-
-
 def _try_relaxed(m: Model, drop: tuple[str, ...], best: _Best, ctx: PlanContext, start=None) -> Plan | None:
     """The relaxation's optimum when it meets the dropped limits (then optimal); else None, with
     its value as ``best``'s lower bound and its plan, when feasible, offered."""
-    r = _relaxed(m, drop, ctx, start) if drop else None
-    if r is None:
+    if not drop:
         return None
-    path = [(s.first, s.last, s.state) for s in r.slices]
-    T, E = m.totals(path)
-    st = dict(r.stats)
-    if m.feasible(T, E) and st["optimal"]:
-        return _plan(m, path, **st, relaxed=" and ".join(drop))
-    best.bound = max(best.bound, float(st["lower_bound"]))     # a relaxation's bound bounds the problem
+    try:
+        r = _solve(relax.without(m, drop), True, ctx, start)
+    except InfeasibleError:
+        return None     # the budget ran out
+    path, T, E = _taken(m, best, r)
+    if m.feasible(T, E) and r.stats["optimal"]:
+        return _plan(m, path, **dict(r.stats), relaxed=" and ".join(drop))
+    best.bound = max(best.bound, float(r.stats["lower_bound"]))     # a relaxation's bound bounds the problem
     if m.feasible(T, E):
         best.offer(path, float(m.value(T, E)))
-    best.steps = int(st.get("steps", best.steps))
     return None
+
+
+def _taken(m: Model, best: _Best, r: Plan) -> tuple[list, float, float]:
+    """A sub-solve's plan as a path with its (T, E) under ``m``; its steps count against the budget."""
+    best.steps += int(r.stats.get("steps", 0))
+    path = [(s.first, s.last, s.state) for s in r.slices]
+    return (path, *m.totals(path))
 
 
 def _feasible_plan(m: Model, best: _Best, ctx: PlanContext, start) -> Plan | None:
     """Under both limits, when the hull and its repairs found no feasible plan: the fastest plan
     within the cap (latency under the cap alone, exact) is feasible when it meets the deadline and
     is then ``best``'s incumbent (for latency, the optimum: returned); when it misses, no plan meets
-    both (InfeasibleError). Measured
-    on resnetv2_152 at --max-cut-tensors 2 (411 layers), where the benchmark's deadline is that
-    plan's latency: energy, edp and latency under both limits found no feasible plan in 30 s."""
-    fast = dataclasses.replace(m, metric="latency", deadline=INF, Dtol=INF)
+    both (InfeasibleError). Measured on resnetv2_152 at --max-cut-tensors 2 (411 layers), where
+    the benchmark's deadline is that plan's latency: energy, edp and latency under both limits
+    found no feasible plan in 30 s before this step."""
     try:
-        r = _solve(fast, True, ctx, start)
+        r = _solve(relax.fastest_within_cap(m), True, ctx, start)
     except InfeasibleError:
         return None     # the budget ran out
-    best.steps += int(r.stats.get("steps", 0))
-    path = [(s.first, s.last, s.state) for s in r.slices]
-    T, E = m.totals(path)
+    path, T, E = _taken(m, best, r)
     if m.feasible(T, E):
         if m.metric == "latency" and r.stats["optimal"]:
             return _plan(m, path, **dict(r.stats), relaxed="deadline")
@@ -311,12 +276,12 @@ def _solve(m: Model, prune: bool, ctx: PlanContext, start=None) -> Plan:
         return ctx.out_of_budget(best.steps)
 
     if m.metric == "edp":     # edp without limits needs only the hull: try it before this one's
-        plan = _try_relaxed(m, _relaxation(m, first), best, ctx, first)
+        plan = _try_relaxed(m, relax.droppable(m, first), best, ctx, first)
         if plan is not None:
             return plan
     h = walk(m, fast, lean) if first is None else hull(m, first, out_of_time=out_of_budget)
     if m.metric == "energy":
-        plan = _try_relaxed(m, _relaxation(m, h), best, ctx)
+        plan = _try_relaxed(m, relax.droppable(m, h), best, ctx)
         if plan is not None:
             return plan
     best.offer(*reversed(best_feasible(m, h)))
