@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hetcc.planners import Objective, Slice, plan
 from hetcc.planners.dp import optimal
+from hetcc.planners.exact.lagrange import tensor_dp
 from planner_cases import Brute, close, make_problem, problems, uses_only
 
 SETTINGS = settings(max_examples=120, deadline=None)
@@ -138,24 +139,11 @@ def test_device_power_only_energy_is_optimal_without_the_base_power_and_priced_w
 
 
 def scalar_dp(cost):
-    """MOSAIC's Eq. 9 on a dense [l, k, s] cost tensor, as dp ran it before its O(L S) form:
-    (optimal total, [(first, last, s)]) or (inf, []); ties to the smallest k, then s."""
-    L, S = cost.shape[0] - 1, cost.shape[2]
-    total = np.full(L + 1, np.inf)
-    total[0] = 0.0
-    arg = np.zeros(L + 1, dtype=np.int64)
-    for l in range(1, L + 1):
-        m = total[:l, None] + cost[l, :l, :]
-        arg[l] = int(np.argmin(m))
-        total[l] = m.flat[arg[l]]
-    if not np.isfinite(total[L]):
-        return np.inf, []
-    out, l = [], L
-    while l > 0:
-        k, s = divmod(int(arg[l]), S)
-        out.append((k, l - 1, s))
-        l = k
-    return float(total[L]), out[::-1]
+    """MOSAIC's Eq. 9 on a dense [l, k, s] cost tensor, as dp ran it before its O(L S) form (now
+    ``exact``'s ``tensor_dp``): (optimal total, [(first, last, s)]) or (inf, []); ties to the
+    smallest k, then s."""
+    path = tensor_dp(cost)
+    return (path_sum(cost, path), path) if path else (np.inf, [])
 
 
 def path_sum(cost, path):
