@@ -39,7 +39,7 @@ import fnmatch
 import math
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -519,6 +519,20 @@ def parse_bound(text: str) -> tuple[str, float, float]:
     return name.strip(), lo, hi
 
 
+def parse_set(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` -> (name, value), refused unless VALUE is a finite number >= 0."""
+    name, eq, val = text.partition("=")
+    try:
+        value = float(val)
+    except ValueError:
+        value = math.nan
+    if not eq or not name.strip() or not math.isfinite(value):
+        raise UsageError(f"malformed --set {text!r}; write NAME=VALUE, e.g. --set base_power_mw=0")
+    if value < 0:
+        raise UsageError(f"--set {text!r}: a board's numbers are >= 0; give a value of 0 or more")
+    return name.strip(), value
+
+
 def _check_range(range_factor: float) -> None:
     """UsageError unless the --range factor is finite and above 1 (bounds [x / F, x * F])."""
     if not (math.isfinite(range_factor) and range_factor > 1):
@@ -779,10 +793,11 @@ def _set_comment(item: Any, note: str) -> None:
 
 
 def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], sources: str, n_obs: int,
-                scaled: Mapping[int, str] | None = None) -> str:
+                scaled: Mapping[int, str] | None = None, given: Mapping[int, float] | None = None) -> str:
     """The board file with ``values`` of the ``changed`` parameters written in, every comment kept,
     each changed number (or the line holding it) annotated with the fit and its old value;
-    ``scaled``: parameters that followed another (int8 rates: ``int8_ties``), by its name."""
+    ``scaled``: parameters that followed another (int8 rates: ``int8_ties``), by its name;
+    ``given``: parameters set by ``--set`` (their old value), annotated as set, not fitted."""
     try:
         import tomlkit
         from tomlkit.items import Array, Comment, InlineTable
@@ -791,15 +806,19 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
     doc = tomlkit.parse(board.text)
     note = _note(sources, n_obs)
     # anchor id -> (item holding the comment, [fragments])
-    anchors: dict[int, tuple[Any, list[str]]] = {}
+    anchors: dict[int, tuple[Any, list[str], str]] = {}
     groups: dict[tuple[int, int], list[str]] = {}
+    given = given or {}
+    fit_note = note
 
     def anchor(item: Any, frag: str) -> None:
-        anchors.setdefault(id(item), (item, []))[1].append(frag)
+        anchors.setdefault(id(item), (item, [], note))[1].append(frag)
 
     for j in changed:
         p = board.params[j]
         x = float(values[j])
+        note = f"set by hetcc calibrate --set {p.name}={x:g}" if j in given else fit_note
+        old_x = given.get(j, p.x0)
         for path, scale in p.slots:
             new_v = float(f"{x * scale:.{DIGITS}g}")
             node = _walk(doc, path[:-1])
@@ -820,7 +839,8 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
             holder = _walk(doc, path[:holder_i + 1])
             inner = ".".join(str(k) for k in path[holder_i + 1:] if not isinstance(k, int))
             if isinstance(holder, Array) and p.name.endswith(".static_power_mw"):
-                anchor(holder, f"static_power_mw x{x / p.x0:.4g} on every level ({p.name} was {p.x0:g})")
+                how = f"x{x / old_x:.4g}" if old_x > 0 else f"set from {x:g}"
+                anchor(holder, f"static_power_mw {how} on every level ({p.name} was {old_x:g})")
             elif isinstance(holder, Array):
                 anchor(holder, f"{p.name} was {old_v}")
             elif scaled and j in scaled:
@@ -829,7 +849,7 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
                 anchor(holder, f"{inner} was {old_v}")
             if isinstance(holder, Array):
                 groups.setdefault((id(holder), int(path[holder_i + 1])), []).append(f"{inner} was {old_v}")
-    for item, frags in anchors.values():
+    for item, frags, note in anchors.values():
         frags = list(dict.fromkeys(frags))
         if len(frags) == 1 and frags[0].startswith("was "):
             _set_comment(item, f"{note}, {frags[0]}")
@@ -983,9 +1003,11 @@ def predict_observations(board: str | Path, observations: Sequence[Observation] 
 
 def calibrate(board: str | Path, observation_files: Sequence[str | Path], output: str | Path, *,
               free: Sequence[str] = (), fix: Sequence[str] = (), bounds: Sequence[str] = (),
-              range_factor: float = DEFAULT_RANGE, progress: Any = None) -> tuple[Calibration, FitResult, str]:
+              range_factor: float = DEFAULT_RANGE, progress: Any = None,
+              sets: Sequence[str] = ()) -> tuple[Calibration, FitResult, str]:
     """Fit ``board`` to the observation files and write the fitted board to ``output``
-    atomically; returns the calibration, the result and the text written."""
+    atomically; returns the calibration, the result and the text written. ``sets``
+    (``NAME=VALUE``) put those parameters at a value before the fit and keep them there."""
     import numpy as np
     import importlib.util
 
@@ -998,9 +1020,18 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
     check_replaceable_file(out, "-o")
     _check_range(range_factor)
     parsed_bounds = dict((n, (lo, hi)) for n, lo, hi in (parse_bound(t) for t in bounds))
+    parsed_sets = dict(parse_set(t) for t in sets)
     b = Board.load(board)
     for name in parsed_bounds:
         b.index(name)
+    given: dict[int, float] = {}
+    for name, value in parsed_sets.items():
+        i = b.index(name)
+        if name in parsed_bounds:
+            raise UsageError(f"--set {name} and --bound {name}: a set parameter is not fitted; drop one of them")
+        given[i] = b.params[i].x0
+        b.params[i] = replace(b.params[i], x0=value)
+    fix = [*fix, *parsed_sets]
     target0 = b.target()
     obs: list[Observation] = []
     for f in observation_files:
@@ -1008,9 +1039,10 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
     cal = Calibration(b, obs, progress=progress)
     result = fit(cal, free=free, fix=fix, bounds=parsed_bounds, range_factor=range_factor, progress=progress)
     changed = [i for i in [*result.free, *result.tied] if result.values[i] != b.params[i].x0]
+    changed += [i for i, old in given.items() if b.params[i].x0 != old]
     sources = ", ".join(Path(f).name for f in observation_files)
     text = fitted_text(b, result.values, changed, sources, len(obs),
-                       {j: b.params[i].name for j, i in result.tied.items()})
+                       {j: b.params[i].name for j, i in result.tied.items()}, given)
     fitted = load_bytes(text.encode("utf-8"), out, str(out))       # the loader's checks, as a user loads it
     after = cal.evaluate(target=fitted)
     if not np.allclose(after.predicted, result.after.predicted, rtol=1e-9, atol=1e-12, equal_nan=True):
@@ -1030,6 +1062,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "observation depends on)")
     parser.add_argument("--fix", action="append", default=[], metavar="PATTERN",
                         help="keep parameters matching at their file value (repeatable)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="sets",
+                        help="put a parameter at VALUE (>= 0) and keep it there; the file notes it as set (repeatable)")
     parser.add_argument("--bound", action="append", default=[], metavar="NAME=LO:HI",
                         help="bounds of one parameter (default [x/RANGE, x*RANGE])")
     parser.add_argument("--range", type=float, default=DEFAULT_RANGE, metavar="FACTOR",
@@ -1044,7 +1078,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     progress = default_progress(quiet=args.quiet)
     cal, result, _ = calibrate(args.board, args.observations, args.output, free=args.free, fix=args.fix,
-                               bounds=args.bound, range_factor=args.range, progress=progress)
+                               bounds=args.bound, range_factor=args.range, progress=progress, sets=args.sets)
     progress.finish()
     if args.json:
         print(json_text(report(cal, result, str(args.output))))
@@ -1054,5 +1088,5 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 __all__ = ["Board", "Calibration", "DEFAULT_RANGE", "Evaluation", "FitResult", "MARGIN", "Param", "add_arguments",
-           "board_parameters", "calibrate", "cmd_calibrate", "fit", "fitted_text", "parse_bound",
+           "board_parameters", "calibrate", "cmd_calibrate", "fit", "fitted_text", "parse_bound", "parse_set",
            "predict_observations", "report", "select_free", "summary"]

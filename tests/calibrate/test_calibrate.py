@@ -80,6 +80,46 @@ def test_fit_recovers_known_parameters_and_the_file_round_trips(synthetic, capsy
     assert load_target(out).device("gpu").int8_speedup("conv") == pytest.approx(1.0)
 
 
+def test_set_puts_a_parameter_at_a_value_and_the_fit_recovers_the_rest(synthetic, capsys, tmp_path):
+    """--set NAME=VALUE: the parameter is written at VALUE, noted as set (not fitted), and the
+    fit runs around it: with it set to its true value the others are recovered exactly."""
+    d = synthetic["dir"]
+    truth = synthetic["truth"]
+    out = tmp_path / "set.toml"
+    others = [n for n in truth if n != "base_power_mw"]
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", out, "--json", *free_args(others),
+                        "--set", f"base_power_mw={truth['base_power_mw']}")
+    assert rc == 0, err
+    fitted = {p["name"]: p for p in json.loads(text)["parameters"]}
+    for name in others:
+        assert fitted[name]["after"] == pytest.approx(truth[name], rel=0.01), name
+    assert load_target(out).base_power_mw == pytest.approx(truth["base_power_mw"])
+    assert re.search(rf"^base_power_mw = 2400\.0 +# set by hetcc calibrate --set base_power_mw=2400, was "
+                     rf"2000\.0", out.read_text(), re.M), out.read_text()
+    # set to a wrong value, the value is really held: the others run to their bounds making up for it
+    msg = one_line_refusal(capsys, tmp_path / "zero.toml", BOARD, d / "synth.csv", *free_args(others),
+                           "--set", "base_power_mw=0")
+    assert "the fit pushed big.static_power_mw to its bound" in msg
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("base_power_mw", "malformed --set 'base_power_mw'; write NAME=VALUE"),
+    ("base_power_mw=lots", "malformed --set 'base_power_mw=lots'"),
+    ("base_power_mw=-5", "--set 'base_power_mw=-5': a board's numbers are >= 0"),
+    ("base_power_mv=0", "has no parameter 'base_power_mv' (did you mean 'base_power_mw'?)"),
+])
+def test_bad_set_is_one_line_exit_2(synthetic, capsys, tmp_path, arg, message):
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "synth.csv",
+                           "--free", "gpu.peak_gflops.conv", "--set", arg)
+    assert message in msg
+
+
+def test_set_and_bound_on_one_parameter_is_refused(synthetic, capsys, tmp_path):
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "synth.csv",
+                           "--set", "base_power_mw=100", "--bound", "base_power_mw=50:200")
+    assert "--set base_power_mw and --bound base_power_mw: a set parameter is not fitted" in msg
+
+
 def test_table_output(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
     rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", tmp_path / "f.toml",
