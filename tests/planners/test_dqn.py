@@ -289,7 +289,8 @@ def test_polish_improves_a_short_walk_and_can_be_turned_off():
     fast = plan(p, Objective("latency"), "exact").latency_ms
     lean = plan(p, Objective("energy"), "exact").latency_ms
     objective = Objective("energy", deadline_ms=(fast + lean) / 2)
-    opts = {"steps": 5, "depth": 1, "width": 16, "warmup": 1000}
+    # mosaic_e off: its lifted plan would hand the walk the optimum here, leaving polish nothing to do
+    opts = {"steps": 5, "depth": 1, "width": 16, "warmup": 1000, "mosaic_e": False}
     raw = plan(p, objective, "dqn", {**opts, "polish": False}, PlanContext(seed=1))
     polished = plan(p, objective, "dqn", opts, PlanContext(seed=1))
     assert raw.stats["polish_moves"] == 0
@@ -312,3 +313,34 @@ def test_mosaic_e_joins_the_start_when_it_meets_the_limits():
     assert off.energy_mj > lean.energy_mj * 1.01
     tight = Objective("energy", deadline_ms=plan(p, Objective("latency"), "dp").latency_ms)
     assert plan(p, tight, "dqn", opts, PlanContext(seed=0)).energy_mj > lean.energy_mj   # MOSAIC-E misses it
+
+
+def test_lift_takes_mosaic_e_to_a_deadline_it_misses_keeping_its_slices():
+    """SlicingEnv.lift: from MOSAIC-E at a deadline it misses, re-picks slice states (the cuts
+    stay) until the deadline is met; dqn offers the lifted plan, so one step is never worse than
+    it nor than the walk from MOSAIC-P alone, and the lifted plan is never cheaper than the optimum."""
+    legal = np.ones((4, 6), dtype=bool)
+    legal[1:3, 5] = False
+    p = board(legal=legal)
+    lean = plan(p, Objective("energy"), "dp")
+    fast = plan(p, Objective("latency"), "dp")
+    objective = Objective("energy", deadline_ms=(fast.latency_ms + lean.latency_ms) / 2)
+    assert lean.latency_ms > objective.deadline_ms                     # MOSAIC-E misses it
+    env = SlicingEnv(p, objective)
+    env.set_plan(lean)
+    assert env.lift()
+    T, E = env.totals()
+    assert T <= objective.deadline_ms * (1 + 1e-9)
+    assert [(s.first, s.last) for s in env.slices()] == [(s.first, s.last) for s in lean.slices]
+    assert E >= plan(p, objective, "exact").energy_mj * (1 - 1e-9)
+    opts = {"steps": 1, "depth": 1, "width": 16, "warmup": 1000, "polish": False}
+    on = plan(p, objective, "dqn", opts, PlanContext(seed=0))
+    off = plan(p, objective, "dqn", {**opts, "mosaic_e": False}, PlanContext(seed=0))
+    assert on.latency_ms <= objective.deadline_ms * (1 + 1e-9) and on.energy_mj <= E * (1 + 1e-12)
+    assert on.energy_mj <= off.energy_mj * (1 + 1e-12)
+    # a deadline no state meets: lift says so and leaves a state that still misses it
+    env.set_plan(lean)
+    hopeless = SlicingEnv(p, Objective("energy", deadline_ms=fast.latency_ms * 0.5))
+    hopeless.set_plan(lean)
+    assert not hopeless.lift()
+    assert hopeless.totals()[0] > fast.latency_ms * 0.5

@@ -70,7 +70,8 @@ def train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> P
 def _offer_mosaic_e(env: SlicingEnv, problem: PlanningProblem, objective: Objective, best: dict,
                     elite: dict) -> dict:
     """MOSAIC-E (the dp energy plan) as a second start: into the restart pool, and the best
-    state so far, when it meets the limits and beats the current best."""
+    state so far, when it meets the limits and beats the current best; when it misses the
+    deadline, its slices lifted to faster states until it meets it (``SlicingEnv.lift``)."""
     from ...errors import InfeasibleError
     from ..dp import optimal
 
@@ -80,6 +81,8 @@ def _offer_mosaic_e(env: SlicingEnv, problem: PlanningProblem, objective: Object
         return best
     env.set_plan(lean)
     r, T, E, ok = env.reward()
+    if not ok and env.lift():     # too slow: its slices, lifted to states that meet the deadline
+        r, T, E, ok = env.reward()
     if not ok:
         return best
     elite[env.key()] = (r, env.slices())

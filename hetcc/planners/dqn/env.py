@@ -219,6 +219,38 @@ class SlicingEnv(gym.Env):
             self.state = self.state.copy()
             self.state[j] = self.targets()[j, k - 2]
 
+    def lift(self, max_moves: int = 10_000) -> bool:
+        """From a state that misses the deadline, toward one that meets it: re-pick one slice's
+        state at a time (any legal device and level), each time the re-pick that buys the most
+        latency per unit of energy spent, until the limits are met or no re-pick is faster.
+        Returns whether the limits are met (the state is left at the end point)."""
+        obj = self.objective
+        T3, E3, ok = self._T3, self._E3, self._ok
+        for _ in range(max_moves):
+            T, E = self.totals()
+            if obj.feasible(T, E):
+                return True
+            if obj.deadline_ms is None or T <= obj.deadline_ms:
+                return False          # a power cap alone is not what this repairs
+            best, best_score = None, -np.inf
+            for j, (f, l, st) in enumerate(zip(self.first, self.last, self.state)):
+                col_t, col_e = T3[l + 1, f], E3[l + 1, f]
+                legal = ok[l + 1, f] & np.isfinite(col_t) & np.isfinite(col_e)
+                with np.errstate(invalid="ignore", divide="ignore"):   # illegal cells are inf
+                    gain = float(col_t[st]) - col_t                     # latency saved by each state
+                    cost = np.maximum(col_e - float(col_e[st]), 1e-12)  # energy spent (>= a tiny floor)
+                    score = np.where(legal & (gain > 1e-12), gain / cost, -np.inf)
+                x = int(np.argmax(score))
+                if score[x] > best_score:
+                    best, best_score = (j, x), float(score[x])
+            if best is None or not np.isfinite(best_score):
+                return False
+            self._mask = None
+            self.state = self.state.copy()
+            self.state[best[0]] = best[1]
+        T, E = self.totals()
+        return bool(obj.feasible(T, E))
+
     def descend(self, max_moves: int = 10_000, out_of_time=lambda: False) -> int:
         """Greedy descent from the current state: while some move leads to a state that meets
         the limits with a lower objective value, take the best one. A move is a short run of the
