@@ -48,8 +48,9 @@ class DQNOptions:
     double_dqn: bool = field(default=True, metadata={"doc": "Double-DQN targets (online argmax, target value)"})
     penalty: float = field(default=100.0, metadata={"doc": "Phi: the reward of a state that misses a limit (Eq. 11)"})
     mosaic_e: bool = field(default=True, metadata={"doc": "also start from MOSAIC-E (the dp energy plan) when it meets "
-                                                   "the limits: the walk's best is then never worse (beyond HERTI, "
-                                                   "which starts at MOSAIC-P only)"})
+                                                   "the limits, or from its cuts lifted to faster states when it "
+                                                   "misses the deadline: the walk's best is then never worse "
+                                                   "(beyond HERTI, which starts at MOSAIC-P only)"})
     polish: bool = field(default=True, metadata={"doc": "after the walk, greedy descent from the best state over "
                                                  "short runs of the same actions (re-pick a slice's state, merge, "
                                                  "move a boundary, split) until no move improves it (beyond HERTI; "
