@@ -418,7 +418,9 @@ def test_the_hull_explores_the_rising_part_when_the_fastest_plan_is_also_the_lea
         check_against_brute(problem, objective)
 
 
-@pytest.mark.parametrize("seed, where", [(0, 0.6), (1, 0.8)])
+# seeds whose binding cap (1 % under the deadline-alone plan's draw) still leaves a plan within the
+# deadline: on hikey970 refitted with no board draw, seeds 1, 2 and 4 at 0.8 have none (InfeasibleError)
+@pytest.mark.parametrize("seed, where", [(0, 0.6), (3, 0.8)])
 def test_an_idle_cap_is_proved_by_the_deadline_alone(seed, where):
     """Energy under both limits whose cap no plan near the deadline reaches: the deadline-alone
     optimum is solved first (labels Pareto in (T, E), not (T, E - cap * T)) and, meeting the cap,
