@@ -805,20 +805,20 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
         raise UsageError(_MISSING) from None
     doc = tomlkit.parse(board.text)
     note = _note(sources, n_obs)
-    # anchor id -> (item holding the comment, [fragments])
+    # anchor id -> (item holding the comment, [fragments], the note: fitted or set)
     anchors: dict[int, tuple[Any, list[str], str]] = {}
     groups: dict[tuple[int, int], list[str]] = {}
     given = given or {}
-    fit_note = note
 
-    def anchor(item: Any, frag: str) -> None:
-        anchors.setdefault(id(item), (item, [], note))[1].append(frag)
+    def anchor(item: Any, frag: str, why: str) -> None:
+        anchors.setdefault(id(item), (item, [], why))[1].append(frag)
 
     for j in changed:
         p = board.params[j]
         x = float(values[j])
-        note = f"set by hetcc calibrate --set {p.name}={x:g}" if j in given else fit_note
+        why = f"set by hetcc calibrate --set {p.name}={x:g}" if j in given else note
         old_x = given.get(j, p.x0)
+
         for path, scale in p.slots:
             new_v = float(f"{x * scale:.{DIGITS}g}")
             node = _walk(doc, path[:-1])
@@ -834,27 +834,27 @@ def fitted_text(board: Board, values: np.ndarray, changed: Sequence[int], source
             holder_i = next((i for i in range(len(path) - 1)
                              if isinstance(_walk(doc, path[:i + 1]), (InlineTable, Array))), None)
             if holder_i is None:
-                anchor(node[path[-1]], f"was {old_v}")
+                anchor(node[path[-1]], f"was {old_v}", why)
                 continue
             holder = _walk(doc, path[:holder_i + 1])
             inner = ".".join(str(k) for k in path[holder_i + 1:] if not isinstance(k, int))
             if isinstance(holder, Array) and p.name.endswith(".static_power_mw"):
                 how = f"x{x / old_x:.4g}" if old_x > 0 else f"set from {x:g}"
-                anchor(holder, f"static_power_mw {how} on every level ({p.name} was {old_x:g})")
+                anchor(holder, f"static_power_mw {how} on every level ({p.name} was {old_x:g})", why)
             elif isinstance(holder, Array):
-                anchor(holder, f"{p.name} was {old_v}")
+                anchor(holder, f"{p.name} was {old_v}", why)
             elif scaled and j in scaled:
-                anchor(holder, f"{inner} was {old_v}, scaled with {scaled[j]} (the int8 speed-up kept)")
+                anchor(holder, f"{inner} was {old_v}, scaled with {scaled[j]} (the int8 speed-up kept)", why)
             else:
-                anchor(holder, f"{inner} was {old_v}")
+                anchor(holder, f"{inner} was {old_v}", why)
             if isinstance(holder, Array):
                 groups.setdefault((id(holder), int(path[holder_i + 1])), []).append(f"{inner} was {old_v}")
-    for item, frags, note in anchors.values():
+    for item, frags, why in anchors.values():
         frags = list(dict.fromkeys(frags))
         if len(frags) == 1 and frags[0].startswith("was "):
-            _set_comment(item, f"{note}, {frags[0]}")
+            _set_comment(item, f"{why}, {frags[0]}")
         else:
-            _set_comment(item, f"{note}: {', '.join(frags)}")
+            _set_comment(item, f"{why}: {', '.join(frags)}")
     # an array element's own trailing comment (a dvfs level on its own line) says its old value too
     for (arr_id, i), frags in groups.items():
         arr = anchors[arr_id][0]

@@ -225,29 +225,25 @@ class SlicingEnv(gym.Env):
         latency per unit of energy spent, until the limits are met or no re-pick is faster.
         Returns whether the limits are met (the state is left at the end point)."""
         obj = self.objective
-        T3, E3, ok = self._T3, self._E3, self._ok
         for _ in range(max_moves):
             T, E = self.totals()
             if obj.feasible(T, E):
                 return True
             if obj.deadline_ms is None or T <= obj.deadline_ms:
                 return False          # a power cap alone is not what this repairs
-            best, best_score = None, -np.inf
-            for j, (f, l, st) in enumerate(zip(self.first, self.last, self.state)):
-                col_t, col_e = T3[l + 1, f], E3[l + 1, f]
-                legal = ok[l + 1, f] & np.isfinite(col_t) & np.isfinite(col_e)
-                with np.errstate(invalid="ignore", divide="ignore"):   # illegal cells are inf
-                    gain = float(col_t[st]) - col_t                     # latency saved by each state
-                    cost = np.maximum(col_e - float(col_e[st]), 1e-12)  # energy spent (>= a tiny floor)
-                    score = np.where(legal & (gain > 1e-12), gain / cost, -np.inf)
-                x = int(np.argmax(score))
-                if score[x] > best_score:
-                    best, best_score = (j, x), float(score[x])
-            if best is None or not np.isfinite(best_score):
+            ends, rows = self.last + 1, np.arange(self.first.size)
+            ct, ce = self._T3[ends, self.first], self._E3[ends, self.first]     # [slices, S]: each re-pick
+            legal = self._ok[ends, self.first] & np.isfinite(ct) & np.isfinite(ce)
+            with np.errstate(invalid="ignore", divide="ignore"):   # illegal cells are inf
+                gain = ct[rows, self.state][:, None] - ct                         # latency saved
+                cost = np.maximum(ce - ce[rows, self.state][:, None], 1e-12)     # energy spent (>= a floor)
+                score = np.where(legal & (gain > 1e-12), gain / cost, -np.inf)
+            j, x = divmod(int(np.argmax(score)), score.shape[1])
+            if not np.isfinite(score[j, x]):
                 return False
             self._mask = None
             self.state = self.state.copy()
-            self.state[best[0]] = best[1]
+            self.state[j] = x
         T, E = self.totals()
         return bool(obj.feasible(T, E))
 
