@@ -4,7 +4,7 @@ second, independent one (issue 8, "Done when": per-layer MAPE <= 10 %, whole mod
 Everything goes through the command line, as a user would run it:
 
     hetcc profile MODEL --target host -o A.csv          # profile 1
-    hetcc calibrate targets/host-analytical.toml A.csv -o fitted.toml --free ... (FREE)
+    hetcc calibrate targets/host-analytical.toml A.csv -o fitted.toml   # as the issue writes it
     hetcc profile MODEL --target host -o B.csv          # profile 2, independent of the fit
 
 then the fitted board's predictions of B's rows come from ``hetcc.calibrate.predict_observations``
@@ -13,8 +13,10 @@ MAPE over B's per-layer rows and the error on its whole-model row, beside the sa
 unfitted file (before) and the A-vs-B noise floor (how far two profiles of the same model on the
 same machine disagree: the best any model can do against B).
 
-The figures fitted are ``FREE``: conv and other throughput and the per-node overhead, the ones a
-CNN's layers timed alone pin down (``FREE``'s comment says why the others are kept).
+With no ``--free`` calibrate chooses what to fit: every parameter a row moves, less those the
+fit pushes to a bound or cannot separate, which it keeps at the file's value and names (on
+ResNet-50: matmul throughput and the per-node overhead). ``--free`` names a set instead, e.g.
+``FREE``, the four figures a CNN's layers timed alone pin down (its comment says why).
 
     python benchmarks/host_fit.py                      # resnet50, writes benchmarks/results/host_fit.json
     python benchmarks/host_fit.py --model squeezenet1_1 --repeats 20
@@ -41,7 +43,7 @@ from _common import RESULTS_DIR, machine_info, utc_now, write_json  # noqa: E402
 ROOT = HERE.parent
 BOARD = ROOT / "targets" / "host-analytical.toml"
 TARGETS = {"layer_mape": 0.10, "model_error": 0.05}
-#: the figures fitted: the ones a CNN's layers timed alone pin down (dense 3x3 and 1x1 convolutions
+#: a --free set (the default is none: calibrate chooses): the figures a CNN's layers timed alone pin down (dense 3x3 and 1x1 convolutions
 #: each have their class; five interleaved pairs of runs on 2026-11-24, 1x1 in conv's class and
 #: matmul at 40 GFLOP/s against the file's pwconv class and matmul at peak: per-layer MAPE vs B
 #: 14.0-30.1 % against 10.0-19.8 %, better in every pair). Kept at the file's value:
@@ -197,6 +199,12 @@ def print_table(res: dict[str, Any]) -> None:
     print(f"  time-weighted (sum |error| / sum of layer times): fitted {res['layer_wape'] * 100:.1f} %, noise floor "
           f"{res['noise_layer_wape'] * 100:.1f} %; the {res['large_layers']} layers of >= 1 % of the time: MAPE "
           f"{res['large_layer_mape'] * 100:.1f} %, noise floor {res['noise_large_layer_mape'] * 100:.1f} %")
+    params = res["calibrate"]["fitted"] or []
+    print("fitted: " + (", ".join(p["name"] for p in params if p["status"] == "fitted") or "none"))
+    dropped = [p for p in params if p["status"] == "dropped"]
+    if dropped:
+        print("kept at the file's value by calibrate (no --free): "
+              + "; ".join(f"{p['name']} ({p.get('why', '')})" for p in dropped))
     s = res["sum_of_layers_over_model_ms"]
     print(f"layers alone sum to {s['A']:.2f}x (A) / {s['B']:.2f}x (B) the whole model")
 
@@ -212,8 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fix", action="append", default=None, metavar="PATTERN",
                     help="parameters calibrate keeps at the file's value (repeatable; default none)")
     ap.add_argument("--free", action="append", default=None, metavar="PATTERN",
-                    help=f"parameters calibrate fits (repeatable; default {', '.join(FREE)}; with --quick "
-                         f"{', '.join(QUICK_FREE)}; 'all': every one the rows depend on)")
+                    help=f"parameters calibrate fits (repeatable; default none given, so calibrate's own choice; "
+                         f"with --quick {', '.join(QUICK_FREE)}; e.g. {' '.join('--free ' + f for f in FREE)})")
     ap.add_argument("--bound", action="append", default=None, metavar="NAME=LO:HI",
                     help="calibrate's --bound (repeatable; default none)")
     ap.add_argument("--range", type=float, default=None, metavar="FACTOR",
@@ -231,8 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         model = str(tiny_convnet(work / "tiny_convnet.onnx")) if args.quick else args.model
-        free = args.free if args.free is not None else (QUICK_FREE if args.quick else FREE)
-        free = [] if list(free) == ["all"] else free
+        free = args.free if args.free is not None else (QUICK_FREE if args.quick else ())
         rng = args.range if args.range is not None else (1000.0 if args.quick else None)
         res = evaluate(model, work, repeats, args.threads, args.fix or [], free, rng, args.bound or [])
     doc["result"] = res

@@ -145,6 +145,49 @@ def test_refuses_a_parameter_at_its_bound(synthetic, capsys, tmp_path):
             "it with --bound gpu.peak_gflops.conv=LO:HI or fix it with --fix gpu.peak_gflops.conv") in msg
 
 
+def test_without_free_the_fit_keeps_what_the_data_cannot_pin_down_at_the_files_value(synthetic, capsys, tmp_path):
+    """No --free: every parameter a row moves is a candidate, and those the fit pushes to a bound
+    or cannot separate are kept at the file's value, each named with why (a fit over all of them
+    is refused); the rest are fitted and the written board predicts what was printed."""
+    d = synthetic["dir"]
+    out = tmp_path / "auto.toml"
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", out, "--json")
+    assert rc == 0, err
+    doc = json.loads(text)
+    params = {p["name"]: p for p in doc["parameters"]}
+    dropped = {n: p for n, p in params.items() if p["status"] == "dropped"}
+    assert dropped and all(p["why"] for p in dropped.values())
+    assert any("pushed it to its bound" in p["why"] for p in dropped.values())
+    assert any("not separated from" in p["why"] or "not determined" in p["why"] for p in dropped.values())
+    for name, p in dropped.items():
+        assert p["after"] == p["before"], name
+    fitted = [n for n, p in params.items() if p["status"] == "fitted"]
+    assert len(fitted) >= 10 and not set(fitted) & set(dropped)
+    assert doc["summary"]["after"]["latency"]["mape_pct"] < doc["summary"]["before"]["latency"]["mape_pct"] / 5
+    board = Board.load(out)
+    for name, p in dropped.items():
+        assert board.x0[board.index(name)] == p["before"], name
+    assert predict_observations(out, d / "synth.csv") == pytest.approx([r["predicted"] for r in doc["observations"]],
+                                                                        rel=1e-5)
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", tmp_path / "auto2.toml")
+    assert rc == 0, err
+    line = next(x for x in text.splitlines() if x.startswith("kept at the file's value (no --free"))
+    assert all(n in line for n in dropped), line
+    # the same set named with --free is the caller's: that fit is refused, not narrowed
+    msg = one_line_refusal(capsys, tmp_path / "all.toml", BOARD, d / "synth.csv",
+                           *free_args([n for n, p in params.items() if p["status"] in ("fitted", "dropped")]))
+    assert "the fit pushed" in msg or "not separated" in msg or "not determined" in msg
+
+
+def test_without_free_a_bounded_parameter_is_still_refused_at_its_bound(synthetic, capsys, tmp_path):
+    """A --bound names a parameter the caller wants fitted: the default set never drops it."""
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "synth.csv",
+                           "--bound", "gpu.peak_gflops.conv=100:150")
+    assert msg.endswith("the fit pushed gpu.peak_gflops.conv to its bound 150 GFLOP/s: the observations want it "
+                        "higher; widen it with --bound gpu.peak_gflops.conv=LO:HI or fix it with --fix "
+                        "gpu.peak_gflops.conv")
+
+
 def test_refuses_parameters_the_observations_cannot_separate(synthetic, capsys, tmp_path):
     whole = tmp_path / "whole.csv"
     rows = [r for r in read_observations(synthetic["dir"] / "synth.csv") if r.layer is None and r.kind == "latency"]
