@@ -49,6 +49,7 @@ from _common import write_json  # noqa: E402
 import herti  # noqa: E402  (HERTI's paper numbers and its saving arithmetic, reused)
 
 SCRIPT = Path(__file__).stem
+MOSAIC_CSV = Path(__file__).resolve().parents[1] / "targets" / "observations" / "hikey970-mosaic.csv"
 TOLERANCE = 0.20                       # |ours / paper - 1| within this: ok
 DEVICES = ("big", "little", "gpu", "npu")
 NA = "n/a"
@@ -106,8 +107,9 @@ class Board:
     planned on demand."""
 
     def __init__(self, target: str, models_dir: Path, labels: list[str], console: Any,
-                 energy_planner: str = "dp") -> None:
+                 energy_planner: str = "dp", memory: Path | None = None) -> None:
         from hetcc.api import analyse
+        from hetcc.observations import read_observations
         from hetcc.targets import load_target
 
         self.mosaic = {"latency": "dp", "energy": energy_planner}   # MOSAIC's plans, per metric
@@ -119,11 +121,20 @@ class Board:
                              "evaluation needs big, little, gpu and npu (e.g. --target hikey970)")
         self.analyses: dict[str, Any] = {}
         self.errors: dict[str, str] = {}
+        # the memory rows of ``memory``: the size TensorFlow Lite reports per model (Table I), which
+        # the NPU's 100 MB rule charges (PlanningProblem.with_reported_memory), as calibrate applies them
+        self.memory: dict[str, dict[str, float]] = {}
+        for o in (read_observations(memory, self.target, check_files=False) if memory else ()):
+            if o.kind == "memory":
+                self.memory.setdefault(o.model, {})[o.device] = o.value * 1e6
         for label in labels:
             name = MODELS[label][0]
             console.print(f"[dim]{label} ({name})…[/]", highlight=False)
             try:
-                self.analyses[label] = analyse(model_path(name, models_dir), self.target)
+                an = analyse(model_path(name, models_dir), self.target)
+                for device, nbytes in self.memory.get(name, {}).items():
+                    an.problem = an.problem.with_reported_memory(device, nbytes)
+                self.analyses[label] = an
             except Exception as exc:  # one model failing must not hide the others' numbers
                 traceback.print_exc()
                 self.errors[label] = error_text(exc)
@@ -406,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mosaic-energy", default="dp",
                     help='the planner of MOSAIC\'s energy plans (default dp: board energy, base power included; '
                          '"dp base_power=false": MOSAIC\'s own estimator, Eq. 4, device power only)')
+    ap.add_argument("--memory", default=str(MOSAIC_CSV),
+                    help="an observations file whose memory rows (a model's size as the device's runtime reports it) "
+                         "the NPU's capacity rule charges; default MOSAIC's (Table I, as the fit used them); "
+                         "'none': the board's own rule alone")
     ap.add_argument("--herti-planner", default="exact",
                     help="the planner in HERTI's slot (default exact: the optimum under the deadline; dqn is HERTI's)")
     args = ap.parse_args(argv)
@@ -414,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     labels = list(dict.fromkeys([*large, *small, fig5_model]))
     console, date, t0 = make_console(), utc_now(), time.perf_counter()
     out = args.out or RESULTS_DIR / f"{SCRIPT}{'-quick' if args.quick else ''}.json"
-    board = Board(args.target, args.models_dir, labels, console, args.mosaic_energy)
+    memory = None if args.memory == "none" else Path(args.memory)
+    board = Board(args.target, args.models_dir, labels, console, args.mosaic_energy, memory)
     parts: list[tuple[str, Callable[[], list[dict]]]] = [
         ("table1", lambda: table1(board, labels)),
         ("gains", lambda: gains(board, {"large": large, "small": small})),
@@ -439,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
                   "layers": board.analyses[w].problem.num_layers if w in board.analyses else None,
                   "error": board.errors.get(w)} for w in labels}
     write_json(finite({"script": SCRIPT, "date": date, "machine": machine_info(), "target": board.target.name,
-                       "args": {"quick": args.quick, "herti_planner": args.herti_planner,
+                       "memory_mb": {m: {d: b / 1e6 for d, b in v.items()} for m, v in board.memory.items()},
+                       "args": {"quick": args.quick, "herti_planner": args.herti_planner, "memory": args.memory,
                                 "mosaic_energy": args.mosaic_energy, "large": list(large),
                                 "small": list(small), "fig5": fig5_model},
                        "tolerance": TOLERANCE, "total_s": time.perf_counter() - t0, "part_seconds": seconds,

@@ -296,12 +296,14 @@ class Calibration:
         from .program import LAYERS, LEGALITY
 
         self.board = board
-        self.obs = list(observations)
+        # memory rows are not fitted: each sets the size a device's capacity rule charges a model
+        self.memory = [o for o in observations if o.kind == "memory"]
+        self.obs = [o for o in observations if o.kind != "memory"]
         self.target0 = board.target()
         self._check_board_rows()
         self.states = self.target0.states()
         self.models: dict[str, _Model] = {}
-        for ref in dict.fromkeys(m for o in self.obs for m in o.models):
+        for ref in dict.fromkeys(m for o in [*self.obs, *self.memory] for m in o.models):
             shown = Path(ref).name if "/" in ref or "\\" in ref else ref
             with step(progress, f"analysing {shown} for {self.target0.name}"):
                 a = analyse(ref, self.target0, max_cut_tensors=max_cut_tensors)
@@ -311,14 +313,33 @@ class Calibration:
                 state_legal=_state_legal(self.target0, leg.mask, a.problem.num_layers),
                 sha256=a.program.source_sha256, reasons=dict(leg.reasons),
                 layer_ids=tuple(int(l.id) for l in a.program.get(LAYERS)))
+        self.reported: dict[str, dict[str, float]] = {}     # model ref -> device -> bytes
+        self.modelled_bytes: dict[tuple[str, str], float] = {}   # what the board alone charges
+        for o in self.memory:
+            ref = o.models[0]
+            check_model_hash(o, ref, self.models[ref].sha256)
+            if o.device in self.reported.get(ref, {}):
+                raise UsageError(f"{o.where}: a second memory row for {self.models[ref].name} on {o.device}; give one")
+            self.reported.setdefault(ref, {})[o.device] = o.value * 1e6
+            p = self.models[ref].problem
+            on = [s for s, d in enumerate(p.states.device) if d == o.device]
+            self.modelled_bytes[(ref, o.device)] = float(p.memory_prefix()[-1][on[0]])
+        for ref, m in self.models.items():
+            m.problem = self._reported(ref, m.problem)
         self.row_state: list[int | None] = [self._state(o) for o in self.obs]
         self._check_rows()
+
+    def _reported(self, ref: str, problem: Any) -> Any:
+        """``problem`` with the memory rows of model ``ref`` applied (``with_reported_memory``)."""
+        for device, nbytes in self.reported.get(ref, {}).items():
+            problem = problem.with_reported_memory(device, nbytes)
+        return problem
 
     # -- checks against the models ---------------------------------------------------------------
     def _check_board_rows(self) -> None:
         from .observations import _check_board
 
-        for o in self.obs:
+        for o in [*self.obs, *self.memory]:
             _check_board(o, self.target0)
 
     def _state(self, o: Observation) -> int | None:
@@ -375,6 +396,12 @@ class Calibration:
         held = m.problem.slice_bytes(a, b, s)         # parameters, plus activations where the state counts them
         what = "parameters and activations" if m.problem.counts_activations else "parameters"
         cap = float(np.asarray(m.problem.capacity_bytes)[s])
+        reported = self.reported.get(m.ref, {}).get(self.states[s].device)
+        if reported is not None:                      # with_reported_memory: a share of the reported size
+            total = self.modelled_bytes[(m.ref, self.states[s].device)]
+            return (f"its share of the {reported / 1e6:g} MB a memory row reports for the model "
+                    f"({held * reported / total / 1e6:.1f} MB) exceeds the device's capacity "
+                    f"({cap * reported / total / 1e6:.1f} MB)")
         return f"its {what} ({held / 1e6:.1f} MB) exceed the device's capacity ({cap / 1e6:.1f} MB)"
 
     @staticmethod
@@ -397,10 +424,10 @@ class Calibration:
         for ref in (self.models if refs is None else refs):
             m = self.models[ref]
             t = cost_tables(m.problem.layer_features, params, m.state_legal)
-            out[ref] = m.problem.replace(**{k: t[k] for k in TABLES}, legal=t["legal"],
-                                         communication=t["communication"],
-                                         capacity_bytes=np.asarray(params.capacity_bytes, dtype=np.float64),
-                                         base_power_mw=float(params.base_power_mw))
+            out[ref] = self._reported(ref, m.problem.replace(
+                **{k: t[k] for k in TABLES}, legal=t["legal"], communication=t["communication"],
+                capacity_bytes=np.asarray(params.capacity_bytes, dtype=np.float64),
+                base_power_mw=float(params.base_power_mw)))
         return out
 
     def _plan(self, problem: Any, ref: str, spec: str, metric: str, frozen: dict, fixed: bool) -> tuple[float, Any]:
@@ -1002,6 +1029,8 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
             "summary": {"before": summary(cal.obs, result.before.predicted),
                         "after": summary(cal.obs, result.after.predicted)},
             "parameters": params,
+            "memory": [{"file": o.file, "line": o.line, "model": o.model, "device": o.device, "reported_mb": o.value,
+                        "board_mb": cal.modelled_bytes[(o.models[0], o.device)] / 1e6} for o in cal.memory],
             "fit": {"free": len(result.free), "observations": len(cal.obs), "evaluations": result.nfev,
                     "jacobians": result.njev, "seconds": result.seconds, "solver": result.message,
                     "converged": result.converged}}
@@ -1035,6 +1064,11 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
     console.print(pt)
     if result.kept:
         console.print("not constrained by these observations, kept: " + ", ".join(names[i].name for i in result.kept))
+    if cal.memory:
+        console.print("memory as reported (each charges its model on that device, slices in proportion; not "
+                      "fitted): " + ", ".join(f"{cal.models[o.models[0]].name} on {o.device} {o.value:g} MB (the board "
+                                              f"alone: {cal.modelled_bytes[(o.models[0], o.device)] / 1e6:.1f} MB)"
+                                              for o in cal.memory))
     if result.dropped:
         console.print("kept at the file's value (no --free: the fit left out what these observations cannot pin "
                       "down): "
@@ -1050,12 +1084,14 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
 # ------------------------------------------------------------------------------- one call
 def predict_observations(board: str | Path, observations: Sequence[Observation] | str | Path, *,
                          progress: Any = None) -> list[float]:
-    """What ``board`` predicts for each observation, in its unit (plan_uses: 1.0 / 0.0): the
-    numbers ``hetcc calibrate`` compares (its one prediction code, for benchmarks and tests)."""
+    """What ``board`` predicts for each observation, in its unit (plan_uses: 1.0 / 0.0; a memory
+    row: what the board's own capacity rule charges the whole model, in MB): the numbers
+    ``hetcc calibrate`` compares (its one prediction code, for benchmarks and tests)."""
     b = Board.load(board)
     obs = read_observations(observations, b.target()) if isinstance(observations, (str, Path)) else list(observations)
     cal = Calibration(b, obs, progress=progress)
-    return [float(v) for v in cal.evaluate().predicted]
+    fitted = iter(float(v) for v in cal.evaluate().predicted)
+    return [cal.modelled_bytes[(o.models[0], o.device)] / 1e6 if o.kind == "memory" else next(fitted) for o in obs]
 
 
 def calibrate(board: str | Path, observation_files: Sequence[str | Path], output: str | Path, *,

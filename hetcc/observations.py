@@ -9,10 +9,12 @@ too, and every refusal is the same one line naming the file, the line, the colum
 One observation per row; lines starting with ``#`` are comments, the first non-comment line is
 the header (column order free, unknown columns refused). Columns (docs/calibration.md):
 
-- ``kind`` (required): ``latency`` | ``energy`` | ``power`` | ``gain`` | ``plan_uses``
+- ``kind`` (required): ``latency`` | ``energy`` | ``power`` | ``gain`` | ``plan_uses`` | ``memory``
+  (the memory a device's runtime reports for the whole model: not fitted, but the size the
+  device's capacity rule charges that model, slices in proportion)
 - ``model`` (required): a zoo name or a path to an .onnx file (relative to the CSV's directory);
   a ``gain`` row may join several with ``+`` (the gain over their geometric mean)
-- ``value`` + ``unit`` (required): ms, mJ, mW, ``fraction`` (gain), ``bool`` (plan_uses: 1 / 0)
+- ``value`` + ``unit`` (required): ms, mJ, mW, ``fraction`` (gain), ``bool`` (plan_uses: 1 / 0), MB
 - ``model_sha256``: the sha256 of the model's ONNX bytes the numbers were taken on
 - ``device``, ``freq_mhz``: the device state (empty frequency = the device's top level)
 - ``layer``: empty = the whole model as one slice; ``N`` or ``N-M`` = hetcc's layers as one slice
@@ -33,11 +35,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from .errors import UsageError
 
 FORMAT = "hetcc.observations/1"
-KINDS = ("latency", "energy", "power", "gain", "plan_uses")
+KINDS = ("latency", "energy", "power", "gain", "plan_uses", "memory")
 #: the one unit each kind is given in
-UNITS = {"latency": "ms", "energy": "mJ", "power": "mW", "gain": "fraction", "plan_uses": "bool"}
+UNITS = {"latency": "ms", "energy": "mJ", "power": "mW", "gain": "fraction", "plan_uses": "bool", "memory": "MB"}
 _WHAT = {"latency": "a latency is a positive number of ms", "energy": "an energy is a positive number of mJ",
-         "power": "a power is a positive number of mW"}
+         "power": "a power is a positive number of mW",
+         "memory": "a model's memory is a positive number of MB (10^6 bytes), as the device's runtime reports it"}
 REQUIRED = ("kind", "model", "value", "unit")
 #: every column, in the order ``write_observations`` writes them
 COLUMNS = ("kind", "model", "model_sha256", "device", "freq_mhz", "layer", "objective", "planner", "baseline",
@@ -289,7 +292,15 @@ def _row(row: Mapping[str, str], where: str, label: str, line: int, base: Path) 
             raise _bad(where, "weight", row["weight"], "is not positive; a weight is a positive number (default 1)")
 
     objective = planner = baseline = None
-    if kind in MEASURED:
+    if kind == "memory":
+        if device is None:
+            raise _bad(where, "device", "", "is empty; a memory row names the device whose runtime reported it")
+        if freq is not None:
+            raise _bad(where, "freq_mhz", row["freq_mhz"], "is for latency, energy, power and plan_uses rows; a "
+                       "model's memory does not depend on the clock: leave it empty")
+        _only_for(where, row, kind, ("layer",), "latency, energy and power")
+        _only_for(where, row, kind, ("objective", "planner", "baseline"), "gain and plan_uses")
+    elif kind in MEASURED:
         if device is None:
             raise _bad(where, "device", "", f"is empty; a {kind} is measured on one device: name it")
         _only_for(where, row, kind, ("objective", "planner", "baseline"), "gain and plan_uses")
@@ -321,7 +332,7 @@ def _row(row: Mapping[str, str], where: str, label: str, line: int, base: Path) 
 
 
 def _value(where: str, kind: str, text: str) -> float:
-    if kind in MEASURED:
+    if kind in MEASURED or kind == "memory":
         x = _number(where, "value", text, _WHAT[kind])
         if x < 0:
             raise _bad(where, "value", text, f"is negative; {_WHAT[kind]}")

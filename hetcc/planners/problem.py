@@ -344,6 +344,27 @@ class PlanningProblem:
         np.cumsum(mem, axis=0, out=out[1:])
         return out
 
+    def with_reported_memory(self, device: str, reported_bytes: float) -> "PlanningProblem":
+        """This problem with ``device``'s capacity rule charging the whole model ``reported_bytes``,
+        what the device's runtime reports the model takes (MOSAIC Table I's TensorFlow Lite
+        sizes), each slice its share in proportion to its modelled charge (``memory_bytes``): the
+        device's capacity is scaled by modelled total / reported, so a slice fits where its charge
+        x reported / total is within the capacity. A layer that alone exceeds the scaled capacity
+        leaves the device; one the board's own capacity had taken off it stays off. A device
+        without a capacity (or not in the problem) is unchanged."""
+        on = np.array([d == device for d in self.states.device], dtype=bool)
+        if not reported_bytes > 0:
+            raise ValueError(f"reported_bytes must be > 0, got {reported_bytes!r}")
+        cap = np.array(self.capacity_bytes, dtype=np.float64)
+        scaled = on & np.isfinite(cap)
+        if not scaled.any():
+            return self
+        total = self.memory_prefix()[-1].astype(np.float64)
+        cap[scaled] = cap[scaled] * total[scaled] / float(reported_bytes)
+        legal = np.array(self.legal, dtype=bool)
+        legal[:, scaled] &= self.memory_bytes[:, scaled] <= cap[None, scaled]
+        return self.replace(capacity_bytes=cap, legal=legal)
+
     def slice_bytes(self, first: int, last: int, state: int) -> int:
         """What layers first..last hold against ``state``'s capacity."""
         return int(self.memory_bytes[first:last + 1, state].sum())

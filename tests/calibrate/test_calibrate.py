@@ -244,6 +244,56 @@ def test_bad_observation_files_are_one_line_exit_2(synthetic, capsys, tmp_path, 
     assert str(bad) in msg and message in msg, msg
 
 
+def test_memory_rows_set_what_the_capacity_rule_charges_a_model(synthetic, capsys, tmp_path):
+    """A memory row (the size a device's runtime reports for a model) is not fitted: the device's
+    capacity rule charges that model the reported size, slices in proportion. A model the board
+    alone fits whole on the NPU no longer does when its runtime reports it above the capacity."""
+    d = synthetic["dir"]
+    whole_npu = f"{HEADER}\nlatency,c.onnx,,npu,,,3,ms\n"
+    (d / "npu.csv").write_text(whole_npu)
+    assert predict_observations(BOARD, d / "npu.csv")[0] > 0                 # fits whole: priced
+    big = d / "npu-big.csv"
+    big.write_text(whole_npu + "memory,c.onnx,,npu,,,250,MB\n")
+    msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, big)
+    assert (f"{big} line 2: c (the whole model) cannot run as one slice on npu: its share of the 250 MB a memory "
+            "row reports for the model (250.0 MB) exceeds the device's capacity (100.0 MB)") in msg, msg
+    # predicted for a memory row: the board's own count, MB; the fit prints the rows it applied
+    small = d / "npu-small.csv"
+    ms = predict_observations(BOARD, d / "npu.csv")[0] * 1.2          # a latency the fit can reach
+    small.write_text(f"{HEADER}\nlatency,c.onnx,,npu,,,{ms:.6g},ms\nmemory,c.onnx,,npu,,,50,MB\n")
+    pred = predict_observations(BOARD, small)
+    board_mb = pred[1]
+    assert 0 < board_mb < 100 and board_mb != 50
+    rc, text, err = run(capsys, BOARD, small, "-o", tmp_path / "m.toml", "--free", "npu.layer_overhead_ms", "--json")
+    assert rc == 0, err
+    doc = json.loads(text)
+    assert [(m["model"], m["device"], m["reported_mb"]) for m in doc["memory"]] == [("c.onnx", "npu", 50.0)]
+    assert doc["memory"][0]["board_mb"] == pytest.approx(board_mb)
+    assert len(doc["observations"]) == 1                      # the memory row is not a residual
+    twice = d / "npu-twice.csv"
+    twice.write_text(whole_npu + "memory,c.onnx,,npu,,,50,MB\nmemory,c.onnx,,npu,,,60,MB\n")
+    msg = one_line_refusal(capsys, tmp_path / "g.toml", BOARD, twice)
+    assert "line 4: a second memory row for c on npu; give one" in msg
+
+
+def test_with_reported_memory_scales_slices_in_proportion():
+    from hetcc.planners.problem import PlanningProblem  # noqa: F401  (the method under test)
+    from hetcc.api import analyse
+
+    p = analyse("mobilenet_v2", "hikey970").problem
+    npu = [s for s, dev in enumerate(p.states.device) if dev == "npu"][0]
+    L = p.num_layers
+    total = float(p.memory_prefix()[-1][npu])
+    assert p.slice_fits(0, L - 1, npu)                  # the board alone: ~92 MB within 100 MB
+    q = p.with_reported_memory("npu", 2 * total)
+    assert not q.slice_fits(0, L - 1, npu)              # reported twice that: the whole no longer fits
+    half = int(np.searchsorted(p.memory_prefix()[:, npu], total / 2))
+    assert q.slice_fits(0, max(half - 2, 0), npu)       # a slice of under half its charge still does
+    assert q.with_reported_memory("gpu", 1e12).capacity_bytes[0] == q.capacity_bytes[0]   # no capacity: unchanged
+    others = [s for s in range(p.num_states) if s != npu]
+    assert np.array_equal(q.capacity_bytes[others], p.capacity_bytes[others])
+
+
 def test_a_measured_board_and_a_missing_file_are_refused(synthetic, capsys, tmp_path):
     msg = one_line_refusal(capsys, tmp_path / "f.toml", "host", synthetic["dir"] / "synth.csv")
     assert "is measured, not modelled" in msg

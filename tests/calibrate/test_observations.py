@@ -120,6 +120,17 @@ BAD = [
     ("no rows", "kind,model,value,unit\n", r"holds no observations"),
     ("zero weight", "kind,model,device,value,unit,weight\nlatency,resnet50,gpu,3,ms,0\n",
      r"column 'weight': '0' is not positive"),
+    ("memory without device", "kind,model,value,unit\nmemory,resnet50,90,MB\n",
+     r"column 'device': '' is empty; a memory row names the device whose runtime reported it"),
+    ("memory at a clock", "kind,model,device,freq_mhz,value,unit\nmemory,resnet50,gpu,767,90,MB\n",
+     r"column 'freq_mhz': '767' is for latency, energy, power and plan_uses rows; a model's memory does not "
+     r"depend on the clock"),
+    ("memory of a layer", "kind,model,device,layer,value,unit\nmemory,resnet50,npu,3,90,MB\n",
+     r"column 'layer': '3' is only for latency, energy and power rows"),
+    ("memory in GB", "kind,model,device,value,unit\nmemory,resnet50,npu,0.09,GB\n",
+     r"column 'unit': 'GB' is not the unit of a memory; write 'MB'"),
+    ("negative memory", "kind,model,device,value,unit\nmemory,resnet50,npu,-9,MB\n",
+     r"column 'value': '-9' is negative; a model's memory is a positive number of MB"),
 ]
 
 
