@@ -593,10 +593,12 @@ def _dependence(cal: Calibration, x: np.ndarray, base: Evaluation, candidates: S
 
 
 def select_free(cal: Calibration, free: Sequence[str] = (), fix: Sequence[str] = (), *,
-                base: Evaluation | None = None) -> tuple[list[int], list[int], list[int], dict]:
+                base: Evaluation | None = None,
+                known: dict[int, list[int]] | None = None) -> tuple[list[int], list[int], list[int], dict]:
     """(free, kept, fixed, dependence): the free set from the patterns (default: every parameter
     some observation depends on); refusals for explicitly freed parameters nothing depends on.
-    ``base``: the evaluation at the file's values, when the caller has it (else computed)."""
+    ``base``: the evaluation at the file's values, when the caller has it (else computed);
+    ``known``: dependences already found at those values (read, and filled with the new ones)."""
     params = cal.board.params
     names = [p.name for p in params]
     x0 = cal.board.x0
@@ -614,7 +616,9 @@ def select_free(cal: Calibration, free: Sequence[str] = (), fix: Sequence[str] =
                              "from a positive value: write a small positive guess there first")
     zero = [i for i in chosen if not x0[i] > 0 and i not in fixed]
     cand = [i for i in chosen if i not in fixed and x0[i] > 0]
-    dep = _dependence(cal, x0, base, cand)
+    known = {} if known is None else known
+    known.update(_dependence(cal, x0, base, [i for i in cand if i not in known]))
+    dep = {i: known[i] for i in cand}
     for i in cand:
         if i in explicit and not dep[i]:
             raise UsageError(f"--free {names[i]}: no observation depends on it (its rows would not move); drop it, "
@@ -655,9 +659,11 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
     names = [p.name for p in cal.board.params]
     fix = list(fix)
     dropped: dict[int, str] = {}
+    before, known = cal.evaluate(cal.board.x0), {}     # the same in every round: found once
     while True:
         try:
-            result = _fit(cal, free=free, fix=fix, bounds=bounds, range_factor=range_factor, progress=progress)
+            result = _fit(cal, free=free, fix=fix, bounds=bounds, range_factor=range_factor, progress=progress,
+                          before=before, known=known)
         except _Refusal as refusal:
             # a parameter given a --bound is one the caller wants fitted: never dropped
             new = [(n, why) for n, why in refusal.drops if names.index(n) not in dropped and n not in (bounds or {})]
@@ -678,8 +684,10 @@ def fit(cal: Calibration, *, free: Sequence[str] = (), fix: Sequence[str] = (),
 
 
 def _fit(cal: Calibration, *, free: Sequence[str], fix: Sequence[str],
-         bounds: Mapping[str, tuple[float, float]] | None, range_factor: float, progress: Any) -> FitResult:
-    """One least-squares fit over the set ``free`` / ``fix`` give (``fit``'s docstring)."""
+         bounds: Mapping[str, tuple[float, float]] | None, range_factor: float, progress: Any,
+         before: Evaluation | None = None, known: dict[int, list[int]] | None = None) -> FitResult:
+    """One least-squares fit over the set ``free`` / ``fix`` give (``fit``'s docstring);
+    ``before`` and ``known``: the evaluation and dependences at the file's values, when found."""
     import numpy as np
     try:
         from scipy.optimize import least_squares
@@ -689,8 +697,8 @@ def _fit(cal: Calibration, *, free: Sequence[str], fix: Sequence[str],
     params = cal.board.params
     names = [p.name for p in params]
     x0 = cal.board.x0
-    before = cal.evaluate(x0)
-    free_idx, kept, fixed, dep = select_free(cal, free, fix, base=before)
+    before = cal.evaluate(x0) if before is None else before
+    free_idx, kept, fixed, dep = select_free(cal, free, fix, base=before, known=known)
     n_obs = len(cal.obs)
     if not free_idx:
         raise UsageError("nothing to fit: no free parameter moves any observation (--free / --fix leave none)")
