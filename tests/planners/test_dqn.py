@@ -280,6 +280,23 @@ def test_descent_ends_at_a_local_optimum_that_meets_the_limits(problem, seed, wh
                         and objective.value(q.latency_ms, q.energy_mj) < here * (1 - 1e-9))
 
 
+def test_descent_moves_a_boundary_anywhere_within_its_two_slices():
+    """A boundary move may cross the whole pair: on the fitted HiKey 970, MnasNet-1.3's energy
+    optimum at the medium deadline lay one 5-layer boundary move (with a re-pick) from the plan
+    the walk kept, and moves of at most 3 layers left it 2.76% above."""
+    from hetcc.planners.dqn.env import _moves
+
+    slices = [(0, 7, 1), (8, 9, 2), (10, 10, 0)]
+    moved = {}
+    for j0, j1, new in _moves(slices):
+        if j1 - j0 == 2 and len(new) == 2:
+            moved.setdefault(j0, set()).add(new[0][1])
+    assert moved[0] == set(range(0, 9)) - {7}       # the cut after layer 7: anywhere from 0 to 8
+    assert moved[1] == {8}                          # the cut after layer 9: to 8 (neither slice empty)
+    for j0, j1, new in _moves(slices):
+        assert all(f <= l for f, l, _ in new) and new[0][0] == slices[j0][0] and new[-1][1] == slices[j1 - 1][1]
+
+
 def test_polish_improves_a_short_walk_and_can_be_turned_off():
     """A walk too short to find the optimum: the polished plan is at least as good as the walk's
     best state (the same walk: same seed), and with polish=False the walk's best is returned as is."""

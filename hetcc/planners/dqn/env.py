@@ -80,10 +80,6 @@ class Layout:
         return self.state[d][f] if 0 <= f < len(self.state[d]) else None
 
 
-#: ``descend`` moves a boundary by up to this many layers
-SHIFT = 3
-
-
 def _moves(slices: list) -> Iterator[tuple[int, int, list]]:
     """``descend``'s moves from ``slices`` [(first, last, state)]: (j0, j1, new), slices j0..j1-1
     replaced by ``new``, in which one entry's state is None: it is tried on every state."""
@@ -96,7 +92,7 @@ def _moves(slices: list) -> Iterator[tuple[int, int, list]]:
             yield j, j + 1, [(f, m, st), (m + 1, l, None)]
     for j in range(len(slices) - 1):                                       # move a boundary
         (f0, l0, s0), (_, l1, s1) = slices[j], slices[j + 1]
-        for nb in range(max(f0, l0 - SHIFT), min(l1 - 1, l0 + SHIFT) + 1):
+        for nb in range(f0, l1):                                           # anywhere in the pair
             if nb != l0:
                 yield j, j + 2, [(f0, nb, None), (nb + 1, l1, s1)]
                 yield j, j + 2, [(f0, nb, s0), (nb + 1, l1, None)]
@@ -251,7 +247,7 @@ class SlicingEnv(gym.Env):
         """Greedy descent from the current state: while some move leads to a state that meets
         the limits with a lower objective value, take the best one. A move is a short run of the
         six actions: one slice's state re-picked (any device and level: dev and freq actions), a
-        slice merged into the one before on any state, a boundary moved by up to SHIFT layers
+        slice merged into the one before on any state, a boundary moved anywhere within its two slices
         with either side's state re-picked, or a slice split with either half re-picked. Every
         single action is one of these, so the end state is also a local optimum of the actions.
         Returns the number of moves taken (the state is left at the end point)."""
