@@ -32,9 +32,9 @@ on any state, a boundary moved anywhere within its two slices (at most 3 layers 
 re-picked; each move the one that lowers the objective most while meeting the limits, until none
 does. A walk often ends a few actions from a better state it never stepped on, through states
 that miss the deadline; the descent costs milliseconds against the walk's tens of seconds and
-can only improve the plan (on the board fitted to MOSAIC: MnasNet-1.0 at the short deadline 4.07% above
-the optimum -> 0.00%, one move; VGG-16 at the medium deadline 2.13% -> 0.50%, five moves; over
-single actions alone neither moved).
+can only improve the plan (on the board fitted to MOSAIC: MnasNet-1.0 at the short deadline
+4.07% above the optimum -> 0.00%, one move; VGG-16 at the medium deadline 2.13% -> 0.50%, five
+moves; over single actions alone neither moved).
 """
 from __future__ import annotations
 

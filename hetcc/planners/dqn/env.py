@@ -247,8 +247,8 @@ class SlicingEnv(gym.Env):
         """Greedy descent from the current state: while some move leads to a state that meets
         the limits with a lower objective value, take the best one. A move is a short run of the
         six actions: one slice's state re-picked (any device and level: dev and freq actions), a
-        slice merged into the one before on any state, a boundary moved anywhere within its two slices
-        with either side's state re-picked, or a slice split with either half re-picked. Every
+        slice merged into the one before on any state, a boundary moved anywhere within its two
+        slices with either side's state re-picked, or a slice split with either half re-picked. Every
         single action is one of these, so the end state is also a local optimum of the actions.
         Returns the number of moves taken (the state is left at the end point)."""
         obj = self.objective
