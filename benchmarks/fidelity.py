@@ -109,7 +109,7 @@ class Board:
     def __init__(self, target: str, models_dir: Path, labels: list[str], console: Any,
                  energy_planner: str = "dp", memory: Path | None = None) -> None:
         from hetcc.api import analyse
-        from hetcc.observations import read_observations
+        from hetcc.observations import read_observations, reported_memory
         from hetcc.targets import load_target
 
         self.mosaic = {"latency": "dp", "energy": energy_planner}   # MOSAIC's plans, per metric
@@ -123,10 +123,7 @@ class Board:
         self.errors: dict[str, str] = {}
         # the memory rows of ``memory``: the size TensorFlow Lite reports per model (Table I), which
         # the NPU's 100 MB rule charges (PlanningProblem.with_reported_memory), as calibrate applies them
-        self.memory: dict[str, dict[str, float]] = {}
-        for o in (read_observations(memory, self.target, check_files=False) if memory else ()):
-            if o.kind == "memory":
-                self.memory.setdefault(o.model, {})[o.device] = o.value * 1e6
+        self.memory = reported_memory(read_observations(memory, self.target, check_files=False) if memory else ())
         for label in labels:
             name = MODELS[label][0]
             console.print(f"[dim]{label} ({name})…[/]", highlight=False)

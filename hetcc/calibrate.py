@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import UsageError
-from .observations import MEASURED, Observation, check_model_hash, planner_spec, read_observations
+from .observations import (MEASURED, Observation, check_model_hash, planner_spec, read_observations,
+                           reported_memory)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -313,21 +314,19 @@ class Calibration:
                 state_legal=_state_legal(self.target0, leg.mask, a.problem.num_layers),
                 sha256=a.program.source_sha256, reasons=dict(leg.reasons),
                 layer_ids=tuple(int(l.id) for l in a.program.get(LAYERS)))
-        self.reported: dict[str, dict[str, float]] = {}     # model ref -> device -> bytes
-        self.modelled_bytes: dict[tuple[str, str], float] = {}   # what the board alone charges
         for o in self.memory:
-            ref = o.models[0]
-            check_model_hash(o, ref, self.models[ref].sha256)
-            if o.device in self.reported.get(ref, {}):
-                raise UsageError(f"{o.where}: a second memory row for {self.models[ref].name} on {o.device}; give one")
-            self.reported.setdefault(ref, {})[o.device] = o.value * 1e6
-            p = self.models[ref].problem
-            on = [s for s, d in enumerate(p.states.device) if d == o.device]
-            self.modelled_bytes[(ref, o.device)] = float(p.memory_prefix()[-1][on[0]])
+            check_model_hash(o, o.models[0], self.models[o.models[0]].sha256)
+        self.reported = reported_memory(self.memory)     # model ref -> device -> bytes
         for ref, m in self.models.items():
             m.problem = self._reported(ref, m.problem)
         self.row_state: list[int | None] = [self._state(o) for o in self.obs]
         self._check_rows()
+
+    def board_bytes(self, ref: str, device: str) -> float:
+        """What the board's own capacity rule charges model ``ref`` whole on ``device`` (bytes;
+        ``with_reported_memory`` scales the capacity, never this charge)."""
+        p = self.models[ref].problem
+        return float(p.memory_bytes[:, p.states.device.index(device)].sum())
 
     def _reported(self, ref: str, problem: Any) -> Any:
         """``problem`` with the memory rows of model ``ref`` applied (``with_reported_memory``)."""
@@ -398,7 +397,7 @@ class Calibration:
         cap = float(np.asarray(m.problem.capacity_bytes)[s])
         reported = self.reported.get(m.ref, {}).get(self.states[s].device)
         if reported is not None:                      # with_reported_memory: a share of the reported size
-            total = self.modelled_bytes[(m.ref, self.states[s].device)]
+            total = self.board_bytes(m.ref, self.states[s].device)
             return (f"its share of the {reported / 1e6:g} MB a memory row reports for the model "
                     f"({held * reported / total / 1e6:.1f} MB) exceeds the device's capacity "
                     f"({cap * reported / total / 1e6:.1f} MB)")
@@ -1038,7 +1037,7 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
                         "after": summary(cal.obs, result.after.predicted)},
             "parameters": params,
             "memory": [{"file": o.file, "line": o.line, "model": o.model, "device": o.device, "reported_mb": o.value,
-                        "board_mb": cal.modelled_bytes[(o.models[0], o.device)] / 1e6} for o in cal.memory],
+                        "board_mb": cal.board_bytes(o.models[0], o.device) / 1e6} for o in cal.memory],
             "fit": {"free": len(result.free), "observations": len(cal.obs), "evaluations": result.nfev,
                     "jacobians": result.njev, "seconds": result.seconds, "solver": result.message,
                     "converged": result.converged}}
@@ -1075,7 +1074,7 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
     if cal.memory:
         console.print("memory as reported (each charges its model on that device, slices in proportion; not "
                       "fitted): " + ", ".join(f"{cal.models[o.models[0]].name} on {o.device} {o.value:g} MB (the board "
-                                              f"alone: {cal.modelled_bytes[(o.models[0], o.device)] / 1e6:.1f} MB)"
+                                              f"alone: {cal.board_bytes(o.models[0], o.device) / 1e6:.1f} MB)"
                                               for o in cal.memory))
     if result.dropped:
         console.print("kept at the file's value (no --free: the fit left out what these observations cannot pin "
@@ -1099,7 +1098,7 @@ def predict_observations(board: str | Path, observations: Sequence[Observation] 
     obs = read_observations(observations, b.target()) if isinstance(observations, (str, Path)) else list(observations)
     cal = Calibration(b, obs, progress=progress)
     fitted = iter(float(v) for v in cal.evaluate().predicted)
-    return [cal.modelled_bytes[(o.models[0], o.device)] / 1e6 if o.kind == "memory" else next(fitted) for o in obs]
+    return [cal.board_bytes(o.models[0], o.device) / 1e6 if o.kind == "memory" else next(fitted) for o in obs]
 
 
 def calibrate(board: str | Path, observation_files: Sequence[str | Path], output: str | Path, *,

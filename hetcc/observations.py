@@ -122,6 +122,22 @@ def check_model_hash(obs: Observation, model: str, actual_sha256: str) -> None:
                              "(or fix the model_sha256 column)")
 
 
+def reported_memory(observations: Iterable[Observation]) -> dict[str, dict[str, float]]:
+    """The ``memory`` rows of ``observations`` as {model (resolved): {device: bytes}}: what each
+    device's runtime reports a model takes (``PlanningProblem.with_reported_memory`` applies one);
+    a second row for one model on one device is refused (UsageError naming its line)."""
+    out: dict[str, dict[str, float]] = {}
+    for o in observations:
+        if o.kind != "memory":
+            continue
+        sizes = out.setdefault(o.models[0], {})
+        if o.device in sizes:
+            shown = Path(o.model).stem if is_model_path(o.model) else o.model
+            raise UsageError(f"{o.where}: a second memory row for {shown} on {o.device}; give one")
+        sizes[o.device] = o.value * 1e6
+    return out
+
+
 def _shown_model(obs: Observation, resolved: str) -> str:
     names = obs.model.split("+")
     for name, m in zip(names, obs.models):

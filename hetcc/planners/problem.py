@@ -359,7 +359,7 @@ class PlanningProblem:
         scaled = on & np.isfinite(cap)
         if not scaled.any():
             return self
-        total = self.memory_prefix()[-1].astype(np.float64)
+        total = self.memory_bytes.sum(axis=0).astype(np.float64)
         cap[scaled] = cap[scaled] * total[scaled] / float(reported_bytes)
         legal = np.array(self.legal, dtype=bool)
         legal[:, scaled] &= self.memory_bytes[:, scaled] <= cap[None, scaled]
