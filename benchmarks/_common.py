@@ -28,7 +28,7 @@ def machine_info() -> dict[str, Any]:
 
     import hetcc
 
-    from hetcc.profiler import cpu_model
+    from hetcc.measure.profiler import cpu_model
 
     cpu = cpu_model()
     try:
@@ -52,7 +52,7 @@ def utc_now() -> str:
 
 def model_path(name: str, models_dir: Path, seed: int = 0) -> Path:
     """The zoo model exported once into ``models_dir`` (the benchmarks' model cache) and reused."""
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     path = models_dir / f"{name}-seed{seed}.onnx"
     if not path.exists():
@@ -64,7 +64,7 @@ def model_path(name: str, models_dir: Path, seed: int = 0) -> Path:
 def select_models(args: argparse.Namespace, quick_models: Iterable[str]) -> list[str]:
     """``quick_models`` with ``--quick``, else the ``--models`` list (checked against the zoo), else
     the core zoo set (every entry with ``--all``)."""
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     if args.quick:
         return list(quick_models)

@@ -342,7 +342,7 @@ class Bench:
         in ``<out>-sweep/`` unless ``--fresh``."""
         import shutil
 
-        from hetcc.sweep import parse_spec, run_sweep
+        from hetcc.experiments.sweep import parse_spec, run_sweep
 
         grids = list(self.grids)
         for label, caps in self.layer_caps.items():   # the layer-granularity optimum, time-boxed (anytime)
@@ -362,7 +362,7 @@ class Bench:
         return doc, result.rows, root
 
     def attach(self, cases: list[dict], rows: list[dict]) -> None:
-        from hetcc.sweep import planner_entry
+        from hetcc.experiments.sweep import planner_entry
 
         label_of = {path: label for label, path in self.paths.items()}
         by: dict[tuple, list[dict]] = {}

@@ -68,7 +68,7 @@ def spine_module() -> types.ModuleType:
     src = _git_show("hetcc/optimizers/exact.py")
     dp = _git_show("hetcc/optimizers/dp.py")
     helpers = "".join(_grab(n, dp) for n in ("scalar_dp", "forward_totals", "path_sum"))
-    src = src.replace("from ..errors import InfeasibleError\n", "from hetcc.errors import InfeasibleError\n")
+    src = src.replace("from ..errors import InfeasibleError\n", "from hetcc.core.errors import InfeasibleError\n")
     src = src.replace("from . import register\n", "def register(name):\n    return lambda f: f\n")
     src = re.sub(r"from \.dp import [^\n]*\n", "INF = float('inf')\nSliceTables = cell_costs = require_runnable = None\n",
                  src)
@@ -119,7 +119,7 @@ def spine_dp(spine: types.ModuleType, problem: Any) -> Any:
 
 
 def bench(name: str, spine: types.ModuleType, args: argparse.Namespace) -> dict[str, Any]:
-    from hetcc.api import analyse
+    from hetcc.compiler.api import analyse
     from hetcc.planners import plan as run_planner
     from hetcc.planners.dp import optimal
     from hetcc.planners.exact import exact

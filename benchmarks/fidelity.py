@@ -108,8 +108,8 @@ class Board:
 
     def __init__(self, target: str, models_dir: Path, labels: list[str], console: Any,
                  energy_planner: str = "dp", memory: Path | None = None) -> None:
-        from hetcc.api import analyse
-        from hetcc.observations import read_observations, reported_memory
+        from hetcc.compiler.api import analyse
+        from hetcc.measure.observations import read_observations, reported_memory
         from hetcc.targets import load_target
 
         self.mosaic = {"latency": "dp", "energy": energy_planner}   # MOSAIC's plans, per metric
@@ -144,7 +144,7 @@ class Board:
         """The plan of planner ``spec`` ("single:gpu governor=ondemand") for ``metric`` (memoised)."""
         key = (label, spec, metric, deadline)
         if key not in self._plans:
-            from hetcc.observations import planner_spec
+            from hetcc.measure.observations import planner_spec
 
             name, options = planner_spec(spec)
             self._plans[key] = self.analyses[label].plan(metric, deadline=deadline, planner=name, options=options,

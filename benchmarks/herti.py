@@ -41,7 +41,7 @@ if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py
 from _common import MODELS_DIR, RESULTS_DIR, machine_info, make_console, model_path, utc_now, write_json  # noqa: E402
 
 from hetcc.planners import Objective, get_spec  # noqa: E402
-from hetcc.sweep import planner_entry  # noqa: E402
+from hetcc.experiments.sweep import planner_entry  # noqa: E402
 from hetcc.planners.registry import option_fields  # noqa: E402
 
 os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")  # torchrl logs each replay buffer it makes on stdout
@@ -202,7 +202,7 @@ def run_sweep_grid(args: argparse.Namespace, herti: tuple[str, dict], out: Path)
     return its rows, the spec and the sweep's directory (a rerun resumes it unless ``--fresh``)."""
     import shutil
 
-    from hetcc.sweep import parse_spec, run_sweep
+    from hetcc.experiments.sweep import parse_spec, run_sweep
 
     paths = {w: model_path(WORKLOADS[w][0], args.models_dir).resolve() for w in args.workloads}
     doc = sweep_spec(args, herti, paths)

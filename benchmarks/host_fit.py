@@ -7,7 +7,7 @@ Everything goes through the command line, as a user would run it:
     hetcc calibrate targets/host-analytical.toml A.csv -o fitted.toml   # as the issue writes it
     hetcc profile MODEL --target host -o B.csv          # profile 2, independent of the fit
 
-then the fitted board's predictions of B's rows come from ``hetcc.calibrate.predict_observations``
+then the fitted board's predictions of B's rows come from ``hetcc.measure.calibrate.predict_observations``
 (calibrate's own prediction code: no second cost formula here) and are compared with B: the
 MAPE over B's per-layer rows and the error on its whole-model row, beside the same for the
 unfitted file (before) and the A-vs-B noise floor (how far two profiles of the same model on the
@@ -122,10 +122,10 @@ def by_layer(rows: Sequence[Any]) -> dict[Any, float]:
 def evaluate(model: str, work: Path, repeats: int | None, threads: int | None, fix: Sequence[str],
              free: Sequence[str] = (), range_factor: float | None = None,
              bounds: Sequence[str] = ()) -> dict[str, Any]:
-    from hetcc.calibrate import predict_observations
-    from hetcc.observations import read_observations
-    from hetcc.profile import load_program
-    from hetcc.program import LAYERS
+    from hetcc.measure.calibrate import predict_observations
+    from hetcc.measure.observations import read_observations
+    from hetcc.measure.profile import load_program
+    from hetcc.compiler.program import LAYERS
     from hetcc.targets import load_target
 
     a, b, fitted = work / "A.csv", work / "B.csv", work / "fitted.toml"

@@ -33,7 +33,7 @@ if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py
 from _common import RESULTS_DIR, machine_info, utc_now, write_json  # noqa: E402
 from synthetic import TARGET as SYNTHETIC_TARGET, synthetic_problem  # noqa: E402
 
-from hetcc.errors import InfeasibleError  # noqa: E402
+from hetcc.core.errors import InfeasibleError  # noqa: E402
 from hetcc.planners import Budget, Objective, PlanContext, PlanningProblem, plan  # noqa: E402
 from hetcc.planners.exact import lowest_average_power_mw  # noqa: E402
 
@@ -128,7 +128,7 @@ def run_graphs(graphs: list[str], target: str, max_cut_tensors: int, limit_s: fl
     """The 12 ``exact`` cases on real graphs (ONNX files or zoo names) at ``--max-cut-tensors``, once
     each, stopped at ``limit_s`` (its best plan and proven gap then); a case over the target also
     runs with a budget of TARGET_S (the plan it gives, its gap, or that it found none)."""
-    from hetcc.api import analyse
+    from hetcc.compiler.api import analyse
 
     out = []
     for graph in graphs:

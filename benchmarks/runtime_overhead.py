@@ -8,7 +8,7 @@ On the ``host`` target (measured), per model (ResNet-50 by default):
   and (b) through ``hetcc.runtime.Executor.run``;
 * the same chains and model at ORT_ENABLE_BASIC (NCHWc layout reorders at every boundary
   disappear), and the largest chain with intra-op spinning on vs off (why the runtime turns it off);
-* the boundary fit the ``host`` target's cost model uses (``hetcc.profiler.measure_boundary``).
+* the boundary fit the ``host`` target's cost model uses (``hetcc.measure.profiler.measure_boundary``).
 
 Variants are interleaved (A, B, C, A, B, C, ...) over many rounds and medians are reported,
 with the paired estimate beside them: the median over rounds of (B_i - A_i), relative to median A.
@@ -132,7 +132,7 @@ def bench_model(name: str, args: argparse.Namespace, fit: Any) -> dict[str, Any]
 
 def _bench_model(name: str, path: Path, tmp: Path, args: argparse.Namespace, fit: Any) -> dict[str, Any]:
     import hetcc
-    from hetcc.profiler import session_options
+    from hetcc.measure.profiler import session_options
     from hetcc.runtime import Executor, random_inputs
 
     plans: dict[int, dict[str, Any]] = {}
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     args.profile_repeats = 1 if args.quick else None
     out = out_path(args, SCRIPT)
 
-    from hetcc.profiler import measure_boundary
+    from hetcc.measure.profiler import measure_boundary
 
     console = make_console()
     machine = machine_info()

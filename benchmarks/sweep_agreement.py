@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="run a 6-cell sweep here and check 4 of its cells")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/sweep_agreement.json)")
     args = ap.parse_args(argv)
-    from hetcc.fsutil import read_toml
-    from hetcc.sweep import load_spec, read_table, run_sweep
+    from hetcc.core.read import read_toml
+    from hetcc.experiments.sweep import load_spec, read_table, run_sweep
 
     console, date, t0 = make_console(), utc_now(), time.perf_counter()
     tmp = None

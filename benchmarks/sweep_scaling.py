@@ -43,7 +43,7 @@ CHILD = r"""
 import json, os, sys, time
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import psutil
-from hetcc.sweep import init_ray, load_spec, preload_plotting, run_sweep
+from hetcc.experiments.sweep import init_ray, load_spec, preload_plotting, run_sweep
 
 def worker_cpu():   # CPU seconds of the Ray worker processes (named ray::...)
     total = 0.0
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     console = make_console()
-    from hetcc.api import resolve_model
-    from hetcc.sweep import load_spec
+    from hetcc.compiler.api import resolve_model
+    from hetcc.experiments.sweep import load_spec
 
     with tempfile.TemporaryDirectory(prefix="hetcc-sweep-bench-") as tmp:
         spec_path = args.spec

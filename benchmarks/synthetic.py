@@ -2,8 +2,8 @@
 
 Shared by the planner tests and ``benchmarks/planners.py`` (a test/benchmark fixture, not part of
 the shipped package). A VGG/MobileNet-like chain of layers is drawn at random (kind, kernel,
-channels, a per-layer efficiency factor on its FLOPs), turned into ``hetcc.program.Layer``
-objects and costed by ``hetcc.costmodel.analytical_costs`` on the built-in ``hikey970`` target
+channels, a per-layer efficiency factor on its FLOPs), turned into ``hetcc.compiler.program.Layer``
+objects and costed by ``hetcc.compiler.costmodel.analytical_costs`` on the built-in ``hikey970`` target
 (MOSAIC Table II DVFS levels: big 9, LITTLE 7, GPU 8, NPU 1 = 25 states; the NPU's 100 MB
 parameter limit per slice). Legality is drawn at random as the legality pass would find it on a
 real model (on hikey970): the GPU now and then rejects pooling / fully-connected layers, the NPU pooling and
@@ -15,10 +15,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from hetcc.costmodel import analytical_costs, hardware_space
-from hetcc.costtable import layer_features
+from hetcc.compiler.costmodel import analytical_costs, hardware_space
+from hetcc.compiler.costtable import layer_features
 from hetcc.planners.problem import PlanningProblem
-from hetcc.program import Layer
+from hetcc.compiler.program import Layer
 from hetcc.targets import Target, load_target
 
 TARGET = "hikey970"

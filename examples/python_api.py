@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import hetcc
-from hetcc import zoo
+from hetcc.compiler import zoo
 from hetcc.runtime import Executor, random_inputs, verify
 
 

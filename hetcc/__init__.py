@@ -14,16 +14,17 @@ __version__ = "0.2.0"
 
 #: public name -> the module that defines it (imported on first use)
 _LAZY = {
-    # the API (hetcc.api)
-    "analyse": "api", "compile": "api", "compile_workload": "api", "limits": "api",
-    "Analysis": "api", "CompileResult": "api", "WorkloadResult": "api",
+    # the API (hetcc.compiler.api)
+    "analyse": "compiler.api", "compile": "compiler.api", "compile_workload": "compiler.api",
+    "limits": "compiler.api", "Analysis": "compiler.api", "CompileResult": "compiler.api",
+    "WorkloadResult": "compiler.api",
     # planning (hetcc.planners)
     "Objective": "planners", "Plan": "planners", "Slice": "planners", "WorkloadPlan": "planners",
     "PlanContext": "planners", "Budget": "planners", "Progress": "planners",
     "RichProgress": "planners.context",
-    # errors (hetcc.errors)
-    "HetccError": "errors", "UsageError": "errors", "ModelError": "errors", "TargetError": "errors",
-    "InfeasibleError": "errors",
+    # errors (hetcc.core.errors)
+    "HetccError": "core.errors", "UsageError": "core.errors", "ModelError": "core.errors",
+    "TargetError": "core.errors", "InfeasibleError": "core.errors",
     # targets
     "load_target": "targets",
 }

@@ -1,124 +1,77 @@
 """The entry of the ``hetcc`` console script and of ``python -m hetcc.cli``.
 
 Importing the CLI (and, from there, numpy, onnx and onnxruntime) takes a while; a Ctrl-C in that
-time used to print a traceback, because the script imported ``hetcc.cli`` before ``main`` could
-catch anything. Here the imports run inside the same handling as a command: Ctrl-C (SIGINT) ends
-with ``hetcc: interrupted`` and exit 130, SIGTERM with ``hetcc: terminated (SIGTERM)`` and 143,
-SIGHUP with 129.
-
-This module runs before the handlers are in place, so it imports only ``_thread``, ``signal``,
-``sys`` and ``time`` (built into the interpreter; no typing, contextlib or threading: under load
-each costs milliseconds in which a signal would still get Python's traceback).
-
-It also notes when the command started, before the imports, so ``hetcc compile``'s "wrote DIR in
-X s" counts the time the user waited.
+time must not print a traceback. So the first statement below, before any other import, installs
+a handler for SIGINT, SIGTERM and SIGHUP from ``_signal`` (compiled into the interpreter and
+already initialised, so importing it runs no Python code); from then on every signal is recorded
+and becomes a ``KeyboardInterrupt`` that ``main`` reports as one line with exit code 128 + the
+signal. ``hetcc.cli.signals`` then takes over for the command itself.
 """
-from __future__ import annotations
+import _signal
 
-import _thread
-import signal
-import sys
-import time
-
-#: signals received and not yet reported (a KeyboardInterrupt, or what an import turned it into)
-_received: list[int] = []
-_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
-#: when ``main`` began (perf_counter), taken once by ``take_start``
-_started: list[float] = []
+_early: list = []          # signals received before hetcc.cli.signals took over
 
 
-def take_start() -> float:
-    """When this command started: ``main``'s first line if the console script entered there,
-    else now (``hetcc.cli.main`` called directly). Taken once, so a second call starts afresh."""
-    return _started.pop() if _started else time.perf_counter()
-
-
-def _on_signal(signum: int, frame: object) -> None:
-    _received.append(signum)
+def _early_handler(signum, frame):  # noqa: ANN001, ANN202 (typing is not imported here)
+    _early.append(signum)
     raise KeyboardInterrupt
 
 
-def pending() -> bool:
-    """Whether a signal arrived that is not reported yet: an exception raised meanwhile is its
-    consequence (a C extension being imported turns a KeyboardInterrupt into an ImportError)."""
-    return bool(_received)
+_installed: dict = {}
+for _name in ("SIGINT", "SIGTERM", "SIGHUP"):
+    _num = getattr(_signal, _name, None)
+    if _num is not None and _signal.getsignal(_num) in (_signal.default_int_handler, _signal.SIG_DFL):
+        _installed[_num] = _signal.signal(_num, _early_handler)
+
+import sys  # noqa: E402  (after the handler, on purpose)
+import time  # noqa: E402
+
+_T0 = time.perf_counter()
 
 
-class terminate_as_interrupt:
-    """Inside, SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt and are recorded, so whatever
-    is being written is cleaned up the same way and the exit code names the signal. A signal
-    that is ignored (nohup) or handled by someone else is left alone; an interrupt raised where
-    Python ignores exceptions (a finaliser, a weakref callback in importlib) is delivered to the
-    main thread again instead of printing "Exception ignored". Restored on exit; nestable."""
-
-    def __enter__(self) -> "terminate_as_interrupt":
-        self.previous: dict[int, object] = {}
-        self.hook = sys.unraisablehook
-        for name in _NAMES:
-            signum = getattr(signal, name, None)
-            if signum is None:
-                continue
-            current = signal.getsignal(signum)
-            if current == (signal.default_int_handler if name == "SIGINT" else signal.SIG_DFL):
-                try:
-                    self.previous[signum] = signal.signal(signum, _on_signal)
-                except ValueError:      # not the main thread: signals are not ours to handle
-                    break
-        if self.previous and not getattr(self.hook, "redelivers", False):
-            sys.unraisablehook = _redeliver(self.hook)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        sys.unraisablehook = self.hook
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
+def _restore_early() -> None:
+    for num, previous in _installed.items():
+        if _signal.getsignal(num) is _early_handler:
+            _signal.signal(num, previous)
 
 
-def _redeliver(previous):  # noqa: ANN001, ANN202 (typing is not imported here)
-    def hook(unraisable) -> None:  # noqa: ANN001
-        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-            # from another thread, 50 ms later: raised here (in the hook, on the main thread) it
-            # would be "ignored in sys.unraisablehook" with a traceback, and lost
-            _thread.start_new_thread(_interrupt_later, (_received[-1] if _received else signal.SIGINT,))
-            return
-        previous(unraisable)
-    hook.redelivers = True
-    return hook
-
-
-def _interrupt_later(signum: int) -> None:
-    wait = _thread.allocate_lock()
-    wait.acquire()
-    wait.acquire(True, 0.05)                 # a sleep without importing time
-    _thread.interrupt_main(signum)
-
-
-def interrupted() -> int:
-    """Print the one line of an interrupted command; return its exit code, 128 + the signal."""
-    signum = _received[-1] if _received else signal.SIGINT
-    _received.clear()
-    word = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
+def _early_exit() -> None:
+    signum = _early[-1] if _early else _signal.SIGINT
+    word = "interrupted" if signum == _signal.SIGINT else \
+        f"terminated ({ {2: 'SIGINT', 15: 'SIGTERM', 1: 'SIGHUP'}.get(signum, signum) })"
     print(f"hetcc: {word}", file=sys.stderr)
-    return 128 + int(signum)
+    sys.exit(128 + int(signum))
 
 
 def main() -> None:
     """``hetcc`` itself: import the CLI and run it, with the start-up under the signal handling.
     Once the command is over, a signal ends the process at once (no traceback at exit)."""
-    _started[:] = [time.perf_counter()]
     try:
-        with terminate_as_interrupt():
-            from hetcc.cli import main as cli_main
+        from hetcc.cli import signals
+    except KeyboardInterrupt:
+        _early_exit()
+    except Exception:
+        if not _early:
+            raise
+        _early_exit()
+    signals.started_at(_T0, _early)
+    _restore_early()        # terminate_as_interrupt installs its own handler where the default is
+    try:
+        with signals.terminate_as_interrupt():
+            if signals.pending():
+                raise KeyboardInterrupt
+            from hetcc.cli.app import main as cli_main
 
             code = cli_main()
     except KeyboardInterrupt:
         code = None
     except Exception:
-        if not pending():
+        if not signals.pending():
             raise
         code = None
-    for name in _NAMES:
-        signum = getattr(signal, name, None)
-        if signum is not None and signal.getsignal(signum) in (signal.default_int_handler, _on_signal):
-            signal.signal(signum, signal.SIG_DFL)
-    sys.exit(interrupted() if code is None else code)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        num = getattr(_signal, name, None)
+        if num is not None and _signal.getsignal(num) in (_signal.default_int_handler, signals.on_signal,
+                                                             _early_handler):
+            _signal.signal(num, _signal.SIG_DFL)
+    sys.exit(signals.interrupted() if code is None else code)

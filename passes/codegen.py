@@ -1,6 +1,6 @@
 """Codegen: apply plans to the graph — one ONNX file per slice, ``manifest.json``
 (``hetcc.manifest/2``, built from the runtime's own dataclasses) and ``costs.json`` — written
-through ``hetcc.fsutil.atomic_directory``, so a failed or interrupted compile leaves nothing
+through ``hetcc.files.atomic.atomic_directory``, so a failed or interrupted compile leaves nothing
 behind and an existing output is replaced only on success.
 
 Every slice is self-contained, whatever the source model keeps as external data: its weights are
@@ -35,13 +35,13 @@ import onnx
 import onnx_ir as ir
 
 from hetcc import __version__
-from hetcc.errors import ModelError, UsageError
-from hetcc.frontend import (embed_external, external_base_dir, external_info, external_nbytes, external_path,
+from hetcc.core.errors import ModelError, UsageError
+from hetcc.compiler.frontend import (embed_external, external_base_dir, external_info, external_nbytes, external_path,
                             iter_tensor_protos)
-from hetcc.fsutil import atomic_directory
-from hetcc.passmanager import Pass, PassResult
-from hetcc.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
-from hetcc.why import write_why
+from hetcc.files.atomic import atomic_directory
+from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.compiler.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
+from hetcc.compiler.why import write_why
 from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
                                     FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
                                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,

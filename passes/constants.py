@@ -11,9 +11,9 @@ from typing import ClassVar
 import numpy as np
 import onnx_ir as ir
 
-from hetcc.graphutil import node_reads
-from hetcc.passmanager import Pass, PassResult
-from hetcc.program import CONSTANTS, ConstantInfo, Program
+from hetcc.compiler.graphutil import node_reads
+from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.compiler.program import CONSTANTS, ConstantInfo, Program
 
 logger = logging.getLogger(__name__)
 

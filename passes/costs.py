@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hetcc.passmanager import Pass, PassResult
-from hetcc.program import COSTS, LAYERS, LEGALITY, TENSORS, Program
+from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.compiler.program import COSTS, LAYERS, LEGALITY, TENSORS, Program
 
 
 class EstimateCosts(Pass):
@@ -22,12 +22,12 @@ class EstimateCosts(Pass):
         layers = program.get(LAYERS)
         legality = program.get(LEGALITY)
         if self.target.kind == "measured":
-            from hetcc.profiler import measured_costs
+            from hetcc.measure.profiler import measured_costs
 
             table = measured_costs(program, self.target, legality.mask, repeats=self.repeats,
                                    use_cache=self.use_cache)
         else:
-            from hetcc.costmodel import analytical_costs
+            from hetcc.compiler.costmodel import analytical_costs
 
             table = analytical_costs(layers, self.target, legality.mask)
         program.put(COSTS, table)

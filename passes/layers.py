@@ -15,10 +15,10 @@ from typing import ClassVar, Container, Mapping
 import numpy as np
 import onnx_ir as ir
 
-from hetcc.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, node_flops, runs_int8
-from hetcc.graphutil import node_reads, walk
-from hetcc.passmanager import Pass, PassResult
-from hetcc.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
+from hetcc.compiler.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, node_flops, runs_int8
+from hetcc.compiler.graphutil import node_reads, walk
+from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.compiler.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
 
 logger = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from typing import ClassVar, Mapping, Sequence
 import numpy as np
 import onnx_ir as ir
 
-from hetcc.errors import InfeasibleError
-from hetcc.graphutil import walk
-from hetcc.passmanager import Pass, PassResult
+from hetcc.core.errors import InfeasibleError
+from hetcc.compiler.graphutil import walk
+from hetcc.compiler.passmanager import Pass, PassResult
 from hetcc.planners.problem import capacity_reason
-from hetcc.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
+from hetcc.compiler.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
 from hetcc.targets import PREDICATES, Device, Target
 
 logger = logging.getLogger(__name__)

@@ -15,11 +15,11 @@ from typing import ClassVar
 
 import onnx_ir as ir
 
-from hetcc.errors import ModelError, UsageError
-from hetcc.graphutil import node_reads, walk
+from hetcc.core.errors import ModelError, UsageError
+from hetcc.compiler.graphutil import node_reads, walk
 from hetcc.passes.constants import NONDETERMINISTIC
-from hetcc.passmanager import Pass, PassResult
-from hetcc.program import TENSORS, Program, TensorInfo
+from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.compiler.program import TENSORS, Program, TensorInfo
 
 #: the largest dimension hetcc accepts (onnxruntime indexes many kernels with 32-bit ints)
 MAX_DIM = 2**31 - 1

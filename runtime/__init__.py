@@ -18,7 +18,7 @@ Submodules load on first use (PEP 562): ``import hetcc.runtime.manifest`` or
 ``hetcc.runtime.errors`` (what the compiler needs) does not import onnxruntime.
 
 Importing this package turns onnxruntime's telemetry off for the process
-(``ORT_DISABLE_TELEMETRY=1``, unless ``HETCC_ORT_TELEMETRY=1``; see ``_ort``), before any
+(``ORT_DISABLE_TELEMETRY=1``, unless ``HETCC_ORT_TELEMETRY=1``; see ``onnxrt``), before any
 submodule can import onnxruntime.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import _ort
+from . import onnxrt
 
-_ort.configure()
+onnxrt.configure()
 
 _EXPORTS = {
     "Executor": "executor",

@@ -1,7 +1,7 @@
 """``python -m hetcc.runtime run DIR`` / ``inspect DIR``: the artifact commands on a board that has
 only numpy and onnxruntime (docs/runtime-alone.md).
 
-The same options and output as ``hetcc run`` / ``hetcc inspect`` (``hetcc.cli_artifact``, which
+The same options and output as ``hetcc run`` / ``hetcc inspect`` (``hetcc.cli.artifact``, which
 imports neither onnx nor the compiler; without rich the tables print as plain text). Errors are
 one line on stderr, ``hetcc: error: ...``, exit 2 (4: ``--verify`` found a difference);
 Ctrl-C ends with ``hetcc: interrupted`` and exit 130.
@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hetcc.cli_artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
+    from hetcc.cli.artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
 
     p = _Parser(prog="python -m hetcc.runtime",
                 description="Run or inspect a hetcc artifact with onnxruntime (no compiler needed).")
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from hetcc.errors import is_user_error
+    from hetcc.core.errors import is_user_error
 
     try:
         args = build_parser().parse_args(argv)

@@ -1,6 +1,6 @@
 """Errors the runtime raises; self-contained so that the runtime ships to a board alone.
 
-The CLI catches ``ManifestError`` (and its subclasses) beside ``hetcc.errors.HetccError`` and
+The CLI catches ``ManifestError`` (and its subclasses) beside ``hetcc.core.errors.HetccError`` and
 prints the one-line message; importing this module imports neither onnxruntime nor numpy.
 """
 from __future__ import annotations

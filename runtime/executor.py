@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
-from . import _ort
+from . import onnxrt
 from .errors import InputError, ManifestError, RemoteSliceError, SliceRunError
 from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
@@ -28,7 +28,7 @@ from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpe
 
 __all__ = ["Executor", "Pipeline", "TensorSpec", "make_session_options", "CPU_PROVIDER"]
 
-ort = _ort.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
+ort = onnxrt.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
 
 logger = logging.getLogger(__name__)
 

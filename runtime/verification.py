@@ -17,12 +17,12 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from . import _ort
+from . import onnxrt
 from .errors import InputError, ManifestError
 from .executor import CPU_PROVIDER, Executor, Pipeline, make_session_options
 from .manifest import MANIFEST_NAME, TensorSpec, sha256_file, slice_path
 
-ort = _ort.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
+ort = onnxrt.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
 
 __all__ = ["random_inputs", "verify", "VerifyReport", "OutputDiff"]
 

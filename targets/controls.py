@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
-from hetcc.errors import TargetError
+from hetcc.core.errors import TargetError
 
 from .model import DeviceControl, KnobControl
 

@@ -8,7 +8,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
-from hetcc.errors import TargetError
+from hetcc.core.errors import TargetError
 
 from .model import Target
 from .schema import parse

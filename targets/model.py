@@ -6,8 +6,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from hetcc.errors import TargetError
-from hetcc.opclasses import DEFAULT_CLASS, OP_CLASSES
+from hetcc.core.errors import TargetError
+from hetcc.core.opclasses import DEFAULT_CLASS, OP_CLASSES
 
 SCHEMA = "hetcc.target/1"
 DEVICE_KINDS = ("cpu", "gpu", "npu", "dsp", "remote")

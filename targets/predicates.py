@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 # A predicate gets the layer, its top-level onnx-ir nodes and the tensor table
-# (name -> hetcc.program.TensorInfo) and returns None when the layer is fine, else a short reason.
+# (name -> hetcc.compiler.program.TensorInfo) and returns None when the layer is fine, else a short reason.
 Predicate = Callable[[Any, Sequence[Any], Mapping[str, Any]], "str | None"]
 PREDICATES: dict[str, Predicate] = {}
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from hetcc.errors import TargetError
+from hetcc.core.errors import TargetError
 
-from hetcc.opclasses import OP_CLASSES, REQUIRED_CLASSES, class_figures
+from hetcc.core.opclasses import OP_CLASSES, REQUIRED_CLASSES, class_figures
 
 from .model import (CAPACITY_COUNTS, DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, SCHEMA, TARGET_KINDS, Device,
                     DvfsLevel, Knob, Link, Target)

@@ -7,11 +7,11 @@ import onnx
 import onnx.parser
 import pytest
 
-from hetcc.frontend import load_model
+from hetcc.compiler.frontend import load_model
 from hetcc.passes.constants import FindConstants
 from hetcc.passes.layers import GroupLayers
 from hetcc.passes.shapes import AnnotateTensors
-from hetcc.passmanager import PassManager
+from hetcc.compiler.passmanager import PassManager
 
 
 def _write_text_model(text: str, path: Path) -> Path:

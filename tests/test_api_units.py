@@ -13,9 +13,9 @@ import tempfile
 import pytest
 
 import hetcc
-from hetcc.api import limits
+from hetcc.compiler.api import limits
 from hetcc.cli import main
-from hetcc.errors import UsageError
+from hetcc.core.errors import UsageError
 from text_models import CHAIN
 
 

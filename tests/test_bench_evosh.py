@@ -26,7 +26,7 @@ RTOL = 1e-9
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
     """EfficientNet-B0 (--quick's only model), exported here (not into the repo's model cache)."""
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     root = tmp_path_factory.mktemp("evosh-models")
     zoo.export("efficientnet_b0", root / "efficientnet_b0-seed0.onnx", seed=0)
@@ -51,7 +51,7 @@ def test_evosh_quick(tmp_path, models_dir):
     assert doc["machine"]["cpu_count"] >= 1 and doc["total_s"] > 0
     cases = doc["cases"]
     # every search run was a cell of one `hetcc sweep` (its table beside the JSON)
-    from hetcc.sweep import read_table
+    from hetcc.experiments.sweep import read_table
 
     table = read_table(tmp_path / "e-sweep" / "cells.csv")
     assert len(table) == doc["sweep"]["cells"] > 0 and not [r for r in table if r["status"] == "error"]

@@ -99,7 +99,7 @@ def models_dir(tmp_path_factory):
     """--quick's models, exported here (not into the repo's model cache)."""
     pytest.importorskip("torch")
     pytest.importorskip("torchvision")
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     root = tmp_path_factory.mktemp("fidelity-models")
     for label in {*fidelity.QUICK["large"], *fidelity.QUICK["small"], fidelity.QUICK["fig5"]}:

@@ -29,7 +29,7 @@ SUBSETS = ("CPU", "CPU+GPU", "CPU+NPU", "all")
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
     """The two quick workloads, exported here (not into the repo's model cache)."""
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     root = tmp_path_factory.mktemp("herti-models")
     for name in QUICK.values():
@@ -47,7 +47,7 @@ def test_herti_quick(tmp_path, models_dir):
     assert doc["script"] == "herti" and doc["args"]["quick"] is True and doc["machine"]["cpu_count"] >= 1
     assert doc["args"]["dqn_planner"] == "dqn" and doc["args"]["deadlines"] == ["medium"]
     # the grid ran as a `hetcc sweep` (its table beside the JSON), not in a loop of the script's own
-    from hetcc.sweep import read_table
+    from hetcc.experiments.sweep import read_table
 
     table = read_table(tmp_path / "h-sweep" / "cells.csv")
     assert len(table) == doc["sweep"]["cells"] > 0 and {r["status"] for r in table} <= {"ok", "infeasible"}

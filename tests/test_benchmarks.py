@@ -26,7 +26,7 @@ PASSES = ("shapes", "constants", "layers", "legality", "costs", "partition", "co
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory):
     """One exported quick model for every script (exported here, not into the repo's cache)."""
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     root = tmp_path_factory.mktemp("bench-models")
     zoo.export(QUICK_MODEL, root / f"{QUICK_MODEL}-seed0.onnx", seed=0)

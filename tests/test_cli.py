@@ -113,14 +113,14 @@ def test_malformed_deadline(capsys, chain, tmp_path, bad):
 
 @pytest.mark.parametrize("good,ms", [("170ms", 170.0), ("0.17s", 170.0), ("170", 170.0), ("2.5e2ms", 250.0)])
 def test_deadline_forms(good, ms):
-    from hetcc.api import parse_deadline
+    from hetcc.compiler.api import parse_deadline
 
     assert parse_deadline(good) == (pytest.approx(ms), None)
 
 
 @pytest.mark.parametrize("good,mw", [("5W", 5000.0), ("5000mW", 5000.0), ("5", 5000.0), ("0.5w", 500.0)])
 def test_power_forms(good, mw):
-    from hetcc.api import parse_power
+    from hetcc.compiler.api import parse_power
 
     assert parse_power(good) == pytest.approx(mw)
 

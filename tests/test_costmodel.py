@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetcc.costmodel import (analytical_costs, dvfs_scale, fit_theta_rho, latency_ms, link_ms,
+from hetcc.compiler.costmodel import (analytical_costs, dvfs_scale, fit_theta_rho, latency_ms, link_ms,
                              transfer_ms, whole_model_ms)
-from hetcc.errors import TargetError
-from hetcc.program import Layer
+from hetcc.core.errors import TargetError
+from hetcc.compiler.program import Layer
 from hetcc.targets import builtin_targets, load_target
 
 MODELLED = [n for n in builtin_targets() if load_target(n).kind == "modelled"]

@@ -23,7 +23,7 @@ MODELS = ["squeezenet1_1", "mobilenet_v2", "googlenet"]
 
 @pytest.fixture(scope="session")
 def zoo_models(tmp_path_factory):
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     root = tmp_path_factory.mktemp("zoo")
     return {name: zoo.export(name, root / f"{name}.onnx") for name in MODELS}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hetcc
-from hetcc.errors import UsageError
+from hetcc.core.errors import UsageError
 from hetcc.planners import Objective, PlanContext, plan
 from hetcc.planners.evosh import optimum
 from hetcc.planners.evosh.space import ConfigSpace
@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def squeezenet(tmp_path_factory):
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     path = tmp_path_factory.mktemp("evosh-models") / "squeezenet1_1.onnx"
     zoo.export("squeezenet1_1", path, seed=0)

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from hetcc.errors import ModelError, UsageError
-from hetcc.frontend import load_model, parse_input_shapes
+from hetcc.core.errors import ModelError, UsageError
+from hetcc.compiler.frontend import load_model, parse_input_shapes
 
 
 DYNAMIC = """<ir_version: 8, opset_import: ["" : 17]>

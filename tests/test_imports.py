@@ -1,5 +1,5 @@
 """``import hetcc`` and ``hetcc compile --planner dp`` never import torch (checked in a fresh
-interpreter, the way the runtime's isolation is checked), and hetcc.errors does not import the
+interpreter, the way the runtime's isolation is checked), and hetcc.core.errors does not import the
 runtime or onnxruntime."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def probe(body: str) -> dict:
 
 def test_import_hetcc_and_its_planners_loads_neither_torch_nor_onnxruntime():
     got = probe("""
-        import hetcc, hetcc.errors, hetcc.planners
+        import hetcc, hetcc.core.errors, hetcc.planners
         from hetcc.planners import all_specs, get_spec
         all_specs()                       # every built-in planner module, imported
         get_spec("dp"); get_spec("exact")
@@ -59,7 +59,7 @@ def test_reading_a_target_loads_no_planner_and_errors_load_no_runtime():
     got = probe("""
         from hetcc.targets import load_target
         load_target("hikey970")
-        import hetcc.errors
+        import hetcc.core.errors
         planners = sorted(m for m in sys.modules if m.startswith("hetcc.planners."))
         assert not [m for m in planners if m.split(".")[2] in ("dp", "exact", "baselines", "random")], planners
     """)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hetcc.depfile import version_stamp
+from hetcc.compiler.depfile import version_stamp
 from hetcc.targets import load_target
 from text_models import CHAIN
 

@@ -19,13 +19,13 @@ import pytest
 from onnx import TensorProto, helper
 
 import hetcc
-from hetcc.costmodel import _state_legal, analytical_costs, device_params
-from hetcc.costtable import layer_features
-from hetcc.errors import TargetError
-from hetcc.flops import node_class
-from hetcc.opclasses import OP_CLASSES, op_class
+from hetcc.compiler.costmodel import state_legal, analytical_costs, device_params
+from hetcc.compiler.costtable import layer_features
+from hetcc.core.errors import TargetError
+from hetcc.compiler.flops import node_class
+from hetcc.core.opclasses import OP_CLASSES, op_class
 from hetcc.planners.hardware import TABLES, DeviceParams, Knob, apply_knob, cost_tables, transfer_ms
-from hetcc.program import COSTS, LEGALITY, Layer
+from hetcc.compiler.program import COSTS, LEGALITY, Layer
 from hetcc.targets import builtin_targets, load_bytes, load_target
 
 # --- fixture models (shapes matter, weights do not) ------------------------------------------------
@@ -184,7 +184,7 @@ def test_tables_without_new_keys_are_the_old_formula(name: str, model_paths: lis
         a = hetcc.analyse(path, target)
         table = a.program.get(COSTS)
         features = layer_features(table.layers)
-        legal = _state_legal(target, a.program.get(LEGALITY).mask, len(table.layers))
+        legal = state_legal(target, a.program.get(LEGALITY).mask, len(table.layers))
         ref = _old_tables(features, device_params(target), legal)
         for k in (*TABLES, "legal"):
             assert np.array_equal(getattr(table, k), ref[k]), (name, path.name, k)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hetcc.cli import CLOSED_PIPE_EXIT, main
+from hetcc.cli.app import CLOSED_PIPE_EXIT, main
 from text_models import CHAIN
 
 NOISE = ("Traceback", "BrokenPipe", "Exception", "Errno", "error")

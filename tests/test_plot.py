@@ -11,11 +11,11 @@ import onnx
 import onnx.parser
 import pytest
 
-from hetcc.plot import MIN_BAR_FRACTION, _plot, schedule_figure
-from hetcc.frontend import load_model
+from hetcc.cli.plot import MIN_BAR_FRACTION, plot_schedule, schedule_figure
+from hetcc.compiler.frontend import load_model
 from hetcc.passes.codegen import emit_artifact
-from hetcc.passmanager import PassManager
-from hetcc.pipeline import analysis_passes
+from hetcc.compiler.passmanager import PassManager
+from hetcc.compiler.pipeline import analysis_passes
 from hetcc.planners import Objective, Slice
 from hetcc.runtime.manifest import load_manifest
 from hetcc.targets import load_target
@@ -80,7 +80,7 @@ def test_plot_writes_a_png_with_every_slice_visible(program, tmp_path, n_slices)
     deadline_lines = [line for line in ax.get_lines() if line.get_xdata()[0] == 1e3]
     assert len(deadline_lines) == (0 if n_slices == 1 else 1)
     png = tmp_path / "s.png"
-    _plot(m, png)
+    plot_schedule(m, png)
     w, h = png_size(png)
     assert w >= 1000 and 150 <= h <= 1000
 
@@ -88,7 +88,7 @@ def test_plot_writes_a_png_with_every_slice_visible(program, tmp_path, n_slices)
 def test_plot_html_is_one_self_contained_page(program, tmp_path):
     m = artifact(program, tmp_path / "a", 5, deadline_ms=None)
     page = tmp_path / "s.html"
-    _plot(m, page)
+    plot_schedule(m, page)
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text and text.count("<tr>") == 1 + 5
     assert "<script" not in text and "http-equiv" not in text

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hetcc.profiler import boundary_scale, measure_boundary
+from hetcc.measure.profiler import boundary_scale, measure_boundary
 
 
 def test_boundary_scale_matches_the_models_own_cuts():

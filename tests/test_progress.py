@@ -119,7 +119,7 @@ def test_profiling_shows_each_layer(chain, tmp_path, monkeypatch):
 
 
 def test_a_zoo_export_is_a_timed_step(tmp_path, monkeypatch, write_text_model):
-    from hetcc import zoo
+    from hetcc.compiler import zoo
 
     monkeypatch.setenv("HETCC_CACHE_DIR", str(tmp_path / "cache"))
 

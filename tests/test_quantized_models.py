@@ -19,8 +19,8 @@ import pytest
 
 import hetcc
 from hetcc.cli import main
-from hetcc.flops import QDQ_OPS
-from hetcc.program import LAYERS
+from hetcc.compiler.flops import QDQ_OPS
+from hetcc.compiler.program import LAYERS
 
 pytestmark = pytest.mark.zoo
 

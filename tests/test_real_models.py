@@ -18,7 +18,7 @@ import onnx
 import pytest
 
 from hetcc.cli import main
-from hetcc.frontend import load_model
+from hetcc.compiler.frontend import load_model
 from hetcc.passes import codegen
 from hetcc.runtime import Executor
 

@@ -18,8 +18,8 @@ import pytest
 from onnx import numpy_helper
 
 from hetcc.cli import main
-from hetcc.depfile import make_escape, version_stamp
-from hetcc.fsutil import created_mode
+from hetcc.compiler.depfile import make_escape, version_stamp
+from hetcc.files.atomic import created_mode
 from text_models import CHAIN, IDENTITY_CHAIN
 
 

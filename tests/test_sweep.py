@@ -18,8 +18,8 @@ import pytest
 import ray  # noqa: E402  (the sweep extra)
 
 import hetcc  # noqa: E402
-from hetcc.errors import UsageError  # noqa: E402
-from hetcc.sweep import COLUMNS, load_spec, read_table, run_sweep  # noqa: E402
+from hetcc.core.errors import UsageError  # noqa: E402
+from hetcc.experiments.sweep import COLUMNS, load_spec, read_table, run_sweep  # noqa: E402
 from text_models import CHAIN  # noqa: E402
 
 WIDE = """<ir_version: 8, opset_import: ["" : 17]>
@@ -175,7 +175,7 @@ def test_grids_inline_options_device_subsets_and_budgets(models, tmp_path):
     assert set(sub["devices"].split(",")) <= {"big", "gpu"}        # the subset's plan uses only those
     full = rows[("exact", "{}", "all", "energy", "medium")]
     # the preset is the subset's own: Eq. 12 on what big+gpu alone can do, not on every device
-    from hetcc.sweep import restrict
+    from hetcc.experiments.sweep import restrict
     analysis = hetcc.analyse(models / "chain.onnx", "hikey970")
     own = restrict(analysis, "big+gpu").objective("energy", "medium").deadline_ms
     assert float(sub["deadline_ms"]) == pytest.approx(own, rel=1e-9)
@@ -270,7 +270,7 @@ def test_an_unreachable_address_is_one_line(models, tmp_path, capsys):
 
 def test_tune_writes_options_that_compile_reads(models, tmp_path, capsys):
     from hetcc.cli import main
-    from hetcc.tune import load_tune_spec
+    from hetcc.experiments.tune import load_tune_spec
 
     spec = write_spec(models, 'models = ["chain.onnx", "wide.onnx"]\nobjectives = ["latency", "energy"]\n'
                       'samples = 3\n[space]\nsamples = {int = [1, 60]}\n', "tune.toml")
@@ -299,7 +299,7 @@ def test_tune_writes_options_that_compile_reads(models, tmp_path, capsys):
     ("[fixed]\nlr = \"fast\"", "lr"),
 ])
 def test_bad_tune_specs_are_one_line(models, text, needle):
-    from hetcc.tune import load_tune_spec
+    from hetcc.experiments.tune import load_tune_spec
 
     spec = write_spec(models, 'models = ["chain.onnx"]\n' + text, f"tbad-{abs(hash(text))}.toml")
     with pytest.raises(UsageError) as e:
@@ -308,7 +308,7 @@ def test_bad_tune_specs_are_one_line(models, text, needle):
 
 
 def test_exact_planners_have_nothing_to_tune(models):
-    from hetcc.tune import load_tune_spec
+    from hetcc.experiments.tune import load_tune_spec
 
     with pytest.raises(UsageError, match="nothing to tune"):
         load_tune_spec("exact", write_spec(models, 'models = ["chain.onnx"]\n', "tex.toml"))
@@ -316,7 +316,7 @@ def test_exact_planners_have_nothing_to_tune(models):
 
 def test_a_measurement_file_is_a_target(models, tmp_path):
     # the spec names a `hetcc profile` CSV beside it: the sweep plans with its numbers, as compile does
-    from hetcc.observations import write_observations
+    from hetcc.measure.observations import write_observations
     from hetcc.runtime.manifest import sha256_file
 
     d = tmp_path / "spec"

@@ -11,10 +11,10 @@ import onnx.parser
 import pytest
 
 import hetcc
-from hetcc.cli_artifact import add_inspect_arguments, cmd_inspect
+from hetcc.cli.artifact import add_inspect_arguments, cmd_inspect
 from hetcc.planners.problem import problem_from_costs_json
 from hetcc.runtime import ManifestError
-from hetcc.why import WHY_NAME, layer_reasons, layer_runs
+from hetcc.compiler.why import WHY_NAME, layer_reasons, layer_runs
 
 # Erf is not in the hikey970 NPU's operator list; everything else runs anywhere
 ERF = """<ir_version: 8, opset_import: ["" : 17]>

@@ -6,8 +6,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from hetcc import zoo
-from hetcc.errors import UsageError
+from hetcc.compiler import zoo
+from hetcc.core.errors import UsageError
 
 pytestmark = pytest.mark.zoo
 
@@ -116,7 +116,7 @@ def test_export_module_failure_is_one_line_and_leaves_no_file(tmp_path, capfd):
         def forward(self, x):
             return torch.linalg.svd(x)[1]
 
-    from hetcc.errors import ModelError
+    from hetcc.core.errors import ModelError
 
     with pytest.raises(ModelError, match=r"failed for Svd with input shape 1x4x4") as info:
         zoo.export_module(Svd(), (1, 4, 4), tmp_path / "svd.onnx")
@@ -128,11 +128,11 @@ def test_export_module_failure_is_one_line_and_leaves_no_file(tmp_path, capfd):
 def test_exporter_identities_are_constants_not_layers(tmp_path):
     # torch stores the two equal zero biases once and feeds the second through an Identity;
     # the model keeps it as exported and the compiler's constants pass must not make it a layer.
-    from hetcc.frontend import load_model
+    from hetcc.compiler.frontend import load_model
     from hetcc.passes.constants import FindConstants
     from hetcc.passes.layers import GroupLayers
     from hetcc.passes.shapes import AnnotateTensors
-    from hetcc.passmanager import PassManager
+    from hetcc.compiler.passmanager import PassManager
 
     module = torch.nn.Sequential(torch.nn.Conv2d(2, 2, 1), torch.nn.Conv2d(2, 2, 1))
     with torch.no_grad():

@@ -9,8 +9,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from hetcc import zoo
-from hetcc.errors import UsageError
+from hetcc.compiler import zoo
+from hetcc.core.errors import UsageError
 
 pytestmark = pytest.mark.zoo
 

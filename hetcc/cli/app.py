@@ -3,15 +3,10 @@
 Exit codes: 0 ok, 1 internal error, 2 bad usage or bad input, 3 no feasible plan.
 
 Why ~520 lines: the parser of every sub-command and the one signal/closed-pipe handling all
-commands go through; each command's work is imported lazily so that ``import hetcc.cli`` stays
+commands go through; each command's work is imported lazily so that ``import hetcc.cli.app`` stays
 light (~50 ms).
 """
 from __future__ import annotations
-
-if __name__ == "__main__":  # python -m hetcc.cli: enter like the console script (signals during the imports)
-    from hetcc._entry import main as _entry_main
-
-    _entry_main()
 
 import argparse
 import logging
@@ -21,13 +16,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
-from ._entry import interrupted, pending, take_start, terminate_as_interrupt
-from .cli_artifact import _console, add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run, float_in, int_in
-from .cli_artifact import json_text
-from .depfile import check_depfile
-from .errors import UsageError, is_user_error
-from .limits import SEED_MAX
+from hetcc import __version__
+from hetcc.cli.signals import interrupted, pending, take_start, terminate_as_interrupt
+from hetcc.cli.artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
+from hetcc.cli.common import float_in, int_in, json_text, make_console
+from hetcc.compiler.depfile import check_depfile
+from hetcc.core.errors import UsageError, is_user_error
+from hetcc.core.limits import SEED_MAX
 
 #: command-line limits (docs/limits.md, "Command-line values")
 BUDGET_SECONDS_MAX = 86_400.0          # one day
@@ -43,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 # ---------------------------------------------------------------- compile
 def _budget(args: argparse.Namespace) -> Any:
-    from .planners import Budget
+    from hetcc.planners import Budget
 
     if args.budget_steps is None and args.budget_seconds is None:
         return None
@@ -69,8 +64,8 @@ def _variants(text: str | None) -> list[str] | None:
 def _check_planner_options(planner: str, options: dict[str, str], variants: list[str] | None) -> None:
     """Parse --planner-option values against a named planner's options now, before the model is
     loaded (``auto`` is resolved from the objective later; the same check runs then)."""
-    from .planners import get_spec
-    from .planners.registry import parse_options, split_name
+    from hetcc.planners import get_spec
+    from hetcc.planners.registry import parse_options, split_name
 
     if planner != "auto" and not variants:
         spec = get_spec(planner)
@@ -101,9 +96,9 @@ def _plan_summary(plan: Any, states: Any, has_power: bool) -> dict:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .api import compile as hetcc_compile, compile_workload, parse_deadline, parse_hardware, parse_power
-    from .frontend import parse_input_shapes
-    from .planners import default_progress, parse_option_args
+    from hetcc.compiler.api import compile as hetcc_compile, compile_workload, parse_deadline, parse_hardware, parse_power
+    from hetcc.compiler.frontend import parse_input_shapes
+    from hetcc.planners import default_progress, parse_option_args
 
     parse_deadline(args.deadline)   # refuse a bad --deadline / --power-cap before loading anything
     parse_power(args.power_cap)
@@ -111,7 +106,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     options = parse_option_args(args.planner_option)
     variants = _variants(args.variants)
     _check_planner_options(args.planner, options, variants)
-    console = _console(stderr=args.json)
+    console = make_console(stderr=args.json)
     progress = default_progress(quiet=args.quiet)   # stderr only: --json's stdout stays clean
     on_pass = None
     if args.verbose:
@@ -171,12 +166,12 @@ def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Seque
     file went (lines for the summary)."""
     notes = []
     if getattr(args, "dump_after", None):
-        from .api import dump_path
+        from hetcc.compiler.api import dump_path
 
         notes.append(f"  dumped the analyses after {args.dump_after} to {dump_path(args.dump_after, args.output)}")
     if depfile is not None:
-        from .depfile import write_depfile
-        from .measured_target import is_measurement_file
+        from hetcc.compiler.depfile import write_depfile
+        from hetcc.measure.measured_target import is_measurement_file
 
         models = [m if Path(m).is_file() else str(p.source_path) for m, p in zip(args.model, programs)]
         target_files = [args.target] if is_measurement_file(args.target) else []
@@ -260,12 +255,12 @@ def _compile_workload(args: argparse.Namespace, console: Any, result: Any, progr
 
 # ---------------------------------------------------------------- planners
 def cmd_planners(args: argparse.Namespace) -> int:
-    from .planners import all_specs
-    from .planners.registry import option_fields, type_name
+    from hetcc.planners import all_specs
+    from hetcc.planners.registry import option_fields, type_name
 
     specs = [s for s in all_specs() if not args.name or s.name == args.name]
     if args.name and not specs:
-        from .planners import get_spec
+        from hetcc.planners import get_spec
 
         get_spec(args.name)  # raises the unknown-planner error
     rows = [{"name": s.name + (f":<{s.positional}>" if s.positional else ""), "plans": s.kind,
@@ -285,7 +280,7 @@ def cmd_planners(args: argparse.Namespace) -> int:
         opts = "\n".join(f"{o['name']}: {o['type']} = {o['default']}  {o['doc']}" for o in r["options"]) or "-"
         table.add_row(r["name"], r["plans"], ",".join(r["metrics"]), ",".join(r["constraints"]) or "-",
                       "yes" if r["exact"] else "", opts, r["summary"])
-    console = _console()
+    console = make_console()
     console.print(table)
     console.print("auto = the first exact planner whose metrics and constraints cover the objective (dp, then exact); "
                   "a plan that breaks a deadline or power cap exits 3 unless --allow-infeasible. "
@@ -297,9 +292,9 @@ def cmd_planners(args: argparse.Namespace) -> int:
 def cmd_targets(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from .targets import builtin_targets, load_target
+    from hetcc.targets import builtin_targets, load_target
 
-    console = _console()
+    console = make_console()
     if args.name:
         t = load_target(args.name)
         if args.json:
@@ -349,7 +344,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
-    from . import zoo
+    from hetcc.compiler import zoo
 
     if args.zoo_cmd == "list":
         from rich.table import Table
@@ -359,7 +354,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             table.add_column(col)
         for e in zoo.list_models():
             table.add_row(e.name, "x".join(map(str, e.input_shape)), "yes" if e.core else "", e.description)
-        _console().print(table)
+        make_console().print(table)
         return 0
     out = Path(args.output)
     if not args.output.strip() or out.is_dir():
@@ -371,11 +366,11 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- main
 def _add_command(parser: argparse.ArgumentParser, module: str) -> None:
-    """Arguments and command of hetcc.sweep / hetcc.tune (light modules: Ray is imported only by the
+    """Arguments and command of ``hetcc.cli.{sweep,tune,profile,calibrate}`` (light modules: Ray, scipy and the profiler are imported only by the
     command itself)."""
     import importlib
 
-    mod = importlib.import_module(f"hetcc.{module}")
+    mod = importlib.import_module(f"hetcc.cli.{module}")
     mod.add_arguments(parser)
     parser.set_defaults(func=getattr(mod, f"cmd_{module}"))
 

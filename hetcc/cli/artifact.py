@@ -1,32 +1,32 @@
 """The artifact commands of the ``hetcc`` CLI: ``run`` and ``inspect``.
 
-``hetcc.cli`` builds the sub-parsers with ``add_run_arguments`` / ``add_inspect_arguments``
+``hetcc.cli.app`` builds the sub-parsers with ``add_run_arguments`` / ``add_inspect_arguments``
 and dispatches to ``cmd_run`` / ``cmd_inspect``. Both understand every artifact kind: a
 model artifact with one or more variants (``--variant``) and a workload artifact
 (``--model``; ``run`` defaults to every model, ``run --verify`` verifies each).
 
 Why one module of ~770 lines: ``run`` and ``inspect`` share the artifact loading, the tables
 (rich or plain text, for a board without rich) and the JSON output, and ``python -m
-hetcc.runtime`` reuses them on a board; the plot lives in ``hetcc.plot``, the why-report's
-analysis in ``hetcc.why``.
+hetcc.runtime`` reuses them on a board; the plot lives in ``hetcc.cli.plot``, the why-report's
+analysis in ``hetcc.compiler.why``.
 """
 from __future__ import annotations
 
 import argparse
 import io
-import json
 import math
 import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .errors import UsageError
-from .limits import SEED_MAX
+from hetcc.core.errors import UsageError
+from hetcc.core.limits import SEED_MAX
+from hetcc.cli.common import (PlainConsole, finite, float_in, fmt, int_in, json_text, make_console,  # noqa: F401
+                              make_table, took)
 
-__all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect", "int_in", "float_in",
-           "json_text"]
+__all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect"]
 
 #: exit status of ``hetcc run --verify`` when an output differs from the unsliced model
 VERIFY_FAILED = 4
@@ -34,133 +34,6 @@ VERIFY_FAILED = 4
 REPEAT_MAX = 100_000
 WARMUP_DEFAULT = 3
 VERIFY_INPUTS_MAX = 100
-
-
-# ---------------------------------------------------------------- numbers on the command line
-def int_in(lo: int, hi: int, what: str = "") -> Callable[[str], int]:
-    """An argparse ``type``: an integer in [lo, hi]; argparse names the flag in its one-line error."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give one from {lo} to {hi}{what}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text!r} is out of range; give an integer from {lo} to {hi}{what}")
-        return value
-    parse.__name__ = "integer"
-    return parse
-
-
-def float_in(lo: float, hi: float, *, lo_open: bool = False, what: str = "") -> Callable[[str], float]:
-    """An argparse ``type``: a finite number in [lo, hi] (or (lo, hi] with ``lo_open``); nan, inf
-    and overflowing literals such as 1e999 are refused, naming the value."""
-    low = f"above {lo:g}" if lo_open else f"from {lo:g}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give one {low} to {hi:g}{what}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give one {low} to {hi:g}{what}")
-        if not ((value > lo) if lo_open else (value >= lo)) or value > hi:
-            raise argparse.ArgumentTypeError(f"{text!r} is out of range; give a number {low} to {hi:g}{what}")
-        return value
-    parse.__name__ = "number"
-    return parse
-
-
-def _finite(obj: Any) -> Any:
-    """``obj`` with every non-finite float (inf, nan) as None and numpy scalars/arrays as Python
-    values, so that the JSON we print is strict JSON (no Infinity/NaN tokens)."""
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    tolist = getattr(obj, "tolist", None)      # numpy scalars and arrays
-    if tolist is not None:
-        return _finite(tolist())
-    try:
-        return _finite(float(obj))
-    except (TypeError, ValueError):
-        return str(obj)
-
-
-def json_text(doc: Any) -> str:
-    """The JSON every ``--json`` prints: non-finite numbers as null, ``allow_nan=False``."""
-    return json.dumps(_finite(doc), indent=2, allow_nan=False)
-
-
-class _PlainTable:
-    """A table as aligned text columns (``_PlainConsole``); rich's ``Table`` otherwise."""
-
-    def __init__(self, columns: list[str], left: set[str]) -> None:
-        self.columns, self.left, self.rows = columns, left, []
-
-    def add_row(self, *cells: str) -> None:
-        self.rows.append([str(c) for c in cells])
-
-    def render(self) -> str:
-        lines = [self.columns, *self.rows]
-        widths = [max(len(r[i]) for r in lines) for i in range(len(self.columns))]
-        fmt = [(str.ljust if c in self.left else str.rjust) for c in self.columns]
-        out = [" | ".join(f(cell, w) for f, cell, w in zip(fmt, row, widths)).rstrip() for row in lines]
-        out.insert(1, "-+-".join("-" * w for w in widths))
-        return "\n".join(out)
-
-
-class _PlainConsole:
-    """What ``run`` and ``inspect`` print without rich (a board with only numpy and onnxruntime,
-    docs/runtime-alone.md): the same lines, ``[bold]`` markup dropped, tables as text columns."""
-
-    def __init__(self, stderr: bool = False) -> None:
-        self.file = sys.stderr if stderr else sys.stdout
-
-    def print(self, obj: Any = "", markup: bool = True) -> None:
-        text = obj.render() if isinstance(obj, _PlainTable) else str(obj)
-        if markup and not isinstance(obj, _PlainTable):
-            text = text.replace("[bold]", "").replace("[/bold]", "")
-        print(text, file=self.file)
-
-
-def _table(console: Any, columns: list[str], left: set[str]) -> Any:
-    """A table for ``console``: columns named in ``left`` left-aligned, the others right-aligned."""
-    if isinstance(console, _PlainConsole):
-        return _PlainTable(columns, left)
-    from rich.table import Table
-
-    table = Table(show_edge=False)
-    for col in columns:
-        table.add_column(col, justify="left" if col in left else "right")
-    return table
-
-
-def _console(stderr: bool = False) -> Any:
-    try:
-        from rich.console import Console
-    except ImportError:      # the runtime installed alone: plain text
-        return _PlainConsole(stderr)
-
-    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
-    if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
-        console = Console(stderr=stderr, highlight=False, soft_wrap=True, width=160)
-    return console
-
-
-def _took(planner: Any, timed: float | None = None) -> str:
-    """`` (12.3 ms)``: how long the planner ran, where the manifest still records it (older
-    artifacts) or ``timings.json`` does (``timed``: compile --timings)."""
-    seconds = getattr(planner, "seconds", None)
-    seconds = timed if seconds is None else seconds
-    return "" if seconds is None else f" ({seconds * 1e3:.1f} ms)"
-
-
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
 
 
 # ---------------------------------------------------------------- arguments
@@ -307,7 +180,7 @@ def _read_inputs(given: dict[str, str], pipes: list) -> dict[str, Any]:
 def _feeds(pipe: Any, inputs: dict[str, Any], seed: int, random_missing: bool, model: str | None) -> dict[str, Any]:
     """The feeds of one run: every input from ``inputs``; without ``--input`` all random
     (``seed``); inputs not given are an error unless ``random_missing``."""
-    from .runtime import random_inputs
+    from hetcc.runtime import random_inputs
 
     missing = [s.name for s in pipe.inputs if s.name not in inputs]
     if inputs and missing and not random_missing:
@@ -323,7 +196,7 @@ def _feeds(pipe: Any, inputs: dict[str, Any], seed: int, random_missing: bool, m
 def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: bool) -> dict[str, Any]:
     import numpy as np
 
-    from .runtime import verify
+    from hetcc.runtime import verify
 
     warmup = getattr(args, "warmup", 0)
     for _ in range(warmup):            # untimed: onnxruntime's first runs set up lazily
@@ -359,10 +232,10 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
     pipe, report = r["pipe"], r["report"]
     if title:
         console.print(f"[bold]{title}[/bold]")
-    table = _table(console, ["slice", "device", "provider", "median ms", "predicted ms"], {"device", "provider"})
+    table = make_table(console, ["slice", "device", "provider", "median ms", "predicted ms"], {"device", "provider"})
     for s, ms, prov in zip(pipe.slices, r["slices_ms_median"], pipe.providers):
         device = f"{s.device} (remote, run here)" if s.remote else s.device
-        table.add_row(str(s.id), device, prov, f"{ms:.2f}", _fmt(s.predicted.latency_ms))
+        table.add_row(str(s.id), device, prov, f"{ms:.2f}", fmt(s.predicted.latency_ms))
     console.print(table)
     warm = f" after {r['warmup']} warm-up run(s)" if r["warmup"] else " (no warm-up: the first run is slower)"
     console.print(f"total: {r['total_ms_median']:.2f} ms median over {r['runs']} run(s){warm}")
@@ -397,7 +270,7 @@ def _print_hardware(console: Any, reports: list, restored: Any, keep: bool) -> N
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``hetcc run DIR``: run (and with --verify check) a model artifact's variant or a workload's models."""
-    from .runtime import Executor
+    from hetcc.runtime import Executor
 
     variant = getattr(args, "variant", None)
     model = getattr(args, "model", None)
@@ -426,7 +299,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                "restored": None if restored is None else restored.to_json()}
         print(json_text(doc))
     else:
-        console = _console()
+        console = make_console()
         if apply_hw:
             _print_hardware(console, ex.hardware_reports, restored, keep)
         for n, r in results:
@@ -479,7 +352,7 @@ def save_outputs(outputs: dict[str, Any], directory: Path) -> dict[str, str]:
     not at all); returns {output name: file written}."""
     import numpy as np
 
-    from .fsutil import check_replaceable_file, write_file
+    from hetcc.files.atomic import check_replaceable_file, write_file
 
     taken: set[str] = set()
     files = {name: directory / (safe_file_name(name, taken) + ".npy") for name in outputs}
@@ -523,8 +396,8 @@ def _run_all(ex: Any, args: argparse.Namespace, given: dict[str, str], model: st
 def _costs(root: Path) -> dict | None:
     """The artifact's ``costs.json`` (None when it has none); one-line ManifestError when it is a
     symlink out of the artifact, not a regular file, or not JSON."""
-    from .runtime.errors import ManifestError
-    from .runtime.manifest import COSTS_NAME, artifact_file, check_costs, read_json
+    from hetcc.runtime.errors import ManifestError
+    from hetcc.runtime.manifest import COSTS_NAME, artifact_file, check_costs, read_json
 
     shown = str(root / COSTS_NAME)
     path = artifact_file(root, COSTS_NAME, shown)  # never follow a symlink out of the artifact
@@ -540,9 +413,9 @@ def _costs(root: Path) -> dict | None:
 def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
     """The artifact's ``why.json`` if it belongs to its ``costs.json`` (else None), and a note
     saying why it is not shown; a damaged one is a one-line ManifestError."""
-    from .runtime.errors import ManifestError
-    from .runtime.manifest import COSTS_NAME, artifact_file, read_json, sha256_file
-    from .why import WHY_NAME, check_why
+    from hetcc.runtime.errors import ManifestError
+    from hetcc.runtime.manifest import COSTS_NAME, artifact_file, read_json, sha256_file
+    from hetcc.compiler.why import WHY_NAME, check_why
 
     shown = str(root / WHY_NAME)
     path = artifact_file(root, WHY_NAME, shown)
@@ -558,7 +431,7 @@ def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
 
 
 def _print_why_layers(console: Any, costs: dict, why: dict | None, note: str) -> None:
-    from .why import layer_runs
+    from hetcc.compiler.why import layer_runs
 
     runs = [r for r in layer_runs(costs, why) if r.blocked]
     console.print("[bold]why not other devices[/bold] (layers as in costs.json):")
@@ -567,7 +440,7 @@ def _print_why_layers(console: Any, costs: dict, why: dict | None, note: str) ->
     if not runs:
         console.print("  every layer can run on every device")
         return
-    table = _table(console, ["layers", "device", "why not"], {"layers", "device", "why not"})
+    table = make_table(console, ["layers", "device", "why not"], {"layers", "device", "why not"})
     for r in runs:
         span = f"L{r.first}" if r.first == r.last else f"L{r.first}-L{r.last}"
         for k, (device, reason) in enumerate(r.blocked):
@@ -584,11 +457,11 @@ def _signed(x: float | None) -> str:
 
 
 def _print_why_slices(console: Any, v: Any, costs: dict) -> None:
-    from .why import next_best, slice_alternatives
+    from hetcc.compiler.why import next_best, slice_alternatives
 
     alts = slice_alternatives(v, costs)
     limits = v.objective.deadline_ms is not None or v.objective.power_cap_mw is not None
-    table = _table(console, ["slice", "layers", "planned", "best other", "others", "Δ latency ms", "Δ energy mJ",
+    table = make_table(console, ["slice", "layers", "planned", "best other", "others", "Δ latency ms", "Δ energy mJ",
                              "plan would be"] + (["limits"] if limits else []),
                    {"layers", "planned", "best other", "plan would be", "limits"})
     for a in alts:
@@ -624,12 +497,12 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
     if obj.power_cap_mw is not None:
         limits += f", power cap {obj.power_cap_mw / 1e3:g} W"
     head = f"variant [bold]{name}[/bold]{' (default)' if default else ''}: " if many else ""
-    console.print(f"{head}objective {obj.metric}{limits}; planner {planner.name}{_took(planner, timed)}")
+    console.print(f"{head}objective {obj.metric}{limits}; planner {planner.name}{took(planner, timed)}")
     if v.hardware:
         console.print("  hardware: " + ", ".join(f"{k}={val}" for k, val in v.hardware.items()))
     if not v.feasible:
         console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(v.violations) or "(no reason recorded)"))
-    table = _table(console, ["slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"],
+    table = make_table(console, ["slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"],
                    {"device", "ops", "layers"})
     for s in v.slices:
         p = s.predicted
@@ -640,13 +513,13 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
         share = p.transfer_ms / p.latency_ms if p.latency_ms else 0.0
         device = s.device + (f" via {s.link}" + (f" ({s.endpoint})" if s.endpoint else "") if s.remote else "")
         table.add_row(str(s.id), f"L{s.first_layer}-L{s.last_layer}", str(s.last_layer - s.first_layer + 1),
-                      device, _fmt(s.frequency_mhz, 0) if s.frequency_mhz else "-",
-                      _fmt(p.latency_ms), _fmt(p.energy_mj), f"{share:.0%}", ops)
+                      device, fmt(s.frequency_mhz, 0) if s.frequency_mhz else "-",
+                      fmt(p.latency_ms), fmt(p.energy_mj), f"{share:.0%}", ops)
     console.print(table)
     pr = v.predicted
-    line = f"total: {_fmt(pr.latency_ms)} ms"
+    line = f"total: {fmt(pr.latency_ms)} ms"
     if pr.energy_mj is not None:
-        line += f", {_fmt(pr.energy_mj)} mJ, EDP {_fmt(pr.edp_mj_ms, 1)} mJ·ms"
+        line += f", {fmt(pr.energy_mj)} mJ, EDP {fmt(pr.edp_mj_ms, 1)} mJ·ms"
     if pr.meets_deadline is not None:
         line += ", meets deadline" if pr.meets_deadline else ", MISSES deadline"
     console.print(line)
@@ -655,14 +528,14 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
 
 
 def _timed(root: Path, name: str) -> float | None:
-    from .runtime.manifest import read_timings
+    from hetcc.runtime.manifest import read_timings
 
     return (read_timings(root) or {}).get(name)
 
 
 def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: str | None = None,
                  why: bool = False) -> None:
-    from .runtime.manifest import read_timings
+    from hetcc.runtime.manifest import read_timings
 
     costs = _costs(root)
     timed = read_timings(root) or {}   # timings.json: only with compile --timings
@@ -683,7 +556,7 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
 
 
 def _why_json(m: Any, root: Path, variant: str | None) -> dict[str, Any]:
-    from .why import why_report
+    from hetcc.compiler.why import why_report
 
     costs = _costs(root)
     names = [variant] if variant is not None else list(m.variants)
@@ -699,15 +572,15 @@ def _why_json(m: Any, root: Path, variant: str | None) -> dict[str, Any]:
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``hetcc inspect DIR``: which layers run where, at what frequency, predicted cost; for
     every variant of a model artifact and every model of a workload."""
-    from .runtime.manifest import artifact_root, load_manifest
+    from hetcc.runtime.manifest import artifact_root, load_manifest
 
     if getattr(args, "costs", False) and not args.json:
         raise UsageError("--costs adds costs.json to the --json output; add --json, or drop --costs "
                          "(the table already shows each slice's predicted cost)")
     if args.plot is not None:
-        from .plot import _plot, _plot_path
+        from hetcc.cli.plot import plot_path, plot_schedule
 
-        _plot_path(args.plot)   # a bad --plot is refused before anything is read
+        plot_path(args.plot)   # a bad --plot is refused before anything is read
     root = artifact_root(args.dir)
     manifest = load_manifest(args.dir)
     variant = getattr(args, "variant", None)
@@ -726,13 +599,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     elif model is not None and model != manifest.model.name:
         raise UsageError(f"--model: not a workload artifact; its one model is {manifest.model.name!r}")
     if args.plot is not None:
-        plot = _plot_path(args.plot)
+        plot = plot_path(args.plot)
         if manifest.kind == "workload":
             if len(subs) != 1:
                 raise UsageError("--plot: a workload has several models; pick one with --model")
-            _plot(subs[0][2], plot, variant)
+            plot_schedule(subs[0][2], plot, variant)
         else:
-            _plot(manifest, plot, variant)
+            plot_schedule(manifest, plot, variant)
     why = getattr(args, "why", False)
     if args.json and why:
         if manifest.kind == "workload":
@@ -751,7 +624,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             doc = manifest.to_json()
             print(json_text({"manifest": doc, "costs": _costs(root)} if args.costs else doc))
         return 0
-    console = _console()
+    console = make_console()
     if manifest.kind == "workload":
         w = manifest.workload
         obj = w.objective
@@ -759,7 +632,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                       f"({manifest.target.kind}), objective {obj.metric}"
                       + (f", deadline {obj.deadline_ms:g} ms" if obj.deadline_ms is not None else "")
                       + (f", power cap {obj.power_cap_mw / 1e3:g} W" if obj.power_cap_mw is not None else "")
-                      + f"; planner {w.planner.name}{_took(w.planner, _timed(root, 'workload'))}")
+                      + f"; planner {w.planner.name}{took(w.planner, _timed(root, 'workload'))}")
         if not w.feasible:
             console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(w.violations) or "(no reason recorded)"))
         for n, sub_root, m in subs:

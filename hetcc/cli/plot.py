@@ -11,8 +11,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from .cli_artifact import _fmt
-from .errors import UsageError
+from hetcc.cli.common import fmt
+from hetcc.core.errors import UsageError
 
 
 #: formats --plot writes (matplotlib's, without those needing LaTeX or extra packages; html: the SVG
@@ -20,7 +20,7 @@ from .errors import UsageError
 PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "html")
 
 
-def _plot_path(text: str) -> Path:
+def plot_path(text: str) -> Path:
     """The --plot file: a name ending in one of PLOT_FORMATS in an existing directory; an
     existing directory, symlink or non-regular file of that name is refused (never replaced)."""
     path = Path(text)
@@ -28,7 +28,7 @@ def _plot_path(text: str) -> Path:
     if not text.strip() or fmt not in PLOT_FORMATS:
         raise UsageError(f"--plot {text!r}: name an image file ending in .{', .'.join(PLOT_FORMATS)}, "
                          "e.g. --plot schedule.png")
-    from .fsutil import check_replaceable_file
+    from hetcc.files.atomic import check_replaceable_file
 
     check_replaceable_file(path, "--plot")
     parent = path.parent
@@ -41,7 +41,7 @@ def _plot_path(text: str) -> Path:
 MIN_BAR_FRACTION = 0.004
 
 
-def _plot(manifest: Any, path: Path, variant: str | None = None) -> None:
+def plot_schedule(manifest: Any, path: Path, variant: str | None = None) -> None:
     """Draw one variant's schedule: a row per device, a bar per slice at its predicted start and
     length (at least MIN_BAR_FRACTION of the axis), labelled with layers, frequency and energy where
     the bar has room, each row summed in its label, the deadline as a red line; the title carries
@@ -56,13 +56,13 @@ def _plot(manifest: Any, path: Path, variant: str | None = None) -> None:
     fig.savefig(image, format="svg" if fmt == "html" else fmt)
     plt.close(fig)
     data = _plot_html(manifest, v, name, image.getvalue().decode("utf-8")) if fmt == "html" else image.getvalue()
-    from .fsutil import write_file
+    from hetcc.files.atomic import write_file
 
     write_file(path, data, "--plot", "name a writable file")   # complete or not there: never half-written
 
 
 def schedule_figure(manifest: Any, v: Any, name: str) -> Any:
-    """The matplotlib Figure of variant ``v`` (named ``name``) of ``manifest`` (see ``_plot``)."""
+    """The matplotlib Figure of variant ``v`` (named ``name``) of ``manifest`` (see ``plot_schedule``)."""
     try:
         import matplotlib
 
@@ -156,8 +156,8 @@ def _plot_html(manifest: Any, v: Any, name: str, svg: str) -> bytes:
     svg = svg[svg.index("<svg"):]           # drop the XML declaration and doctype
     rows = "".join(
         "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in (
-            s.id, f"L{s.first_layer}-L{s.last_layer}", s.device, _fmt(s.frequency_mhz, 0) if s.frequency_mhz else "-",
-            _fmt(s.predicted.latency_ms, 3), _fmt(s.predicted.energy_mj, 3))) + "</tr>\n" for s in v.slices)
+            s.id, f"L{s.first_layer}-L{s.last_layer}", s.device, fmt(s.frequency_mhz, 0) if s.frequency_mhz else "-",
+            fmt(s.predicted.latency_ms, 3), fmt(s.predicted.energy_mj, 3))) + "</tr>\n" for s in v.slices)
     title = escape(_plot_title(manifest, v, name).replace("\n", "; "))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             "<style>body{font-family:sans-serif}table{border-collapse:collapse}"

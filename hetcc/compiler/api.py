@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import UsageError
-from .limits import check_seed
-from .passmanager import PassManager, PassTiming
-from .planners import METRICS, Budget, Objective, Plan, PlanContext, PlanningProblem, Progress, WorkloadPlan
-from .planners import WorkloadProblem
-from .planners import plan as run_planner
-from .program import COSTS, PLAN, Program
+from hetcc.core.errors import UsageError
+from hetcc.core.limits import check_seed
+from hetcc.compiler.passmanager import PassManager, PassTiming
+from hetcc.planners import METRICS, Budget, Objective, Plan, PlanContext, PlanningProblem, Progress, WorkloadPlan
+from hetcc.planners import WorkloadProblem
+from hetcc.planners import plan as run_planner
+from hetcc.compiler.program import COSTS, PLAN, Program
 
 _NUM = r"(\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 #: HERTI Eq. 12: deadline = T_best + zeta * (T_energy_opt - T_best)
@@ -81,7 +81,7 @@ def parse_deadline(text: str | float | None) -> tuple[float | None, str | None]:
 def reference_latencies(problem: PlanningProblem, energy: bool = True) -> tuple[float, float | None]:
     """(T_best, T_energy_opt) of ``problem``: the fastest plan's latency and the energy optimum's
     (``dp``; None without ``energy``, for a target without a power model)."""
-    from .planners.dp import optimal
+    from hetcc.planners.dp import optimal
 
     t_best = optimal(problem, "latency").latency_ms
     return t_best, optimal(problem, "energy").latency_ms if energy else None
@@ -165,7 +165,7 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequ
         path = Path(model)
         if path.exists() or str(model).endswith(".onnx") or "/" in str(model):
             return path
-        from . import zoo
+        from hetcc.compiler import zoo
 
         if str(model) in zoo.ZOO:
             return _exported(f"exporting zoo model {model} (first use; cached)", timings, progress,
@@ -184,7 +184,7 @@ def _exported(label: str, timings: list[PassTiming] | None, progress: Progress |
               export: Callable[[], Path], cached: Callable[[], Path | None]) -> Path:
     """Run ``export`` under a progress line ``label`` and record it as the ``export`` step (a
     model already in the cache is no step)."""
-    from .passmanager import step
+    from hetcc.compiler.passmanager import step
 
     hit = cached()
     if hit is not None and hit.exists():
@@ -224,9 +224,9 @@ def _module_model(module: Any, input_name: str, shape: tuple[int, ...], seed: in
     """A torch.nn.Module exported into the cache (~/.cache/hetcc/modules/SHA/NAME.onnx, keyed
     by the ONNX bytes: the same module is one file however often it is compiled, and ``hetcc run
     --verify`` finds the unsliced model there); no temporary file is left behind."""
-    from . import zoo
-    from .fsutil import write_file
-    from .paths import cache_dir
+    from hetcc.compiler import zoo
+    from hetcc.files.atomic import write_file
+    from hetcc.core.paths import cache_dir
 
     import hashlib
 
@@ -239,14 +239,14 @@ def _module_model(module: Any, input_name: str, shape: tuple[int, ...], seed: in
 
 
 def _zoo_path(name: str, seed: int) -> Path:
-    from .paths import cache_dir
+    from hetcc.core.paths import cache_dir
 
     return cache_dir() / "zoo" / f"seed{seed}" / f"{name}.onnx"  # the stem names the model
 
 
 def _zoo_model(name: str, seed: int) -> Path:
     """A zoo name given as MODEL: export once into the cache (~/.cache/hetcc/zoo) and reuse."""
-    from . import zoo
+    from hetcc.compiler import zoo
 
     path = _zoo_path(name, seed)
     if not path.exists():
@@ -256,9 +256,9 @@ def _zoo_model(name: str, seed: int) -> Path:
 
 def board_of(target: str | Path | Any) -> tuple[Any, Any]:
     """(board, measurements) of a ``target``: a Target as it is; a built-in name or a .toml path
-    loaded; a measurement file (``*.csv``, ``hetcc.measured_target``) read: its board (host) and
+    loaded; a measurement file (``*.csv``, ``hetcc.measure.measured_target``) read: its board (host) and
     the Measurements the costs pass plans with instead of profiling."""
-    from .measured_target import Measurements, is_measurement_file, load_measurements
+    from hetcc.measure.measured_target import Measurements, is_measurement_file, load_measurements
 
     if isinstance(target, Measurements):
         return target.board, target
@@ -267,7 +267,7 @@ def board_of(target: str | Path | Any) -> tuple[Any, Any]:
     if is_measurement_file(target):
         m = load_measurements(target)
         return m.board, m
-    from .targets import load_target
+    from hetcc.targets import load_target
 
     return load_target(target), None
 
@@ -363,7 +363,7 @@ class Analysis:
         else:
             obj = self.objective(objective, deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
         if cache_dir is None:
-            from .paths import cache_dir as root
+            from hetcc.core.paths import cache_dir as root
 
             cache_dir = root() / "planners"
         ctx = PlanContext(check_seed(seed), budget=budget, progress=progress, cache_dir=cache_dir)
@@ -374,7 +374,7 @@ class Analysis:
         """Write the artifact: one plan, or several named variants of this model; ``timings``
         (pass timings, or ``[]``) also writes ``timings.json`` (wall times: the one file that
         differs between two compiles of the same inputs)."""
-        from .passes.codegen import emit_artifact
+        from hetcc.passes.codegen import emit_artifact
 
         if isinstance(plans, Plan):
             plans = {plans.planner or "plan": plans}
@@ -389,8 +389,8 @@ def load_program(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Seque
     """``model`` (path, zoo name or torch.nn.Module; see ``analyse``) exported if need be, loaded,
     checked and shape-inferred, before any analysis pass; each step's time is appended to
     ``timings`` and passed to ``on_pass``."""
-    from .frontend import load_model
-    from .passmanager import step
+    from hetcc.compiler.frontend import load_model
+    from hetcc.compiler.passmanager import step
 
     timings = [] if timings is None else timings
     path = resolve_model(model, input_shapes, seed, progress=progress, timings=timings)
@@ -424,7 +424,7 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     (``hetcc.RichProgress()`` for bars on stderr) shows each step while it runs; ``on_pass`` is
     called after each with its wall time (export of a zoo model or module, load, every pass).
     ``dump_after`` writes beside the artifact ``dump_beside`` (``dump_path``)."""
-    from .pipeline import PLAN_PASSES, analysis_passes
+    from hetcc.compiler.pipeline import PLAN_PASSES, analysis_passes
 
     if isinstance(max_cut_tensors, bool) or not isinstance(max_cut_tensors, int) or max_cut_tensors < 1:
         raise UsageError(f"--max-cut-tensors {max_cut_tensors!r}: give an integer of at least 1 (default 1)")
@@ -445,7 +445,7 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, progress=progress,
                           dump=lambda prog, name: _dump(prog, name, dump_beside))
     manager.run(program)
-    from .pipeline import attach_hardware
+    from hetcc.compiler.pipeline import attach_hardware
 
     problem = attach_hardware(program.get(COSTS).problem(name=program.name), program, tgt)
     return Analysis(program=program, target=tgt, problem=problem, timings=[*timings, *manager.timings])
@@ -513,7 +513,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     ``write_timings`` adds ``timings.json`` (wall times). ``dump_after`` writes beside
     ``output_dir`` (``dump_path``).
     """
-    from .pipeline import Emit, Partition
+    from hetcc.compiler.pipeline import Emit, Partition
 
     t_start = time.perf_counter()
     limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)  # refused before the work
@@ -567,7 +567,7 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
                      **analyse_kw: Any) -> WorkloadResult:
     """Several models on one board: one analysis each, one workload plan, one artifact (limits
     in the units of ``compile``; a workload takes an absolute deadline)."""
-    from .passmanager import step
+    from hetcc.compiler.passmanager import step
 
     t0 = time.perf_counter()
     (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
@@ -589,7 +589,7 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
     timings.append(PassTiming("partition", time.perf_counter() - t1, f"{wplan.planner}: {len(names)} models"))
     out = None
     if output_dir is not None:
-        from .passes.codegen import emit_workload
+        from hetcc.passes.codegen import emit_workload
 
         t1 = time.perf_counter()
         with step(progress, f"writing {output_dir}"):
@@ -623,7 +623,7 @@ def _dump(program: Program, pass_name: str, beside: str | Path | None = None) ->
             return o
         return repr(o)
 
-    from .fsutil import write_file
+    from hetcc.files.atomic import write_file
 
     path = dump_path(pass_name, beside)
     text = json.dumps({k: enc(v) for k, v in program.analyses.items()}, indent=1, allow_nan=False)
@@ -635,7 +635,7 @@ def dump_path(pass_name: str, beside: str | Path | None = None) -> Path:
     ``beside`` (``-o DIR``; never inside it, which would change the artifact), else
     ``./hetcc-dump-PASS.json``. Refused when that name is a directory, a symlink or anything but
     a regular file (it is never followed or replaced)."""
-    from .fsutil import check_replaceable_file
+    from hetcc.files.atomic import check_replaceable_file
 
     out = Path(beside) if beside is not None and str(beside) else None
     if out is not None and out.name in ("", ".", ".."):

@@ -25,7 +25,7 @@ The formulas are written once, vectorised over layers and states, in
 (``device_params``) and calls it, for the analytical table and for a board's ``HardwareSpace``
 (hardware knobs: core counts, memory-controller frequency) alike.
 
-FLOPs count a multiply-add as 2 (hetcc.flops), the convention of peak GFLOP/s figures.
+FLOPs count a multiply-add as 2 (hetcc.compiler.flops), the convention of peak GFLOP/s figures.
 Units: ms, MHz, mW, mJ, bytes; MB = 10**6 bytes; GB/s = 10**9 bytes/s.
 """
 from __future__ import annotations
@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .costtable import CostTable, layer_features
-from .errors import TargetError
-from .opclasses import OP_CLASSES
-from .planners.hardware import (DeviceParams, HardwareSpace, Knob, cost_tables, dvfs_scale, latency_ms,
+from hetcc.compiler.costtable import CostTable, layer_features
+from hetcc.core.errors import TargetError
+from hetcc.core.opclasses import OP_CLASSES
+from hetcc.planners.hardware import (DeviceParams, HardwareSpace, Knob, cost_tables, dvfs_scale, latency_ms,
                                 link_ms, transfer_ms)
-from .program import Layer
+from hetcc.compiler.program import Layer
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetcc.planners.problem import LayerFeatures
@@ -137,7 +137,7 @@ def device_params(target: "Target", *, signal_dbm: float | None = None) -> Devic
     return DeviceParams(base_power_mw=float(target.base_power_mw), **cols)
 
 
-def _state_legal(target: "Target", legal_dev: np.ndarray, L: int) -> np.ndarray:
+def state_legal(target: "Target", legal_dev: np.ndarray, L: int) -> np.ndarray:
     """The [L, D] legality mask expanded to [L, S]."""
     legal_dev = np.asarray(legal_dev, dtype=bool)
     D = len(target.devices)
@@ -166,7 +166,7 @@ def analytical_costs(layers: Sequence[Layer], target: "Target", legal_dev: np.nd
     Illegal cells hold inf."""
     _require_modelled(target)
     layers = tuple(layers)
-    legal = _state_legal(target, legal_dev, len(layers))
+    legal = state_legal(target, legal_dev, len(layers))
     params = device_params(target, signal_dbm=signal_dbm)
     t = cost_tables(layer_features(layers), params, legal)
     return CostTable(layers=layers, states=target.states(), latency_ms=t["latency_ms"], power_mw=t["power_mw"],
@@ -189,7 +189,7 @@ def hardware_space(target: "Target", features: "LayerFeatures", legal_dev: np.nd
     L = int(np.asarray(features.values).shape[0])
     params = device_params(target, signal_dbm=signal_dbm)
     return HardwareSpace(knobs=knobs_of(target), features=features, params=params,
-                         legal=_state_legal(target, legal_dev, L))
+                         legal=state_legal(target, legal_dev, L))
 
 
 def whole_model_ms(table: CostTable, state: int) -> float:

@@ -12,10 +12,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .opclasses import OP_CLASSES
-from .planners.problem import FEATURES, LayerFeatures, PlanningProblem, StateTable
-from .program import Layer
-from .targets import State
+from hetcc.core.opclasses import OP_CLASSES
+from hetcc.planners.problem import FEATURES, LayerFeatures, PlanningProblem, StateTable
+from hetcc.compiler.program import Layer
+from hetcc.targets import State
 
 
 def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:

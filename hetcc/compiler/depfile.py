@@ -23,8 +23,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import __version__
-from .errors import UsageError
+from hetcc import __version__
+from hetcc.core.errors import UsageError
 
 __all__ = ["check_depfile", "depfile_text", "make_escape", "model_inputs", "version_stamp", "write_depfile"]
 
@@ -62,7 +62,7 @@ def model_inputs(model: str | os.PathLike) -> list[str]:
     ``model`` as given), each once, in the order the model names them."""
     import onnx
 
-    from .frontend import external_info, iter_tensor_protos
+    from hetcc.compiler.frontend import external_info, iter_tensor_protos
 
     model = os.fspath(model)
     proto = onnx.load(model, load_external_data=False)
@@ -92,7 +92,7 @@ def check_depfile(depfile: str | None, output_dir: str | None) -> Path | None:
     built), or a directory, symlink or special file in its place."""
     if depfile is None:
         return None
-    from .fsutil import check_replaceable_file
+    from hetcc.files.atomic import check_replaceable_file
 
     if not str(depfile).strip():
         raise UsageError("--depfile '': name a file, e.g. --depfile out.d")
@@ -111,7 +111,7 @@ def write_depfile(depfile: Path, output_dir: str | os.PathLike, models: Iterable
                   target_files: Iterable[str | os.PathLike]) -> Path:
     """Write the depfile of a finished compile (atomically: a temporary file renamed over it);
     ``target_files``: what the target was read from (a measurement file and its board's TOML)."""
-    from .fsutil import write_file
+    from hetcc.files.atomic import write_file
 
     inputs: list[str] = []
     for m in models:

@@ -7,8 +7,8 @@ from typing import Mapping
 
 import onnx_ir as ir
 
-from .opclasses import CONV_OPS, INT8_OPS, MATMUL_OPS, OP_CLASSES, QDQ_OPS, op_class  # noqa: F401  (re-exported)
-from .program import TensorInfo
+from hetcc.core.opclasses import CONV_OPS, INT8_OPS, MATMUL_OPS, OP_CLASSES, QDQ_OPS, op_class  # noqa: F401  (re-exported)
+from hetcc.compiler.program import TensorInfo
 
 # element-wise cost multipliers (FLOPs per output element) for ops costlier than one op
 _PER_ELEM = {"BatchNormalization": 2.0, "LayerNormalization": 8.0, "InstanceNormalization": 8.0,
@@ -35,7 +35,7 @@ _REDUCE_OPS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "Re
 
 
 def node_class(node: ir.Node) -> str:
-    """The op class of ``node`` (hetcc.opclasses): a convolution with ``group`` > 1 (depthwise or
+    """The op class of ``node`` (hetcc.core.opclasses): a convolution with ``group`` > 1 (depthwise or
     grouped) is 'dwconv', any other by its op type."""
     if node.op_type not in CONV_OPS:
         return op_class(node.op_type)

@@ -19,11 +19,11 @@ import onnx
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 
-from .errors import ModelError, UsageError
-from .runtime import _ort
-from .runtime.manifest import sha256_file
-from .passes.shapes import MAX_DIM, data_dependent_shapes, over_limit, size_text
-from .program import Program
+from hetcc.core.errors import ModelError, UsageError
+from hetcc.runtime import onnxrt
+from hetcc.runtime.manifest import sha256_file
+from hetcc.passes.shapes import MAX_DIM, data_dependent_shapes, over_limit, size_text
+from hetcc.compiler.program import Program
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def _known_ops() -> set[tuple[str, str]]:
     global _ORT_OPS
     if _ORT_OPS is None:
         try:
-            _ort.load()
+            onnxrt.load()
             from onnxruntime.capi import onnxruntime_pybind11_state as C
 
             _ORT_OPS = {(s.domain, s.name) for s in C.get_all_operator_schema()}
@@ -271,7 +271,7 @@ def _outputs_from_nodes(model: ir.Model, path: Path) -> None:
     """Every model output must be computed by a node that some slice runs. An output that is an
     initializer or a constant (a Constant node, ...) gets its own Identity node (the constant is
     renamed, the output keeps its name); an output that is a model input cannot: refused."""
-    from .passes.constants import constant_values
+    from hetcc.passes.constants import constant_values
 
     graph = model.graph
     inputs = {id(v) for v in graph.inputs}
@@ -615,7 +615,7 @@ def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
     steps and writes nothing; without the steps it needs (another onnxruntime version) the
     fallback is skipped, with a debug message, and the last resort below still applies."""
     try:
-        _ort.load()  # telemetry off before onnxruntime initialises
+        onnxrt.load()  # telemetry off before onnxruntime initialises
         from onnxruntime.tools import symbolic_shape_infer as ssi
     except Exception as exc:  # pragma: no cover - onnxruntime is a dependency
         logger.debug("onnxruntime's symbolic shape inference is unavailable: %s", exc)
@@ -650,15 +650,15 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
     cannot propagate (e.g. a Where over shape values, as in ViT's class token) they are the
     shapes; for data-dependent ones (NonZero, ...) one run's, which the frontend keeps apart.
     Returns the proto with those shapes and None, or ``inferred`` unchanged and why the run failed."""
-    from .runtime import random_inputs
-    from .runtime.executor import TensorSpec
+    from hetcc.runtime import random_inputs
+    from hetcc.runtime.executor import TensorSpec
 
     proto = proto_with_data(model)
     known_out = {o.name for o in proto.graph.output}
     for name in missing:
         if name not in known_out:
             proto.graph.output.append(onnx.ValueInfoProto(name=name))
-    ort = _ort.load()  # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
+    ort = onnxrt.load()  # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
     try:
         so = ort.SessionOptions()
         so.log_severity_level = 3

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from contextlib import contextmanager
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
-from .errors import PipelineError
-from .program import Program
+from hetcc.core.errors import PipelineError
+from hetcc.compiler.program import Program
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def step(progress: Any, label: str) -> Iterator[Any]:
     if progress is None:
         yield None
         return
-    from .planners.context import using_progress
+    from hetcc.planners.context import using_progress
 
     with progress.task(label) as task, using_progress(progress):
         yield task

@@ -13,9 +13,9 @@ from hetcc.passes.costs import EstimateCosts
 from hetcc.passes.layers import GroupLayers
 from hetcc.passes.legality import CheckLegality
 from hetcc.passes.shapes import AnnotateTensors
-from hetcc.passmanager import Pass, PassResult
+from hetcc.compiler.passmanager import Pass, PassResult
 from hetcc.planners import PlanningProblem
-from hetcc.program import ARTIFACT, COSTS, LEGALITY, PLAN, Program
+from hetcc.compiler.program import ARTIFACT, COSTS, LEGALITY, PLAN, Program
 
 #: the passes after the analyses (``--dump-after`` accepts them too)
 PLAN_PASSES = ("partition", "codegen")
@@ -24,9 +24,9 @@ PLAN_PASSES = ("partition", "codegen")
 def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: int | None = None,
                     profile_cache: bool = True, measurements: Any = None) -> list[Pass]:
     """The passes ``hetcc.analyse`` runs, in order. ``measurements`` (``--target FILE.csv``, a
-    ``hetcc.measured_target.Measurements``) replaces the costs pass by the file's costs."""
+    ``hetcc.measure.measured_target.Measurements``) replaces the costs pass by the file's costs."""
     if measurements is not None:
-        from hetcc.measured_target import MeasuredCosts
+        from hetcc.measure.measured_target import MeasuredCosts
 
         costs: Pass = MeasuredCosts(measurements)
     else:
@@ -43,7 +43,7 @@ def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: i
 def attach_hardware(problem: PlanningProblem, program: Program, target: Any) -> PlanningProblem:
     """Give the problem the target's hardware space (knobs) at its default configuration; the
     problem is unchanged for a target without knobs or a measured one."""
-    from hetcc import costmodel
+    from hetcc.compiler import costmodel
 
     space = costmodel.hardware_space(target, problem.layer_features, program.get(LEGALITY).mask)
     if space is None:

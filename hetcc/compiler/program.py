@@ -11,7 +11,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from .errors import PipelineError
+from hetcc.core.errors import PipelineError
 
 # Analysis keys (one per producing pass).
 TENSORS = "tensors"        # dict[str, TensorInfo]            passes.shapes
@@ -52,7 +52,7 @@ class Layer:
 
     ``inputs``: non-constant tensors it reads that were produced before it (or are model
     inputs); ``outputs``: tensors it produces that later layers read or that are model outputs.
-    ``flops_by_class`` splits ``flops`` into the op classes of ``hetcc.opclasses`` ('conv',
+    ``flops_by_class`` splits ``flops`` into the op classes of ``hetcc.core.opclasses`` ('conv',
     'matmul', 'other': element-wise, pooling, normalisation; 'dwconv' / 'dwconv_large': depthwise
     and grouped convolutions; 'pwconv': dense 1x1) so a target can give each class its own peak
     throughput.
@@ -71,7 +71,7 @@ class Layer:
     dtypes: tuple[str, ...]
     node_classes: dict[str, int] = field(default_factory=dict)   # nodes per op class
     geometry: dict[str, int] = field(default_factory=dict)       # largest Conv kernel, stride, channels
-    #: the part of ``flops_by_class`` integer kernels compute (QLinearConv, QDQ groups: hetcc.flops.runs_int8)
+    #: the part of ``flops_by_class`` integer kernels compute (QLinearConv, QDQ groups: hetcc.compiler.flops.runs_int8)
     int8_flops_by_class: dict[str, float] = field(default_factory=dict)
     #: Quantize/DequantizeLinear nodes a runtime folds into the integer kernel they wrap (no launch)
     fused_nodes: int = 0

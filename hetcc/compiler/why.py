@@ -35,7 +35,7 @@ SCHEMA = "hetcc.why/1"
 def why_document(program: Any, costs_bytes: bytes) -> dict[str, Any]:
     """The ``why.json`` document of an analysed program: every (layer, device) the legality pass
     refused, with its reason; ``costs_sha256`` ties it to the ``costs.json`` written with it."""
-    from .program import LEGALITY
+    from hetcc.compiler.program import LEGALITY
 
     legality = program.get(LEGALITY)
     illegal = [{"layer": int(layer), "device": str(device), "reason": str(reason)}
@@ -48,8 +48,8 @@ def write_why(root: Path, program: Any) -> Path | None:
     """Write ``why.json`` beside the ``costs.json`` just written into ``root``, the temporary
     directory of an artifact being emitted (``passes.codegen``): it appears with the artifact,
     atomically, or not at all."""
-    from .program import LEGALITY
-    from .runtime.manifest import COSTS_NAME
+    from hetcc.compiler.program import LEGALITY
+    from hetcc.runtime.manifest import COSTS_NAME
 
     if not program.has(LEGALITY):   # costs from elsewhere: inspect --why falls back to costs.json's table
         return None
@@ -62,7 +62,7 @@ def write_why(root: Path, program: Any) -> Path | None:
 def check_why(doc: Any, shown: str) -> dict[str, Any]:
     """``doc`` (a parsed ``why.json``) if it has the shape ``write_why`` gives, else a one-line
     ManifestError naming ``shown`` and the key."""
-    from .runtime.errors import ManifestError
+    from hetcc.runtime.errors import ManifestError
 
     def bad(what: str) -> ManifestError:
         return ManifestError(f"{shown}: {what}; the file is damaged, recompile (or delete it)")
@@ -107,7 +107,7 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
     """Per layer of ``costs.json``: {device: reason} for each device it cannot use. With no
     ``why.json`` the refusals still come from costs.json's legality table, with the capacity
     reason where that explains it and "reason not recorded" otherwise."""
-    from .planners.problem import capacity_reason   # numpy only
+    from hetcc.planners.problem import capacity_reason   # numpy only
 
     layers, states, legal = costs["layers"], costs["states"], costs["legal"]
     devices = _devices(costs)
@@ -210,8 +210,8 @@ def slice_alternatives(variant: Any, costs: Mapping[str, Any]) -> list[SliceWhy]
     """For every slice of ``variant`` (a manifest Variant), the best other legal state for its
     layers: deadline and power cap kept first, then the objective's metric on the plan's totals
     with only that slice moved."""
-    from .planners.metrics import RTOL
-    from .planners.problem import problem_from_costs_json
+    from hetcc.planners.metrics import RTOL
+    from hetcc.planners.problem import problem_from_costs_json
 
     obj = variant.objective
     deadline, cap = obj.deadline_ms, obj.power_cap_mw

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .fsutil import atomic_write_bytes
-from .errors import ModelError, UsageError
+from hetcc.files.atomic import atomic_write_bytes
+from hetcc.core.errors import ModelError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import UsageError
+from hetcc.core.errors import UsageError
 
 #: the largest seed (numpy's generators and most RNGs take 32 bits)
 SEED_MAX = 2**32 - 1

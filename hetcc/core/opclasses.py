@@ -2,7 +2,7 @@
 
 Every ONNX node falls in one class: 'conv' (dense convolutions), 'matmul' (matrix products),
 'other' (element-wise, pooling, normalisation, data movement) or 'dwconv' (depthwise and grouped
-convolutions: a Conv, ConvTranspose, QLinearConv or ConvInteger with ``group`` > 1). ``hetcc.flops``
+convolutions: a Conv, ConvTranspose, QLinearConv or ConvInteger with ``group`` > 1). ``hetcc.compiler.flops``
 splits a layer's FLOPs by class, target files give ``peak_gflops = {conv, matmul, other}`` (and
 optionally ``dwconv``) and the cost model divides one by the other.
 

@@ -24,14 +24,13 @@ import dataclasses
 import math
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import UsageError
+from hetcc.core.errors import UsageError
 
 KINDS = ("loguniform", "uniform", "int", "choice")
 SCHEDULERS = ("asha", "hyperband", "fifo")
@@ -79,10 +78,10 @@ def _dimension(spec_path: Path, name: str, value: Any) -> tuple:
 
 def load_tune_spec(planner: str, path: str | os.PathLike) -> TuneSpec:
     """The problems (validated as a sweep spec) and the search; one-line errors naming the key."""
-    from .planners.registry import get_spec, option_fields, parse_options
-    from .sweep import parse_spec
+    from hetcc.planners.registry import get_spec, option_fields, parse_options
+    from hetcc.experiments.sweep import parse_spec
 
-    from .fsutil import read_toml
+    from hetcc.core.read import read_toml
 
     p = Path(path)
     doc = read_toml(p, str(p))
@@ -134,9 +133,9 @@ class Problem:
 
 def prepare_problems(spec: TuneSpec, console: Any = None) -> list[Problem]:
     """Analyse each (model, target) once; resolve every objective; the reference value of each."""
-    from .api import analyse, resolve_model
-    from .errors import HetccError
-    from .sweep import objective_of, restrict
+    from hetcc.compiler.api import analyse, resolve_model
+    from hetcc.core.errors import HetccError
+    from hetcc.experiments.sweep import objective_of, restrict
 
     sw = spec.sweep
     out = []
@@ -172,9 +171,9 @@ def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], 
              report: Any = None) -> float:
     """The median gap (%) of ``planner`` with ``options`` over the problems (x seeds); calls
     ``report({"gap": median so far, "problems": n})`` after each."""
-    from .errors import HetccError
-    from .planners import PlanContext
-    from .planners import plan as run_planner
+    from hetcc.core.errors import HetccError
+    from hetcc.planners import PlanContext
+    from hetcc.planners import plan as run_planner
 
     gaps: list[float] = []
     for pr in problems:
@@ -221,7 +220,7 @@ class TuneResult:
 
 def run_tune(spec: TuneSpec, *, address: str | None = None, workers: int | None = None, seed: int = 0,
              console: Any = None) -> TuneResult:
-    from .sweep import init_ray
+    from hetcc.experiments.sweep import init_ray
 
     t0 = time.perf_counter()
     problems = prepare_problems(spec, console)
@@ -261,7 +260,7 @@ def run_tune(spec: TuneSpec, *, address: str | None = None, workers: int | None 
 
 def write_best(path: Path, planner: str, result: TuneResult) -> None:
     """``key = value`` lines (TOML) that ``--planner-option @path`` reads."""
-    from .fsutil import atomic_write_text
+    from hetcc.files.atomic import atomic_write_text
 
     lines = [f"# hetcc tune {planner}: median gap {result.best_gap:.3f}% over {result.problems} problems "
              f"(defaults: {result.default_gap:.3f}%), {result.trials} trials"]
@@ -276,34 +275,5 @@ def write_best(path: Path, planner: str, result: TuneResult) -> None:
 
 
 # ---------------------------------------------------------------- command line
-def add_arguments(parser: Any) -> Any:
-    parser.add_argument("planner", help="the planner whose options to tune (dqn, evosh, random, ...)")
-    parser.add_argument("spec", help="problems and search space (TOML; see examples/tune.toml)")
-    parser.add_argument("-o", "--output", required=True, help="where to write the best options (TOML)")
-    from .cli_artifact import int_in
-    from .sweep import MAX_WORKERS
-
-    parser.add_argument("--samples", type=int_in(1, MAX_SAMPLES), help="trials (overrides the spec's samples)")
-    parser.add_argument("--address", help="a Ray cluster: auto or HOST:PORT (default: start Ray here)")
-    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), help="CPUs of the embedded Ray (default: all)")
-    return parser
 
 
-def cmd_tune(args: Any) -> int:
-    from rich.console import Console
-
-    spec = load_tune_spec(args.planner, args.spec)
-    if args.samples is not None:
-        spec.samples = args.samples
-    out = Path(args.output)
-    if out.is_dir():
-        raise UsageError(f"-o {out}: a directory; name the TOML file to write")
-    result = run_tune(spec, address=args.address, workers=args.workers)
-    write_best(out, spec.planner, result)
-    Console(stderr=False).print(
-        f"{spec.planner}: median gap to {spec.reference} {result.best_gap:.3f}% with the best options "
-        f"(defaults {result.default_gap:.3f}%) over {result.problems} problems; {result.trials} trials, "
-        f"{result.stopped_early} stopped early by {spec.scheduler}; {result.seconds:.1f} s\nwrote {out}: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(result.best.items())), highlight=False)
-    print(f"use it: hetcc compile MODEL --planner {spec.planner} --planner-option @{out}", file=sys.stderr)
-    return 0

@@ -62,9 +62,9 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import UsageError
-from .runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, TIMINGS_NAME
-from .why import WHY_NAME
+from hetcc.core.errors import UsageError
+from hetcc.runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, TIMINGS_NAME
+from hetcc.compiler.why import WHY_NAME
 
 try:  # POSIX; without it (Windows) there is no lock
     import fcntl
@@ -264,7 +264,7 @@ def _signals_deferred() -> Iterator[None]:
             dispatch(s)
 
 
-def _lock(path: Path, shown: str) -> int | None:
+def acquire_lock(path: Path, shown: str) -> int | None:
     """Take the exclusive lock ``path`` (created if needed); UsageError if another writer has it."""
     if fcntl is None:  # pragma: no cover
         return None
@@ -292,7 +292,7 @@ def _lock(path: Path, shown: str) -> int | None:
     raise UsageError(f"cannot lock {path}: it keeps changing; is another program removing it?")
 
 
-def _unlock(path: Path, fd: int | None) -> None:
+def release_lock(path: Path, fd: int | None) -> None:
     if fd is None:  # pragma: no cover
         return
     with contextlib.suppress(OSError):
@@ -426,7 +426,7 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
     fd = tmp = None
     try:
         with _signals_deferred():  # an interrupt is raised before this block or after it, never inside
-            fd = _lock(lock_path, shown)
+            fd = acquire_lock(lock_path, shown)
             _recover(final, shown)
             _check_replaceable(final, shown)
             try:
@@ -450,7 +450,7 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
     finally:
         if fd is not None:
             with _signals_deferred():
-                _unlock(lock_path, fd)
+                release_lock(lock_path, fd)
 
 
 #: errors that say the output's file system is full, read-only or refuses the size: the write
@@ -609,22 +609,3 @@ def check_replaceable_file(path: Path, what: str) -> None:
         kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
         raise UsageError(f"{what}: {path} is {kind}, which hetcc does not replace; move it away or name "
                          "another file")
-
-
-def read_toml(path: str | os.PathLike, what: str, max_bytes: int = 1 << 20) -> dict:
-    """A small TOML file the user wrote (a sweep or tune spec, an options file), at most
-    ``max_bytes`` read; one-line UsageError naming ``what`` when unreadable, too large or not TOML."""
-    import tomllib
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)    # never more, whatever the file is
-    except OSError as e:
-        raise UsageError(f"{what}: cannot read it ({e.strerror or e})") from None
-    if len(data) > max_bytes:
-        raise UsageError(f"{what}: larger than {max_bytes >> 20} MiB; it should be a few lines")
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UsageError(f"{what}: not valid TOML ({first})") from None

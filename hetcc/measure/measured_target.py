@@ -19,7 +19,7 @@ from the compile's, is refused: the file was measured with another ``--max-cut-t
 ``--input-shape``. Rows at several CPU frequencies: the top one is used (empty ``freq_mhz`` =
 top), as ``host`` has one state; repeated rows of one layer: their median.
 
-The cost table is built by ``hetcc.profiler.costs_from_profile``, the builder behind the
+The cost table is built by ``hetcc.measure.profiler.costs_from_profile``, the builder behind the
 compile's own profile cache: the layers' times, the whole model's (its row with an empty
 ``layer``; without one the boundary model is not calibrated on the model, scale 1) and the
 session-boundary fit from the file's ``boundary_delta_ms`` / ``boundary_beta_ms_per_mb``
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
-from .errors import UsageError
-from .passmanager import Pass, PassResult
-from .program import COSTS, LAYERS, LEGALITY, TENSORS, Program
+from hetcc.core.errors import UsageError
+from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.compiler.program import COSTS, LAYERS, LEGALITY, TENSORS, Program
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Measurements:
         """The cost table of ``program`` (after the layers and legality passes) from the file."""
         import numpy as np
 
-        from .profiler import BoundaryFit, costs_from_profile, layers_fingerprint
+        from hetcc.measure.profiler import BoundaryFit, costs_from_profile, layers_fingerprint
 
         layers = program.get(LAYERS)
         rows = self._rows_of(program)
@@ -111,7 +111,7 @@ class Measurements:
 
     def _rows_of(self, program: Program) -> list[Any]:
         """The latency rows of ``program``: by sha256, else by zoo name or path (module doc)."""
-        from .observations import check_model_hash, is_model_path
+        from hetcc.measure.observations import check_model_hash, is_model_path
 
         sha = program.source_sha256
         src = str(Path(program.source_path).resolve()) if program.source_path else ""
@@ -145,9 +145,9 @@ def _top_frequency(rows: Sequence[Any]) -> float | None:
 
 def load_measurements(path: str | Path) -> Measurements:
     """Read a measurement file for ``--target`` (UsageError, one line, for anything wrong)."""
-    from .observations import parse_observations, read_text
-    from .profile import parse_profile_comments
-    from .targets import load_target
+    from hetcc.measure.observations import parse_observations, read_text
+    from hetcc.measure.observations import parse_profile_comments
+    from hetcc.targets import load_target
 
     p = Path(path)
     label = str(path)

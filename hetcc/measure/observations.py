@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import UsageError
+from hetcc.core.errors import UsageError
 
 FORMAT = "hetcc.observations/1"
 KINDS = ("latency", "energy", "power", "gain", "plan_uses", "memory")
@@ -198,7 +198,7 @@ def parse_observations(text: str, label: str, base_dir: str | os.PathLike = ".",
         row = {h: c.strip() for h, c in zip(header, cells)}
         obs = _row(row, where, label, n, Path(base_dir))
         if board is not None:
-            _check_board(obs, board)
+            check_board(obs, board)
         if check_files:
             _check_files(obs, hashes)
         out.append(obs)
@@ -370,7 +370,7 @@ def _resolve_model(name: str, where: str, written: str, base: Path) -> str:
     if is_model_path(name):
         p = Path(name)
         return str(p if p.is_absolute() else (base / p).absolute())
-    from .zoo import ZOO
+    from hetcc.compiler.zoo import ZOO
 
     if name not in ZOO:
         import difflib
@@ -383,7 +383,7 @@ def _resolve_model(name: str, where: str, written: str, base: Path) -> str:
 
 
 def _check_planner(where: str, column: str, spec: str) -> None:
-    from .planners.registry import parse_options, parse_planner_entry, split_name
+    from hetcc.planners.registry import parse_options, parse_planner_entry, split_name
 
     try:
         name, ps, given = parse_planner_entry(spec)
@@ -399,7 +399,7 @@ def planner_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, dict(p.partition("=")[::2] for p in pairs)
 
 
-def _check_board(obs: Observation, board: Any) -> None:
+def check_board(obs: Observation, board: Any) -> None:
     if obs.device is None:
         return
     names = board.device_names
@@ -420,7 +420,7 @@ def _check_board(obs: Observation, board: Any) -> None:
 
 
 def _check_files(obs: Observation, cache: dict[str, str]) -> None:
-    from .runtime.manifest import sha256_file
+    from hetcc.runtime.manifest import sha256_file
 
     for m, want in zip(obs.models, obs.hashes()):
         if not is_model_path(m):
@@ -494,7 +494,7 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Observation | Map
     through the same validator first, so a file this writes is one ``read_observations`` accepts
     (a bad row is a UsageError naming its line, and nothing is written). Model paths in the rows
     are written as given; ``base_dir`` (default: ``path``'s directory) resolves them for that check."""
-    from .fsutil import write_file
+    from hetcc.files.atomic import write_file
 
     text = format_observations(rows, comments)
     base = Path(base_dir) if base_dir is not None else Path(path).parent
@@ -505,3 +505,32 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Observation | Map
 __all__ = ["COLUMNS", "FORMAT", "KINDS", "MEASURED", "Observation", "REQUIRED", "UNITS", "check_model_hash",
            "format_observations", "is_model_path", "parse_observations", "planner_spec", "read_observations", "read_text",
            "write_observations"]
+
+
+# ---------------------------------------------------------------- hetcc profile's comment lines
+#: the prefix of the machine-readable comment lines (``parse_profile_comments`` reads them)
+COMMENT_TAG = "hetcc.profile"
+
+
+_TOKEN = re.compile(r"(\w+)=(\S+)")
+
+
+def parse_profile_comments(text: str) -> list[dict[str, str]]:
+    """The ``# hetcc.profile KEY=VALUE ...`` comment lines of an observations file's text, each as
+    a dict (a bare word after the tag, e.g. ``theta_rho``, is under the key ``""``)."""
+    out = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s.startswith("#"):
+            continue
+        body = s[1:].strip()
+        if not body.startswith(COMMENT_TAG + " "):
+            continue
+        body = body[len(COMMENT_TAG):].strip()
+        entry = dict(_TOKEN.findall(body))
+        words = [w for w in body.split() if "=" not in w]
+        if words:
+            entry[""] = words[0]
+        out.append(entry)
+    return out
+

@@ -24,12 +24,12 @@ from typing import Any, Sequence
 import numpy as np
 import onnx_ir as ir
 
-from .costmodel import transfer_ms
-from .costtable import CostTable
-from .fsutil import atomic_write_text
-from .paths import cache_dir
-from .program import LAYERS, TENSORS, Layer, Program, TensorInfo
-from .runtime import _ort
+from hetcc.compiler.costmodel import transfer_ms
+from hetcc.compiler.costtable import CostTable
+from hetcc.files.atomic import atomic_write_text
+from hetcc.core.paths import cache_dir
+from hetcc.compiler.program import LAYERS, TENSORS, Layer, Program, TensorInfo
+from hetcc.runtime import onnxrt
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,14 @@ def cpu_model() -> str:
 
 
 def machine_fingerprint() -> str:
-    ort = _ort.load()
+    ort = onnxrt.load()
 
     return f"{platform.machine()}|{cpu_model()}|{os.cpu_count()}|ort{ort.__version__}"
 
 
 def session_options(threads: int | None = None, spinning: bool = False, level: str = "all") -> Any:
     """The runtime's own session options (so what is profiled is what will run), quiet."""
-    from .runtime.executor import make_session_options
+    from hetcc.runtime.executor import make_session_options
 
     so = make_session_options({"allow_spinning": spinning, "graph_optimization_level": level,
                                "intra_op_num_threads": threads}, shared_cpu=False)
@@ -65,8 +65,8 @@ def session_options(threads: int | None = None, spinning: bool = False, level: s
 
 def random_feed(infos: Sequence[TensorInfo], seed: int = 0) -> dict[str, np.ndarray]:
     """Inputs for timing, from the runtime's generator (floats normal, small non-negative ints)."""
-    from .runtime import random_inputs
-    from .runtime.executor import TensorSpec
+    from hetcc.runtime import random_inputs
+    from hetcc.runtime.executor import TensorSpec
 
     return random_inputs([TensorSpec(i.name, i.dtype, i.shape) for i in infos], seed=seed)
 
@@ -84,7 +84,7 @@ def typical(times_ms: Sequence[float]) -> float:
 @dataclass(frozen=True)
 class Timing:
     """One measurement: the least wall ms of its timed runs (``typical``), how many runs were
-    timed, and the mean power over them (mW) when a power meter was given (``hetcc.power``)."""
+    timed, and the mean power over them (mW) when a power meter was given (``hetcc.runtime.power``)."""
 
     ms: float
     runs: int
@@ -94,7 +94,7 @@ class Timing:
 def measure_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, min_seconds: float = 0.05,
                     max_runs: int = 200, meter: Any = None) -> Timing:
     """Time ``sess.run`` after two warm-up runs: at least ``min_runs`` runs and ``min_seconds``,
-    at most ``max_runs``. ``meter`` (a ``hetcc.power.PowerMeter``) is started before the timed
+    at most ``max_runs``. ``meter`` (a ``hetcc.runtime.power.PowerMeter``) is started before the timed
     runs, sampled after each and stopped after the last: the mean power over them."""
     for _ in range(2):
         sess.run(None, feed)
@@ -113,7 +113,7 @@ def measure_session(sess: Any, feed: dict[str, np.ndarray], min_runs: int = 5, m
 
 
 def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
-    from .frontend import proto_with_data  # external data read in: a session from bytes cannot find it
+    from hetcc.compiler.frontend import proto_with_data  # external data read in: a session from bytes cannot find it
 
     model = ir.Model(graph, ir_version=source.ir_version, functions=list(source.functions.values()))
     return proto_with_data(model).SerializeToString()
@@ -121,7 +121,7 @@ def _proto_bytes(graph: ir.Graph, source: ir.Model) -> bytes:
 
 def layer_session(program: Program, layer: Layer, so: Any) -> tuple[Any, dict[str, np.ndarray]]:
     """(an onnxruntime session of ``layer`` alone, a random feed for it)."""
-    ort = _ort.load()
+    ort = onnxrt.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     graph = ir.convenience.extract(program.graph, list(layer.inputs), list(layer.outputs))
@@ -131,9 +131,9 @@ def layer_session(program: Program, layer: Layer, so: Any) -> tuple[Any, dict[st
 
 def model_session(program: Program, so: Any) -> tuple[Any, dict[str, np.ndarray]]:
     """(an onnxruntime session of the whole, unsliced model, a random feed for it)."""
-    from .frontend import proto_with_data
+    from hetcc.compiler.frontend import proto_with_data
 
-    ort = _ort.load()
+    ort = onnxrt.load()
 
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     graph = program.graph
@@ -146,7 +146,7 @@ def layer_timings(program: Program, layers: Sequence[Layer], so: Any, min_second
                   min_runs: int = 5, max_runs: int = 200) -> list[Timing]:
     """Each layer run alone in its own session (a one-layer slice: the layer, the session's fixed
     cost and its boundary tensors), timed by ``measure_session``; a progress line counts them."""
-    from .planners.context import current_progress
+    from hetcc.planners.context import current_progress
 
     out = []
     with current_progress().task("profiling layers on this machine", total=len(layers)) as bar:
@@ -169,7 +169,7 @@ def interleaved_timings(sessions: Sequence[tuple[Any, dict[str, np.ndarray]]], m
     burst touches a few runs of every session, and the least run of each escapes it. The untimed run
     just before the timed one brings the session's weights and tensors back into the caches the
     other sessions evicted, so a run is timed warm, as in a block of runs of one session."""
-    from .planners.context import current_progress
+    from hetcc.planners.context import current_progress
 
     for sess, feed in sessions:
         for _ in range(2):
@@ -254,7 +254,7 @@ def _conv_chain(channels: int, size: int, convs: int, cut: int | None) -> list[b
 def measure_boundary(so_factory: Any = session_options, sizes: Sequence[tuple[int, int]] = ((16, 14), (32, 28), (64, 56), (128, 56)),
                      convs: int = 4, min_seconds: float = 0.1) -> BoundaryFit:
     """Fit the per-boundary cost from the chain cut in two minus the chain in one session."""
-    ort = _ort.load()
+    ort = onnxrt.load()
 
     samples = []
     for channels, size in sizes:
@@ -291,7 +291,7 @@ def measure_boundary(so_factory: Any = session_options, sizes: Sequence[tuple[in
 
 def _measure_boundary_shown() -> BoundaryFit:
     """``measure_boundary()`` under a progress line (about a second, once per machine)."""
-    from .planners.context import current_progress
+    from hetcc.planners.context import current_progress
 
     with current_progress().task("measuring the session-boundary cost on this machine"):
         return measure_boundary()
@@ -325,7 +325,7 @@ def costs_from_profile(layers: Sequence[Layer], target: Any, legal_dev: np.ndarr
                        model_ms: float, fit: BoundaryFit, source: str = "measured") -> CostTable:
     """The cost table of a measured target from a profile: each layer's time alone, the whole
     model's time and the boundary fit. The one builder behind the profile cache (``measured_costs``)
-    and a measurement file (``--target FILE.csv``, ``hetcc.measured_target``)."""
+    and a measurement file (``--target FILE.csv``, ``hetcc.measure.measured_target``)."""
     layers = tuple(layers)
     layer_ms = np.asarray(layer_ms, dtype=np.float64)
     delta, beta = fit.delta_ms, fit.beta_ms_per_byte

@@ -16,7 +16,7 @@ left to the feasibility policy, as for every planner that does not list it.
 """
 from __future__ import annotations
 
-from ..errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from .baselines import device_preferred
 from .context import PlanContext
 from .metrics import Objective

@@ -23,7 +23,7 @@ import numpy as np
 
 from dataclasses import dataclass, field
 
-from ..errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from .context import PlanContext
 from .governor import GOVERNORS, ondemand
 from .metrics import Objective

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from .context import PlanContext
 from .metrics import Objective
 from .problem import Plan, PlanningProblem, Slice

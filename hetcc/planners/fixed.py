@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from .problem import Plan, PlanningProblem, Slice
 from .registry import PlannerSpec
 

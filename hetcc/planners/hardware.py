@@ -1,6 +1,6 @@
 """Hardware knobs as numbers: the analytical cost formulas, vectorised, and the knob grid.
 
-Numbers only (numpy; no onnx, no target files). ``hetcc.costmodel`` turns a target into a
+Numbers only (numpy; no onnx, no target files). ``hetcc.compiler.costmodel`` turns a target into a
 ``DeviceParams`` bundle once and calls ``cost_tables`` for its analytical table; a
 ``HardwareSpace`` holds the same bundle plus the board's knobs and recomputes the tables for any
 knob configuration through the same ``cost_tables``: one implementation of the cost model.
@@ -63,7 +63,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES, class_figures   # the order DeviceParams.peak_gflops holds them
+from hetcc.core.opclasses import DEFAULT_CLASS, OP_CLASSES, REQUIRED_CLASSES, class_figures   # the order DeviceParams.peak_gflops holds them
 from .problem import Communication, capacity_charge
 
 #: the [L, S] tables ``cost_tables`` / ``HardwareSpace.tables`` return (plus ``legal``)

@@ -22,7 +22,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from .context import PlanContext
 from .metrics import Objective
 from .problem import Plan, PlanningProblem, WorkloadPlan, WorkloadProblem
@@ -271,7 +271,7 @@ def parse_option_args(items: list[str] | None) -> dict[str, str]:
 
 
 def _option_file(path: str) -> dict[str, str]:
-    from ..fsutil import read_toml
+    from hetcc.core.read import read_toml
 
     doc = read_toml(path, f"--planner-option @{path}")
     bad = [k for k, v in doc.items() if isinstance(v, (dict, list))]

@@ -49,8 +49,8 @@ STATES = (("big", None), ("big", 682.0), ("gpu", None), ("gpu", 332.0), ("npu", 
 def synthetic(tmp_path_factory) -> dict:
     """Three models, a board with TRUTH applied (truth.toml) and latency/energy observations it
     predicts (synth.csv: whole models on five states, single layers on the GPU)."""
-    from hetcc.calibrate import Board, fitted_text, predict_observations
-    from hetcc.observations import write_observations
+    from hetcc.measure.calibrate import Board, fitted_text, predict_observations
+    from hetcc.measure.observations import write_observations
 
     d = tmp_path_factory.mktemp("synthetic")
     cnn(d / "a.onnx", (8, 16, 32), 32, seed=0)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetcc.calibrate import Board, Calibration, _forced, board_parameters, predict_observations
+from hetcc.measure.calibrate import Board, Calibration, _forced, board_parameters, predict_observations
 from hetcc.cli import main
-from hetcc.observations import read_observations, write_observations
+from hetcc.measure.observations import read_observations, write_observations
 from hetcc.targets import load_target
 
 #: the board these tests fit (as conftest.BOARD): the hand-set prior of hikey970, a file that stays put
@@ -278,7 +278,7 @@ def test_memory_rows_set_what_the_capacity_rule_charges_a_model(synthetic, capsy
 
 def test_with_reported_memory_scales_slices_in_proportion():
     from hetcc.planners.problem import PlanningProblem  # noqa: F401  (the method under test)
-    from hetcc.api import analyse
+    from hetcc.compiler.api import analyse
 
     p = analyse("mobilenet_v2", "hikey970").problem
     npu = [s for s, dev in enumerate(p.states.device) if dev == "npu"][0]
@@ -386,7 +386,7 @@ def test_the_command_imports_cheaply():
     import subprocess
     import sys
 
-    code = ("import sys, hetcc.cli, hetcc.observations; hetcc.cli.build_parser(); "
+    code = ("import sys, hetcc.cli.app, hetcc.measure.observations; hetcc.cli.app.build_parser(); "
             "print(sorted(m for m in ('scipy', 'tomlkit', 'numpy', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

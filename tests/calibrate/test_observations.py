@@ -1,4 +1,4 @@
-"""The observations format (hetcc.observations): what it accepts, every refusal is one line naming
+"""The observations format (hetcc.measure.observations): what it accepts, every refusal is one line naming
 file, line and column, and write -> read round-trips."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import onnx
 import onnx.parser
 import pytest
 
-from hetcc.errors import UsageError
-from hetcc.observations import (FORMAT, format_observations, parse_observations, read_observations,
+from hetcc.core.errors import UsageError
+from hetcc.measure.observations import (FORMAT, format_observations, parse_observations, read_observations,
                                 write_observations)
 from hetcc.targets import load_target
 

@@ -23,8 +23,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from hetcc.cli import main
-from hetcc.errors import ModelError
-from hetcc.frontend import load_model
+from hetcc.core.errors import ModelError
+from hetcc.compiler.frontend import load_model
 from hetcc.runtime import Executor, ManifestError
 from text_models import CHAIN
 
@@ -348,8 +348,8 @@ def test_opting_in_leaves_onnxruntime_as_shipped(tmp_path):
     home.mkdir()
     proc = _python("""
         import os
-        from hetcc.runtime import _ort
-        _ort.load()
+        from hetcc.runtime import onnxrt
+        onnxrt.load()
         print(os.environ.get("ORT_DISABLE_TELEMETRY"))
     """, _clean_env(home, HETCC_ORT_TELEMETRY="1"), tmp_path)
     assert proc.stdout.strip().splitlines()[-1] == "None"

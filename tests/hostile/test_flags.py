@@ -72,7 +72,7 @@ def child(code: str, argv: list[str], cwd: Path) -> subprocess.Popen:
 #: (start, module): python -m looks hetcc.cli up in runpy before any line of hetcc runs, so
 #: that one import is Python's own and not a case
 IMPORTS = [(start, module) for start in STARTS
-           for module in ("hetcc.cli", "hetcc.cli_artifact", "hetcc.errors", "argparse", "numpy", "onnxruntime")
+           for module in ("hetcc.cli.app", "hetcc.cli.artifact", "hetcc.core.errors", "argparse", "numpy", "onnxruntime")
            if (start, module) != ("python-m", "hetcc.cli")]
 
 

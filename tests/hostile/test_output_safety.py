@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from hetcc import fsutil
+from hetcc.files import atomic as fsutil
 from hetcc.cli import main
 from hetcc.runtime.manifest import load_manifest, sha256_file
 from text_models import IDENTITY_CHAIN

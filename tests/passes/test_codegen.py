@@ -1,4 +1,4 @@
-"""Codegen writes atomically (through hetcc.fsutil): an interrupted compile leaves nothing;
+"""Codegen writes atomically (through hetcc.files.atomic): an interrupted compile leaves nothing;
 slices keep the source IR version; the manifest is hetcc.manifest/2."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import onnx
 import pytest
 
 import hetcc
-from hetcc import fsutil
-from hetcc.errors import UsageError
+from hetcc.files import atomic as fsutil
+from hetcc.core.errors import UsageError
 from hetcc.passes import codegen
 from hetcc.runtime.manifest import SCHEMA_ID, load_manifest
 from text_models import IDENTITY_CHAIN
@@ -131,9 +131,9 @@ def test_atomic_write_file(tmp_path):
 def test_emit_artifact_api_and_pass_agree(chain, tmp_path, analyse, write_text_model):
     from hetcc.passes.costs import EstimateCosts
     from hetcc.passes.legality import CheckLegality
-    from hetcc.passmanager import PassManager
+    from hetcc.compiler.passmanager import PassManager
     from hetcc.planners import Objective, Slice
-    from hetcc.program import PLAN
+    from hetcc.compiler.program import PLAN
     from hetcc.targets import load_target
 
     target = load_target("hikey970")

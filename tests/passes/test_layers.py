@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from hetcc.program import LAYERS
+from hetcc.compiler.program import LAYERS
 from text_models import NONZERO
 
 HEADER = '<ir_version: 8, opset_import: ["" : 17]>\n'

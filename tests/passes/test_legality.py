@@ -8,10 +8,10 @@ import onnx
 import onnx_ir as ir
 import pytest
 
-from hetcc.errors import InfeasibleError, PipelineError
+from hetcc.core.errors import InfeasibleError, PipelineError
 from hetcc.passes.legality import CheckLegality, Legality
-from hetcc.passmanager import PassManager
-from hetcc.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
+from hetcc.compiler.passmanager import PassManager
+from hetcc.compiler.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
 from hetcc.targets import load_target
 
 MODEL = """
@@ -186,7 +186,7 @@ def test_rank_and_batch_predicates_on_the_npu() -> None:
 
 
 def test_mask_feeds_the_cost_model() -> None:
-    from hetcc.costmodel import analytical_costs
+    from hetcc.compiler.costmodel import analytical_costs
 
     hikey = load_target("hikey970")
     prog = program(MODEL)

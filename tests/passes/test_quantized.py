@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetcc import costmodel
-from hetcc.errors import TargetError
-from hetcc.flops import node_flops
-from hetcc.program import LAYERS, TENSORS
+from hetcc.compiler import costmodel
+from hetcc.core.errors import TargetError
+from hetcc.compiler.flops import node_flops
+from hetcc.compiler.program import LAYERS, TENSORS
 from hetcc.targets import load_bytes, load_target
 
 _W = "{" + ", ".join(str((i % 7) - 3) for i in range(16)) + "}"
@@ -138,8 +138,8 @@ def test_int8_throughput_lowers_the_predicted_latency(analyse):
 
 def test_qdq_layers_are_legal_on_the_npu(analyse):
     from hetcc.passes.legality import CheckLegality
-    from hetcc.passmanager import PassManager
-    from hetcc.program import LEGALITY
+    from hetcc.compiler.passmanager import PassManager
+    from hetcc.compiler.program import LEGALITY
     program = analyse(QDQ_CHAIN)
     hikey = load_target("hikey970")
     PassManager([CheckLegality(hikey)]).run(program)

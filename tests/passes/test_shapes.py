@@ -6,7 +6,7 @@ import onnx.parser
 import onnx_ir as ir
 import pytest
 
-from hetcc.errors import ModelError, UsageError
+from hetcc.core.errors import ModelError, UsageError
 from hetcc.passes.shapes import data_dependent_shapes, max_tensor_bytes
 
 HEADER = '<ir_version: 8, opset_import: ["" : 17]>\n'

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from hetcc.cli import main
-from hetcc.errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from hetcc.planners import Objective, Slice, plan
 from hetcc.planners.ablations import at_fmax, merge_runs, without_transfers
 from planner_cases import Brute, close, make_problem, problems, uses_only
@@ -223,7 +223,7 @@ def test_the_cost_model_splits_communication_from_the_slice_overhead():
     """hikey970's analytical tables: transfer_in = Eq. 1-2 communication + the device's per-slice
     overhead + the input's memory time; hca keeps the last two (MOSAIC's HCA sees a device's fixed
     costs, which its per-layer measurements include), dp's problem keeps all three."""
-    from hetcc.costmodel import device_params
+    from hetcc.compiler.costmodel import device_params
     from hetcc.planners.hardware import cost_tables, transfer_ms
     from hetcc.targets import load_target
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from hetcc.errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from hetcc.planners.baselines import brute, count_plans, enumerate_plans, single_device
 from hetcc.planners import Objective, Slice
 from planner_cases import Brute, close, make_problem, problems

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hetcc.errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from hetcc.planners import Objective, PlanContext, StateTable, plan
 from hetcc.planners.problem import capacity_charge
 from planner_cases import Brute, close, make_problem, problems
@@ -103,7 +103,7 @@ def test_layers_pass_fills_dwconv_flops_and_activation_bytes(analyse):
             b = Relu (a)
             y = Conv (b, v)
         }''' % (_zeros(72), _zeros(64)))
-    from hetcc.program import LAYERS
+    from hetcc.compiler.program import LAYERS
 
     layers = program.get(LAYERS)
     fc = {c: sum(l.flops_by_class[c] for l in layers) for c in ("conv", "dwconv", "pwconv", "other")}
@@ -116,7 +116,7 @@ def test_legality_names_activations_over_the_capacity(analyse):
     from dataclasses import replace
 
     from hetcc.passes.legality import device_reasons
-    from hetcc.program import LAYERS, TENSORS
+    from hetcc.compiler.program import LAYERS, TENSORS
     from hetcc.targets import load_target
 
     program = analyse('''<ir_version: 8, opset_import: ["" : 17]>
@@ -133,7 +133,7 @@ def test_legality_names_activations_over_the_capacity(analyse):
 
 
 def test_inspect_why_names_activations_from_costs_json():
-    from hetcc.why import layer_reasons
+    from hetcc.compiler.why import layer_reasons
 
     costs = {"layers": [{"id": 0, "param_bytes": 100, "activation_bytes": 1000}],
              "states": [{"device": "npu", "kind": "npu", "frequency_mhz": 960.0}], "legal": [[False]],

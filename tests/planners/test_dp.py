@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hetcc.errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 import importlib.util
 import sys
 from pathlib import Path

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 pytest.importorskip("gymnasium")
 pytest.importorskip("torchrl")
 
-from hetcc.errors import InfeasibleError, UsageError  # noqa: E402
+from hetcc.core.errors import InfeasibleError, UsageError  # noqa: E402
 from hetcc.planners import Objective, PlanContext, Slice, plan  # noqa: E402
 from hetcc.planners.dqn.env import CHANGES, NK, SlicingEnv  # noqa: E402
 from planner_cases import make_problem, problems  # noqa: E402

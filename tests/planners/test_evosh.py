@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hetcc.errors import UsageError
+from hetcc.core.errors import UsageError
 from hetcc.planners import get_spec, parse_options
 from hetcc.planners.evosh.search import Shaved, search
 

@@ -14,7 +14,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from hetcc.errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from hetcc.planners import Budget, PlanContext, plan as run_planner
 from hetcc.planners import exact as exact_module
 from hetcc.planners.dp import optimal

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hetcc.errors import UsageError
+from hetcc.core.errors import UsageError
 from hetcc.planners import Objective, PlanningProblem, plan
 from planner_cases import make_problem
 

@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from hetcc import costmodel
-from hetcc.costtable import layer_features
+from hetcc.compiler import costmodel
+from hetcc.compiler.costtable import layer_features
 from hetcc.planners.hardware import (TABLES, DeviceParams, HardwareSpace, Knob, amdahl_speedup, cost_tables)
 from hetcc.planners.problem import Slice
-from hetcc.program import Layer
+from hetcc.compiler.program import Layer
 from hetcc.targets import load_target
 
 
@@ -215,7 +215,7 @@ def test_dominance_is_monotone(tx2_case) -> None:
 def test_cost_tables_is_numbers_only() -> None:
     code = ("import sys, hetcc.planners.hardware; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('onnx', 'onnx_ir', 'onnxruntime') "
-            "or m.startswith('hetcc.targets') or m == 'hetcc.costmodel']; print(bad); assert not bad")
+            "or m.startswith('hetcc.targets') or m == 'hetcc.compiler.costmodel']; print(bad); assert not bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from hetcc.errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from hetcc.planners import Objective, Slice, StateTable, plan
 from hetcc.planners.autoscale_static import autoscale_static
 from hetcc.planners.baselines import device_preferred, single_device

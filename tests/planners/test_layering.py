@@ -19,7 +19,7 @@ from hetcc.planners import plan
 from hetcc.planners.hardware import DeviceParams, cost_tables
 from hetcc.planners.metrics import Objective
 from hetcc.planners.problem import PlanningProblem, Slice, StateTable
-from hetcc.program import LAYERS
+from hetcc.compiler.program import LAYERS
 
 RTOL = 1e-9
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hetcc.errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from hetcc.planners import Budget, Objective, PlanContext, plan
 from planner_cases import Brute, make_problem, problems
 

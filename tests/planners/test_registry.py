@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from hetcc.errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from hetcc.planners import (Budget, Objective, PlanContext, PlannerSpec, Slice, all_specs, get_spec,
                             parse_option_args, plan, planner_names, register, resolve)
 from hetcc.planners.registry import _SPECS

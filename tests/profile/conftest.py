@@ -25,7 +25,7 @@ def tiny(tmp_path) -> Path:
 def fake_sys(tmp_path, monkeypatch) -> Path:
     """An empty sysfs root (no cpufreq, no meters) and a /proc/cpuinfo saying 2100 MHz; tests add
     files under it. The profile cache goes to a temporary directory too."""
-    import hetcc.power as power
+    import hetcc.runtime.power as power
 
     root = tmp_path / "sys"
     root.mkdir()
@@ -40,7 +40,7 @@ def fake_sys(tmp_path, monkeypatch) -> Path:
 @pytest.fixture(autouse=True)
 def fixed_boundary(monkeypatch):
     """The session-boundary microbenchmark replaced by a fixed fit (it takes a second or two)."""
-    import hetcc.profiler as profiler
+    import hetcc.measure.profiler as profiler
 
     monkeypatch.setattr(profiler, "boundary_fit", lambda use_cache=True: FIT)
     return FIT

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hetcc.profiler import BoundaryFit
+from hetcc.measure.profiler import BoundaryFit
 
 #: the session-boundary fit the tests use instead of the microbenchmark
 FIT = BoundaryFit(delta_ms=0.02, beta_ms_per_byte=1e-7)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import hetcc
-import hetcc.profiler as profiler
+import hetcc.measure.profiler as profiler
 from hetcc.cli import main
-from hetcc.observations import read_observations
-from hetcc.program import COSTS, LAYERS, LEGALITY
+from hetcc.measure.observations import read_observations
+from hetcc.compiler.program import COSTS, LAYERS, LEGALITY
 from hetcc.runtime.manifest import sha256_file
 from hetcc.targets import load_target
 from profile_cases import FIT
@@ -111,7 +111,7 @@ def test_another_layering_or_model_or_device_is_refused(tiny, tmp_path, capsys):
 def test_a_profile_round_trips_into_a_compile(tiny, fake_sys, tmp_path, capsys, monkeypatch):
     """hetcc profile's own file plans the same as its numbers (what the compile cache would do)."""
     monkeypatch.undo()      # profile for real here
-    import hetcc.power as power
+    import hetcc.runtime.power as power
 
     monkeypatch.setattr(power, "SYSFS_ROOT", fake_sys)
     monkeypatch.setattr(profiler, "boundary_fit", lambda use_cache=True: FIT)

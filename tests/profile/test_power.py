@@ -1,9 +1,9 @@
-"""hetcc.power: meters read from a fake sysfs tree (RAPL, hwmon energy/power, INA3221), cpufreq levels."""
+"""hetcc.runtime.power: meters read from a fake sysfs tree (RAPL, hwmon energy/power, INA3221), cpufreq levels."""
 from __future__ import annotations
 
 import pytest
 
-import hetcc.power as power
+import hetcc.runtime.power as power
 from profile_cases import write
 
 

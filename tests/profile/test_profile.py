@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import hetcc.profiler as profiler
+import hetcc.measure.profiler as profiler
 from hetcc.cli import main
-from hetcc.observations import read_observations
-from hetcc.profile import parse_profile_comments
+from hetcc.measure.observations import read_observations
+from hetcc.measure.observations import parse_profile_comments
 from hetcc.runtime.manifest import sha256_file
 
 from profile_cases import FIT, write
@@ -135,7 +135,7 @@ def test_power_rows_beside_latency_rows_where_a_meter_reads(tiny, fake_sys, tmp_
 
 
 def test_a_zoo_name_is_written_as_given(monkeypatch, tmp_path):
-    from hetcc.profile import _model_column
+    from hetcc.cli.profile import _model_column
 
     class P:
         source_path = tmp_path / "squeezenet1_1.onnx"
@@ -147,8 +147,8 @@ def test_a_zoo_name_is_written_as_given(monkeypatch, tmp_path):
 
 
 def test_rounds_time_every_session_the_same_number_of_times(tiny, fake_sys):
-    from hetcc.profile import load_program
-    from hetcc.program import LAYERS
+    from hetcc.measure.profile import load_program
+    from hetcc.compiler.program import LAYERS
     from hetcc.targets import load_target
 
     program = load_program(str(tiny), load_target("host"))
@@ -160,8 +160,8 @@ def test_rounds_time_every_session_the_same_number_of_times(tiny, fake_sys):
 
 
 def test_measurements_carry_the_run_count_and_median(tiny, fake_sys):
-    from hetcc.profile import load_program
-    from hetcc.program import LAYERS
+    from hetcc.measure.profile import load_program
+    from hetcc.compiler.program import LAYERS
     from hetcc.targets import load_target
 
     program = load_program(str(tiny), load_target("host"))

@@ -12,7 +12,7 @@ from hetcc.passes.costs import EstimateCosts
 from hetcc.passes.layers import GroupLayers
 from hetcc.passes.legality import CheckLegality
 from hetcc.passes.shapes import AnnotateTensors
-from hetcc.passmanager import PassManager
+from hetcc.compiler.passmanager import PassManager
 from hetcc.planners import Slice
 from text_models import IDENTITY_CHAIN
 
@@ -31,7 +31,7 @@ TARGET = "mi8pro-edge-cloud"
 
 def build_program(directory: Path, text: str, name: str, target):
     """The ONNX-text model saved as directory/<name>.onnx, analysed up to its cost table."""
-    from hetcc.frontend import load_model
+    from hetcc.compiler.frontend import load_model
 
     model = onnx.parser.parse_model(text)
     onnx.checker.check_model(model)

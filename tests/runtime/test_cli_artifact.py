@@ -1,4 +1,4 @@
-"""``hetcc run`` / ``hetcc inspect`` (hetcc.cli_artifact) on variant, remote and workload artifacts."""
+"""``hetcc run`` / ``hetcc inspect`` (hetcc.cli.artifact) on variant, remote and workload artifacts."""
 from __future__ import annotations
 
 import argparse
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from runtime_artifacts import CHAIN, SMALL, TARGET, build_program, plan_of
 
-from hetcc.cli_artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
-from hetcc.errors import UsageError
+from hetcc.cli.artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
+from hetcc.core.errors import UsageError
 from hetcc.passes.codegen import emit_artifact, emit_workload
 from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import ManifestError, RemoteSliceError

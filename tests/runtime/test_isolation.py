@@ -95,7 +95,7 @@ def test_runtime_sources_import_only_numpy_onnxruntime_and_stdlib():
     allowed = set(sys.stdlib_module_names) | {"numpy", "onnxruntime"}
     # the command-line entry (python -m hetcc.runtime) reuses hetcc run/inspect's light module, which
     # imports no third-party package itself (tests/test_runtime_alone.py runs it with numpy + onnxruntime only)
-    entry = {"hetcc.cli_artifact", "hetcc.errors"}
+    entry = {"hetcc.cli.artifact", "hetcc.core.errors"}
     for path in Path(hetcc.runtime.__file__).parent.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

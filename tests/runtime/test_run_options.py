@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from runtime_artifacts import CHAIN, SMALL, TARGET, build_program, plan_of
 
-from hetcc.cli_artifact import REPEAT_MAX, add_run_arguments, cmd_run, safe_file_name
-from hetcc.errors import UsageError
+from hetcc.cli.artifact import REPEAT_MAX, add_run_arguments, cmd_run, safe_file_name
+from hetcc.core.errors import UsageError
 from hetcc.passes.codegen import emit_artifact, emit_workload
 from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import Executor, Pipeline, random_inputs

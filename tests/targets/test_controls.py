@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from hetcc.errors import TargetError
+from hetcc.core.errors import TargetError
 from hetcc.targets import builtin_targets, load_target
 
 from test_targets import GPU, KNOB, MINIMAL, write  # tests/targets is on sys.path (pytest rootdir import)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetcc.errors import TargetError
+from hetcc.core.errors import TargetError
 from hetcc.targets import PREDICATES, Target, builtin_targets, load_target
 from hetcc.targets.schema import NAME_PATTERN
 
@@ -380,7 +380,7 @@ def test_public_names_are_re_exported() -> None:
     assert T.PREDICATES is predicates.PREDICATES and T.register_predicate is predicates.register_predicate
     assert T.SCHEMA == "hetcc.target/1" and T.KEYS is schema.KEYS
     assert "remote" in T.DEVICE_KINDS and "int64" in T.INDEX_DTYPES
-    from hetcc.opclasses import OP_CLASSES
+    from hetcc.core.opclasses import OP_CLASSES
     assert T.OP_CLASSES is OP_CLASSES
 
 

@@ -53,8 +53,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .errors import UsageError
-from .limits import SEED_MAX
+from hetcc.core.errors import UsageError
+from hetcc.core.limits import SEED_MAX
 
 #: the columns of cells.csv, in order
 COLUMNS = ("cell", "model", "target", "objective", "deadline", "power_cap", "planner", "options", "seed",
@@ -158,7 +158,7 @@ class SweepSpec:
 # ---------------------------------------------------------------- the spec
 def _is_file_target(target: str) -> bool:
     """A board file or a measurement file (``hetcc profile``/``calibrate``), relative to the spec."""
-    from .measured_target import is_measurement_file
+    from hetcc.measure.measured_target import is_measurement_file
 
     return target.endswith(".toml") or is_measurement_file(target)
 
@@ -188,7 +188,7 @@ def _strings(doc: Mapping[str, Any], key: str, spec: Path, default: list[str] | 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep spec; every problem is a one-line UsageError naming the key."""
-    from .fsutil import read_toml
+    from hetcc.core.read import read_toml
 
     p = Path(path)
     return parse_spec(read_toml(p, str(p)), p)
@@ -237,11 +237,11 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
 
 
 def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) -> Grid:
-    from . import zoo
-    from .api import board_of, parse_deadline, parse_power
-    from .errors import HetccError
-    from .planners import METRICS
-    from .runtime.manifest import sha256_file
+    from hetcc.compiler import zoo
+    from hetcc.compiler.api import board_of, parse_deadline, parse_power
+    from hetcc.core.errors import HetccError
+    from hetcc.planners import METRICS
+    from hetcc.runtime.manifest import sha256_file
 
     options = doc["options"]
     if not isinstance(options, dict) or any(not isinstance(v, dict) for v in options.values()):
@@ -320,7 +320,7 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
 def planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) -> tuple[str, str]:
     """(name, canonical JSON of its options) of a planners entry ``NAME[:ARG] [key=value ...]``:
     the [options.NAME] table, then the entry's own key=value pairs."""
-    from .planners.registry import parse_options, parse_planner_entry, split_name
+    from hetcc.planners.registry import parse_options, parse_planner_entry, split_name
 
     try:
         name, ps, given = parse_planner_entry(entry, options, not_model="; a sweep plans single models",
@@ -366,8 +366,8 @@ def plan_group(model_path: str, target: str, cells: list[Cell], settings: dict[s
 
 
 def _plan_rows(model_path: str, target: str, cells: list[Cell], settings: dict[str, Any]) -> Iterator[dict]:
-    from .api import analyse
-    from .errors import HetccError, InfeasibleError
+    from hetcc.compiler.api import analyse
+    from hetcc.core.errors import HetccError, InfeasibleError
 
     try:
         whole = analyse(model_path, target, max_cut_tensors=settings["max_cut_tensors"])
@@ -433,7 +433,7 @@ def restrict(analysis: Any, devices: str) -> Any:
 
 
 def _budget(text: str) -> Any:
-    from .planners import Budget
+    from hetcc.planners import Budget
 
     if not text:
         return None
@@ -449,7 +449,7 @@ _WARM: set[str] = set()
 def _warm_planner(analysis: Any, obj: Any, planner: str, options: dict) -> None:
     """Run ``planner`` once, untimed, for one step: planner_seconds then measures planning, not
     importing torch (dqn) or first-call set-up."""
-    from .planners import Budget
+    from hetcc.planners import Budget
 
     base = planner.split(":")[0]
     if base in _WARM:
@@ -485,7 +485,7 @@ def objective_of(analysis: Any, metric: str, deadline: str, power_cap: str) -> A
 def _reference(analysis: Any, obj: Any, cell: Cell, gap_to: str | None, cache: dict, plan: Any,
                value: float) -> float | None:
     """The reference planner's value for this objective (cached per objective and seed)."""
-    from .errors import HetccError
+    from hetcc.core.errors import HetccError
 
     if not gap_to:
         return None
@@ -586,8 +586,8 @@ class SweepResult:
 
 
 def _warm() -> int:
-    import hetcc.api  # noqa: F401
-    import hetcc.pipeline  # noqa: F401
+    import hetcc.compiler.api  # noqa: F401
+    import hetcc.compiler.pipeline  # noqa: F401
 
     time.sleep(0.2)                                   # hold the CPU so each worker gets one
     return os.getpid()
@@ -681,7 +681,7 @@ def _shutdown_quietly() -> None:
             pass
 
 
-def _kill_embedded_ray() -> None:
+def kill_embedded_ray() -> None:
     """Have the gcs, raylet and helpers of the Ray this process started (none for --address)
     killed just after this process exits: killed before, Ray's core worker threads here crash
     (SIGSEGV) when their connections drop; the workers follow their raylet."""
@@ -725,15 +725,15 @@ class _own_sigterm:
 def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = None,
               workers: int | None = None, progress: bool = True, console: Any = None) -> SweepResult:
     """Run every cell of ``spec`` not yet in ``out/cells.csv``; see the module docstring."""
-    from .api import resolve_model
-    from .fsutil import _lock, _unlock
+    from hetcc.compiler.api import resolve_model
+    from hetcc.files.atomic import acquire_lock, release_lock
 
     t0 = time.perf_counter()
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise UsageError(f"-o {root}: a file is in the way; name a directory")
     root.mkdir(parents=True, exist_ok=True)
-    lock_fd = _lock(root / ".hetcc-sweep.lock", str(root))
+    lock_fd = acquire_lock(root / ".hetcc-sweep.lock", str(root))
     try:
         cells = spec.cells()
         table = Table(root / "cells.csv")
@@ -782,7 +782,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
         write_summary(root, rows)
         return SweepResult(root, len(cells), ran, len(cells) - len(todo), rows, time.perf_counter() - t0)
     finally:
-        _unlock(root / ".hetcc-sweep.lock", lock_fd)
+        release_lock(root / ".hetcc-sweep.lock", lock_fd)
 
 
 class _Bar:
@@ -910,47 +910,5 @@ def print_summary(console: Any, result: SweepResult) -> None:
 
 
 # ---------------------------------------------------------------- command line
-def add_arguments(parser: Any) -> Any:
-    parser.add_argument("spec", help="the sweep spec (TOML; see examples/sweep.toml)")
-    parser.add_argument("-o", "--output", required=True, help="results directory (cells.csv, summary.csv, plots)")
-    parser.add_argument("--address", help="a Ray cluster to run on: auto or HOST:PORT (default: start Ray here)")
-    from .cli_artifact import int_in
-
-    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS),
-                        help="CPUs of the embedded Ray (default: all of this machine's)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    return parser
 
 
-def cmd_sweep(args: Any) -> int:
-    from rich.console import Console
-
-    if args.workers is not None and args.address:
-        raise UsageError("--workers sizes the embedded Ray; a cluster given by --address has its own CPUs")
-    spec = load_spec(args.spec)
-    err = Console(stderr=True)
-    try:
-        result = run_sweep(spec, args.output, address=args.address, workers=args.workers,
-                           progress=not args.quiet and err.is_terminal, console=err)
-    except KeyboardInterrupt:
-        print(f"hetcc: sweep interrupted; finished cells are in {Path(args.output) / 'cells.csv'}: "
-              "run the same command to resume", file=sys.stderr)
-        if "ray" not in sys.modules or not sys.modules["ray"].is_initialized():
-            raise
-        # leave at once, no ray.shutdown and no interpreter teardown: Ray's core worker threads
-        # crashed the process there (SIGSEGV, exit 139) when the interrupt came while tasks were
-        # starting; the processes an embedded Ray started are killed once this one is gone
-        _kill_embedded_ray()
-        from ._entry import interrupted
-
-        code = interrupted()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    out = Console(width=None if Console().is_terminal else 160)
-    print_summary(out, result)
-    failed = sum(r["status"] == "error" for r in result.rows)
-    if failed:
-        print(f"hetcc: warning: {failed} cell(s) failed; their error is in the table's error column "
-              "(the next run retries them)", file=sys.stderr)
-    return 0

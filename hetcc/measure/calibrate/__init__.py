@@ -1,7 +1,7 @@
 """``hetcc calibrate BOARD.toml OBS.csv ... -o FITTED.toml``: fit a modelled board to observations.
 
 Why: a board file's throughputs, overheads and powers are first guesses from data sheets; the
-observations (``hetcc.observations``: what ``hetcc profile`` measured, or numbers a paper
+observations (``hetcc.measure.observations``: what ``hetcc profile`` measured, or numbers a paper
 published) say what the board really does. This module fits the file's numbers to them by least
 squares with hetcc's own cost model, nothing new: each prediction is what ``PlanningProblem``
 charges (a slice's ``slice_cost``, a planner's plan through the registry), recomputed from the
@@ -34,7 +34,6 @@ writer belong together; scipy and tomlkit are imported inside the functions that
 """
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import math
 import time
@@ -43,8 +42,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .errors import UsageError
-from .observations import (MEASURED, Observation, check_model_hash, planner_spec, read_observations,
+from hetcc.core.errors import UsageError
+from hetcc.measure.observations import (MEASURED, Observation, check_model_hash, planner_spec, read_observations,
                            reported_memory)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -154,7 +153,7 @@ class Board:
     @classmethod
     def load(cls, name_or_path: str | Path) -> "Board":
         """A built-in board by name (``hikey970``) or a board file by path."""
-        from .targets.loader import load_bytes, target_source
+        from hetcc.targets.loader import load_bytes, target_source
 
         data, path, label = target_source(name_or_path)   # the loader's own checks and one-line errors
         target = load_bytes(data, path, label)
@@ -168,7 +167,7 @@ class Board:
     def target(self, values: np.ndarray | None = None) -> Any:
         """The Target with ``values`` (one per parameter) substituted (built without re-validating:
         the values stay positive, and the written file is validated by the loader)."""
-        from .targets.schema import build
+        from hetcc.targets.schema import build
 
         for p, x in zip(self.params, self.x0 if values is None else values):
             for path, scale in p.slots:
@@ -231,8 +230,8 @@ def _forced(problem: Any, metric: str, states: np.ndarray, target: int) -> tuple
     """(best cost of a plan using state ``target`` at least once, its slices, best cost of a plan
     never using it, its slices), over ``states``: exact, a DP over (layer boundary, used)."""
     import numpy as np
-    from .planners.dp import SliceTables, cell_costs
-    from .planners.problem import Slice
+    from hetcc.planners.dp import SliceTables, cell_costs
+    from hetcc.planners.problem import Slice
 
     tables = SliceTables(problem, cell_costs(problem), states)
     cost = tables.latency() if metric == "latency" else tables.energy()      # [l, k, j]
@@ -291,10 +290,10 @@ class Calibration:
 
     def __init__(self, board: Board, observations: Sequence[Observation], *, progress: Any = None,
                  max_cut_tensors: int = 1) -> None:
-        from .api import analyse
-        from .costmodel import _state_legal
-        from .passmanager import step
-        from .program import LAYERS, LEGALITY
+        from hetcc.compiler.api import analyse
+        from hetcc.compiler.costmodel import state_legal
+        from hetcc.compiler.passmanager import step
+        from hetcc.compiler.program import LAYERS, LEGALITY
 
         self.board = board
         # memory rows are not fitted: each sets the size a device's capacity rule charges a model
@@ -311,7 +310,7 @@ class Calibration:
             leg = a.program.get(LEGALITY)
             self.models[ref] = _Model(
                 ref=ref, name=a.name, problem=a.problem.replace(hardware=None, hardware_config=None),
-                state_legal=_state_legal(self.target0, leg.mask, a.problem.num_layers),
+                state_legal=state_legal(self.target0, leg.mask, a.problem.num_layers),
                 sha256=a.program.source_sha256, reasons=dict(leg.reasons),
                 layer_ids=tuple(int(l.id) for l in a.program.get(LAYERS)))
         for o in self.memory:
@@ -336,10 +335,10 @@ class Calibration:
 
     # -- checks against the models ---------------------------------------------------------------
     def _check_board_rows(self) -> None:
-        from .observations import _check_board
+        from hetcc.measure.observations import check_board
 
         for o in [*self.obs, *self.memory]:
-            _check_board(o, self.target0)
+            check_board(o, self.target0)
 
     def _state(self, o: Observation) -> int | None:
         if o.device is None:
@@ -415,8 +414,8 @@ class Calibration:
     def problems(self, target: Any, refs: Sequence[str] | None = None) -> dict[str, Any]:
         """Each model's PlanningProblem on ``target`` (cost tables recomputed)."""
         import numpy as np
-        from .costmodel import device_params
-        from .planners.hardware import TABLES, cost_tables
+        from hetcc.compiler.costmodel import device_params
+        from hetcc.planners.hardware import TABLES, cost_tables
 
         params = device_params(target)
         out = {}
@@ -432,9 +431,9 @@ class Calibration:
     def _plan(self, problem: Any, ref: str, spec: str, metric: str, frozen: dict, fixed: bool) -> tuple[float, Any]:
         key = ("plan", ref, spec, metric)
         if not fixed and key not in frozen:
-            from .planners import registry
-            from .planners.context import PlanContext
-            from .planners.metrics import Objective
+            from hetcc.planners import registry
+            from hetcc.planners.context import PlanContext
+            from hetcc.planners.metrics import Objective
 
             name, options = planner_spec(spec)
             frozen[key] = registry.run(problem, Objective(metric), name, options, PlanContext(0),
@@ -1044,9 +1043,9 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
 
 
 def print_report(console: Any, cal: Calibration, result: FitResult, output: str) -> None:
-    from .cli_artifact import _table
+    from hetcc.cli.common import make_table
 
-    table = _table(console, ["#", "where", "kind", "model", "state", "layer", "observed", "predicted", "error"],
+    table = make_table(console, ["#", "where", "kind", "model", "state", "layer", "observed", "predicted", "error"],
                    {"where", "kind", "model", "state", "layer"})
     for i, o in enumerate(cal.obs):
         v = float(result.after.predicted[i])
@@ -1063,7 +1062,7 @@ def print_report(console: Any, cal: Calibration, result: FitResult, output: str)
     for kind in a:
         console.print(_summary_text(kind, b[kind], a[kind]))
     names = cal.board.params
-    pt = _table(console, ["parameter", "before", "after", "x"], {"parameter"})
+    pt = make_table(console, ["parameter", "before", "after", "x"], {"parameter"})
     for i in result.free:
         p = names[i]
         unit = f" {p.unit}" if p.unit else ""
@@ -1113,8 +1112,8 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
 
     if importlib.util.find_spec("scipy") is None or importlib.util.find_spec("tomlkit") is None:
         raise UsageError(_MISSING)
-    from .fsutil import check_replaceable_file, write_file
-    from .targets.loader import load_bytes
+    from hetcc.files.atomic import check_replaceable_file, write_file
+    from hetcc.targets.loader import load_bytes
 
     out = Path(output)
     check_replaceable_file(out, "-o")
@@ -1156,40 +1155,10 @@ def calibrate(board: str | Path, observation_files: Sequence[str | Path], output
 
 
 # ------------------------------------------------------------------------------- the command
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("board", help="a modelled board: built-in name (hikey970) or path/to/board.toml")
-    parser.add_argument("observations", nargs="+", help="observations files (hetcc.observations/1 CSV)")
-    parser.add_argument("-o", "--output", required=True, help="the fitted board file to write")
-    parser.add_argument("--free", action="append", default=[], metavar="PATTERN",
-                        help="fit only parameters matching (fnmatch, repeatable; default: every parameter some "
-                             "observation depends on)")
-    parser.add_argument("--fix", action="append", default=[], metavar="PATTERN",
-                        help="keep parameters matching at their file value (repeatable)")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="sets",
-                        help="put a parameter at VALUE (>= 0) and keep it there; the file notes it as set (repeatable)")
-    parser.add_argument("--bound", action="append", default=[], metavar="NAME=LO:HI",
-                        help="bounds of one parameter (default [x/RANGE, x*RANGE])")
-    parser.add_argument("--range", type=float, default=DEFAULT_RANGE, metavar="FACTOR",
-                        help=f"default bounds: each parameter within [x / FACTOR, x * FACTOR] (default {DEFAULT_RANGE:g})")
-    parser.add_argument("--json", action="store_true", help="print the table and summary as JSON")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .cli_artifact import _console, json_text
-    from .planners import default_progress
-
-    progress = default_progress(quiet=args.quiet)
-    cal, result, _ = calibrate(args.board, args.observations, args.output, free=args.free, fix=args.fix,
-                               bounds=args.bound, range_factor=args.range, progress=progress, sets=args.sets)
-    progress.finish()
-    if args.json:
-        print(json_text(report(cal, result, str(args.output))))
-    else:
-        print_report(_console(), cal, result, str(args.output))
-    return 0
 
 
-__all__ = ["Board", "Calibration", "DEFAULT_RANGE", "Evaluation", "FitResult", "MARGIN", "Param", "add_arguments",
-           "board_parameters", "calibrate", "cmd_calibrate", "fit", "fitted_text", "parse_bound", "parse_set",
+__all__ = ["Board", "Calibration", "DEFAULT_RANGE", "Evaluation", "FitResult", "MARGIN", "Param",
+           "board_parameters", "calibrate", "fit", "fitted_text", "parse_bound", "parse_set",
            "predict_observations", "report", "select_free", "summary"]

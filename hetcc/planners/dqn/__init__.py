@@ -73,7 +73,7 @@ def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Pl
     try:
         from .agent import train
     except ImportError as exc:   # torch / torchrl / gymnasium missing
-        from ...errors import UsageError
+        from hetcc.core.errors import UsageError
         raise UsageError(f"--planner dqn needs the learn extra ({exc.name} is missing): "
                          "pip install 'hetcc[learn]'") from None
     return train(problem, objective, ctx)

@@ -77,7 +77,7 @@ def _offer_mosaic_e(env: SlicingEnv, problem: PlanningProblem, objective: Object
     """MOSAIC-E (the dp energy plan) as a second start: into the restart pool, and the best
     state so far, when it meets the limits and beats the current best; when it misses the
     deadline, its slices lifted to faster states until it meets it (``SlicingEnv.lift``)."""
-    from ...errors import InfeasibleError
+    from hetcc.core.errors import InfeasibleError
     from ..dp import optimal
 
     try:

@@ -35,7 +35,7 @@ from typing import Iterator
 import gymnasium as gym
 import numpy as np
 
-from ...errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from ...errors import InfeasibleError, UsageError
+from hetcc.core.errors import InfeasibleError, UsageError
 from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem

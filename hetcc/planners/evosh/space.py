@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import UsageError
+from hetcc.core.errors import UsageError
 from ..problem import Plan, PlanningProblem, Slice, StateTable
 
 SPACES = ("mapping", "hardware", "joint")

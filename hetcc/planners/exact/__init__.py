@@ -39,7 +39,7 @@ from functools import partial
 
 import numpy as np
 
-from ...errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InfeasibleError
+from hetcc.core.errors import InfeasibleError
 from ..dp import INF, SliceTables, cell_costs, require_runnable
 from ..metrics import RTOL, Objective
 from ..problem import PlanningProblem

@@ -1,0 +1,1 @@
+"""Leaves every part of hetcc may import: the error hierarchy, numeric limits, cache paths."""

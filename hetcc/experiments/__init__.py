@@ -1,0 +1,1 @@
+"""Experiments at scale: sweeps over Ray and Ray Tune over planner options."""

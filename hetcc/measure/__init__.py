@@ -1,0 +1,1 @@
+"""Measurement: host profiling, observations files, measured targets, calibration."""
