@@ -9,8 +9,8 @@ it (``slices/<slice>.onnx.data``, a bare relative location); nothing refers outs
 
 ``emit_artifact`` writes one model with one or more named plans (variants; identical slice
 files are stored once); ``emit_workload`` writes several models as ``models/<name>/``
-sub-artifacts under a top manifest with a ``workload`` block. ``EmitArtifact`` is the pass
-form (one plan, from ``program.get("plan")``).
+sub-artifacts under a top manifest with a ``workload`` block. The pass that calls
+them is ``hetcc.compiler.pipeline.Emit``.
 
 Reproducible (docs/build-systems.md): every file is a function of the inputs alone, so two
 compiles of the same inputs write the same bytes; wall times (the planners' ``seconds``, clock
@@ -29,7 +29,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import onnx
 import onnx_ir as ir
@@ -39,8 +39,7 @@ from hetcc.core.errors import ModelError, UsageError
 from hetcc.compiler.frontend import (embed_external, external_base_dir, external_info, external_nbytes, external_path,
                             iter_tensor_protos)
 from hetcc.files.atomic import atomic_directory
-from hetcc.compiler.passmanager import Pass, PassResult
-from hetcc.compiler.program import ARTIFACT, COSTS, LAYERS, PLAN, TENSORS, Layer, Program, TensorInfo
+from hetcc.compiler.program import COSTS, LAYERS, TENSORS, Layer, Program, TensorInfo
 from hetcc.compiler.why import write_why
 from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
                                     FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
@@ -56,7 +55,7 @@ TIMINGS_FILE = TIMINGS_NAME
 #: the session settings the runtime applies (DESIGN.md, 'Runtime physics'); the manifest's own type
 RuntimeSettings = RuntimeInfo
 
-__all__ = ["EmitArtifact", "RuntimeSettings", "SliceBoundary", "emit_artifact", "emit_workload",
+__all__ = ["RuntimeSettings", "SliceBoundary", "emit_artifact", "emit_workload",
            "slice_boundaries", "write_slice", "relocate_data", "MANIFEST", "COSTS_FILE", "TIMINGS_FILE",
            "EMBED_LIMIT_BYTES"]
 
@@ -522,28 +521,3 @@ def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str,
         if timings is not None:
             _write_timings(tmp, {"workload": wplan}, timings)
     return out
-
-
-class EmitArtifact(Pass):
-    """The pass form: writes ``program.get("plan")`` (one Plan, or a mapping name -> Plan)."""
-
-    name: ClassVar[str] = "codegen"
-    requires: ClassVar[tuple[str, ...]] = (TENSORS, LAYERS, COSTS, PLAN)
-    ensures: ClassVar[tuple[str, ...]] = (ARTIFACT,)
-
-    def __init__(self, output_dir: str | Path, target: Any, objective: Any = None,
-                 runtime: RuntimeInfo | None = None, has_power_model: bool = True) -> None:
-        self.output_dir = Path(output_dir)
-        self.target = target
-        self.objective = objective
-        self.runtime = runtime or RuntimeInfo()
-        self.has_power_model = has_power_model
-
-    def run(self, program: Program) -> PassResult:
-        plan = program.get(PLAN)
-        plans = dict(plan) if isinstance(plan, Mapping) else {plan.planner or "plan": plan}
-        emit_artifact(self.output_dir, program, self.target, plans, runtime=self.runtime,
-                      has_power_model=self.has_power_model, objective=self.objective)
-        program.put(ARTIFACT, self.output_dir)
-        n = sum(len(p.slices) for p in plans.values())
-        return PassResult(False, f"{n} slices -> {self.output_dir}")

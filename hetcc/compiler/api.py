@@ -478,11 +478,6 @@ class CompileResult:
         """Every plan made (one, or one per variant), by name."""
         return dict(self.program.get(PLAN))
 
-    @property
-    def total_seconds(self) -> float:
-        """The call's wall time (``seconds``)."""
-        return self.seconds
-
     def describe(self) -> str:
         """The plan(s) in words: devices and MHz per slice, not state indices."""
         return "\n".join(self.analysis.describe(p) for p in self.plans.values())

@@ -132,7 +132,7 @@ def test_emit_artifact_api_and_pass_agree(chain, tmp_path, analyse, write_text_m
     from hetcc.passes.costs import EstimateCosts
     from hetcc.passes.legality import CheckLegality
     from hetcc.compiler.passmanager import PassManager
-    from hetcc.planners import Objective, Slice
+    from hetcc.planners import Slice
     from hetcc.compiler.program import PLAN
     from hetcc.targets import load_target
 
@@ -143,7 +143,9 @@ def test_emit_artifact_api_and_pass_agree(chain, tmp_path, analyse, write_text_m
     plan = problem.evaluate([Slice(0, 2, 0), Slice(3, 4, problem.num_states - 1)], planner="fixed")
     a = codegen.emit_artifact(tmp_path / "a", program, target, {"fixed": plan})
     program.put(PLAN, plan)
-    codegen.EmitArtifact(tmp_path / "b", target, Objective("latency"), has_power_model=True).run(program)
+    from hetcc.compiler.pipeline import Emit
+
+    Emit(lambda plans: codegen.emit_artifact(tmp_path / "b", program, target, {"fixed": plans})).run(program)
     ma, mb = load_manifest(a), load_manifest(tmp_path / "b")
     assert ma.variants["fixed"].slices == mb.variants["fixed"].slices
     assert [(p.name, p.read_bytes()) for p in sorted((a / "slices").iterdir())] == \
