@@ -15,10 +15,6 @@ them is ``hetcc.compiler.pipeline.Emit``.
 Reproducible (docs/build-systems.md): every file is a function of the inputs alone, so two
 compiles of the same inputs write the same bytes; wall times (the planners' ``seconds``, clock
 readings in their stats) go only to the optional ``timings.json`` (``timings=``).
-
-Why one module of ~480 lines: slices, their external data, the manifest and costs.json are
-written in one atomic directory, and the manifest must list exactly the files written; keeping
-them together keeps that invariant in one place.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ Everything that can be decided before the first inference is decided when a pipe
 (sha256 checks, providers, session options, which tensors each slice reads and when each
 intermediate dies), so ``Pipeline.run`` is a short loop over prepared steps.
 
-Why ~550 lines: the run loop is short; the rest is set-up a board needs in one file that ships
+Why one module: the run loop is short; the rest is set-up a board needs in one file that ships
 alone (providers and their fallbacks, remote slices, session options and affinity, feed checks,
 and the wiring of ``hardware``, which applies a plan's hardware configuration).
 """

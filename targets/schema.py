@@ -9,7 +9,7 @@ after the walk. Every error is a ``TargetError`` "<file>: <key path>: <what is w
 and an unknown key names the allowed ones. ``build`` turns a valid document into the model's
 frozen dataclasses; ``schema_doc()`` renders the table (``hetcc.targets`` documents the same).
 
-Why ~500 lines: most of it is the ``KEYS`` table itself (one line per key, with unit, range and
+Why one module: most of it is the ``KEYS`` table itself (one line per key, with unit, range and
 doc); the validator that walks it is short.
 """
 from __future__ import annotations

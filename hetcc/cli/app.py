@@ -1,10 +1,6 @@
 """The ``hetcc`` command line: compile, run, inspect, targets, zoo.
 
 Exit codes: 0 ok, 1 internal error, 2 bad usage or bad input, 3 no feasible plan.
-
-Why ~520 lines: the parser of every sub-command and the one signal/closed-pipe handling all
-commands go through; each command's work is imported lazily so that ``import hetcc.cli.app`` stays
-light (~50 ms).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ and dispatches to ``cmd_run`` / ``cmd_inspect``. Both understand every artifact 
 model artifact with one or more variants (``--variant``) and a workload artifact
 (``--model``; ``run`` defaults to every model, ``run --verify`` verifies each).
 
-Why one module of ~770 lines: ``run`` and ``inspect`` share the artifact loading, the tables
+Why one module: ``run`` and ``inspect`` share the artifact loading, the tables
 (rich or plain text, for a board without rich) and the JSON output, and ``python -m
 hetcc.runtime`` reuses them on a board; the plot lives in ``hetcc.cli.plot``, the why-report's
 analysis in ``hetcc.compiler.why``.

@@ -13,7 +13,7 @@ Python number is milliseconds. ``power_cap`` takes what ``--power-cap`` takes: `
 to the keywords with their unit in the name: ``deadline_ms=170``, ``power_cap_mw=5000``, which
 also take a string with its unit (``deadline_ms="medium"``, ``power_cap_mw="5W"``).
 
-Why one module of ~620 lines: it is the public surface, and each entry point (``analyse``,
+Why one module: it is the public surface, and each entry point (``analyse``,
 ``Analysis.plan``/``emit``, ``compile``, ``compile_workload``) shares the unit parsing and model
 resolution above it; the heavy passes and planners are imported inside the functions.
 """

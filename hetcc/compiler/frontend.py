@@ -1,7 +1,7 @@
 """Frontend: load an ONNX file (external data included), check it, fix dynamic dimensions from
 ``--input-shape``, infer every shape, and wrap it in a Program (onnx-ir).
 
-Why one module of ~420 lines: loading, checking and shape-typing a model share the same light
+Why one module: loading, checking and shape-typing a model share the same light
 copy of the proto (external data read relative to the model, weights-as-inputs dropped once);
 splitting them would pass that state between modules.
 """

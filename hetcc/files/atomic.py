@@ -42,7 +42,7 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
   artifact is written, or a failed swap rename, is a UsageError naming ``final``, with the
   temporary removed and ``final`` unchanged.
 
-Why one module of ~500 lines: every write of an artifact goes through one swap, and what that
+Why one module: every write of an artifact goes through one swap, and what that
 swap may drop (the old manifest's files), keep (a user's files), recover (a crashed compile's
 backup or temp) and lock belongs to the same contract; split, the rules would drift apart.
 """

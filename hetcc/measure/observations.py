@@ -1,7 +1,7 @@
 """Observations of a board (``hetcc.observations/1``): the CSV that ``hetcc profile`` writes,
 ``hetcc calibrate`` fits a board to and ``--target FILE.csv`` compiles with.
 
-Why a module of its own (~480 lines, most of them the per-column checks and their messages): one
+Why a module of its own: one
 reader/validator for a format three commands share, so a file that one accepts the others accept
 too, and every refusal is the same one line naming the file, the line, the column and the fix
 (``UsageError``, exit 2). Numpy-free and scipy-free: it reads text.

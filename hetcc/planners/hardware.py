@@ -49,9 +49,6 @@ assumes):
 
 DVFS frequencies stay planner states (a column per device level), not knobs: a planner picks a
 state per slice and the knob configuration once per plan.
-
-Why one module of ~420 lines: the cost formula and the knobs that rescale its inputs belong
-together; a knob's effect is only meaningful next to the formula it changes.
 """
 from __future__ import annotations
 

@@ -27,10 +27,6 @@ Beside the tables a problem carries what learning planners build their state fro
 (``layer_features``, named columns), the device states as one ``StateTable``, and, for a board
 with hardware knobs, the ``HardwareSpace`` its tables were computed in and the configuration
 (``hardware_config``) they hold.
-
-Why one module of ~460 lines: the problem, the device-state table, the slice and the plan are the
-one contract every planner and every analysis reads; split, a reader would chase one definition
-across files, and most of the length is the cost formula's checks and their messages.
 """
 from __future__ import annotations
 
