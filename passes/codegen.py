@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 MANIFEST = MANIFEST_NAME
 COSTS_FILE = COSTS_NAME
 TIMINGS_FILE = TIMINGS_NAME
-#: the session settings the runtime applies (DESIGN.md, 'Runtime physics'); the manifest's own type
+#: the session settings the runtime applies; the manifest's own type
 RuntimeSettings = RuntimeInfo
 
 __all__ = ["RuntimeSettings", "SliceBoundary", "emit_artifact", "emit_workload",

@@ -83,8 +83,8 @@ def make_session_options(
     """SessionOptions from the manifest's ``runtime`` block (a RuntimeInfo or its JSON form).
 
     ``shared_cpu``: several sessions take turns on the same cores; spinning is then switched
-    off, since an idle session's spinning threads starve the active one (DESIGN 'Runtime
-    physics'). ``affinity``: core ids (0-based, as Linux numbers them) to pin intra-op threads
+    off, since an idle session's spinning threads starve the active one.
+    ``affinity``: core ids (0-based, as Linux numbers them) to pin intra-op threads
     to; ignored, with a debug log, where those cores do not exist.
     """
     if isinstance(runtime, RuntimeInfo):

@@ -2,7 +2,7 @@
 
 Produced by ``passes.costs`` (from the analytical cost model or from measurements), turned
 into a PlanningProblem for a given objective, and written beside the manifest so any tool can
-re-check the plan (see DESIGN.md, 'Cost table').
+re-check the plan.
 """
 from __future__ import annotations
 
