@@ -1,0 +1,345 @@
+"""The manifest's data model: the schema constants and limits, and the typed dataclasses of
+``manifest.json`` (schema ``hetcc.manifest/2``) with the helpers that read their fields' types.
+
+Every other module of the package derives from these dataclasses: the parser (``parse``), the
+JSON Schema generator (``schema``), the cross-reference checks (``checks``). A field added here
+is parsed, checked against its type and written into the generated schema without another edit.
+Field metadata (``_meta``) carries a description and the JSON Schema constraints of the value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from ..errors import ManifestError
+
+SCHEMA_ID = "hetcc.manifest/2"
+MANIFEST_NAME = "manifest.json"
+#: the cost table codegen writes beside the manifest (read by ``hetcc inspect``)
+COSTS_NAME = "costs.json"
+#: wall-clock times of the compile (planner, passes), written only with ``compile --timings``:
+#: everything else in an artifact is identical across compiles of the same inputs and flags
+TIMINGS_NAME = "timings.json"
+TIMINGS_SCHEMA = "hetcc.timings/1"
+SCHEMA_FILE = Path(__file__).parent.with_name("manifest.schema.json")
+#: what codegen turns variant and model names into for file and directory names
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+#: where a hardware control may point: a path under /sys with no '.', '..' or empty parts and no
+#: control characters (the runtime writes numbers there as root: nothing else may be a target)
+SYSFS_PATTERN = r"^/sys(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f]+)+$"
+
+# Limits checked before a manifest is parsed or validated (docs/limits-artifacts.md), so that a
+# hostile or damaged manifest is refused in milliseconds instead of minutes and gigabytes.
+#: the largest manifest.json read (a real one is a few hundred KB even with many variants)
+MAX_MANIFEST_BYTES = 16 << 20
+#: the largest costs.json read (cost tables of a large model on a board with many states)
+MAX_COSTS_BYTES = 64 << 20
+#: JSON nesting depth (a manifest nests about 9 deep; planner options and stats add a few)
+MAX_JSON_DEPTH = 32
+#: digits of a JSON integer (a 64-bit value has at most 20)
+MAX_INT_DIGITS = 20
+#: slices of one variant, variants of a model artifact, models of a workload
+MAX_SLICES = 4096
+MAX_VARIANTS = 64
+MAX_WORKLOAD_MODELS = 64
+#: a manifest listing more slice files than this is read only if the artifact holds as many files
+FILES_CHECKED_ABOVE = 256
+#: runtime.intra_op_num_threads; the runtime also refuses more than 4 x the CPUs it runs on
+MAX_THREADS = 1024
+
+DType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                "uint8", "uint16", "uint32", "uint64", "bool"]
+DTYPES: tuple[str, ...] = typing.get_args(DType)
+
+
+def _meta(doc: str = "", **constraints: Any) -> dict:
+    """Field metadata: a description and JSON Schema constraints of the (non-null) value."""
+    out = dict(constraints)
+    if doc:
+        out["description"] = doc
+    return out
+
+
+_SHA = _meta(pattern=SHA256_PATTERN)
+_NONNEG = _meta(minimum=0)
+_NONEMPTY = _meta(minLength=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the dataclasses
+
+
+class _Record:
+    """Base of the manifest dataclasses: ``to_json()`` gives the JSON form (every field)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return to_json(self)
+
+
+@dataclass(frozen=True)
+class TensorSpec(_Record):
+    """Name, numpy dtype name and static shape of a model or slice input or output."""
+
+    name: str = field(metadata=_NONEMPTY)
+    dtype: DType
+    shape: tuple[int, ...] = field(metadata=_meta(item={"minimum": 0}))
+
+    @classmethod
+    def from_manifest(cls, spec: Any) -> "TensorSpec":
+        if isinstance(spec, TensorSpec):
+            return cls(spec.name, spec.dtype, tuple(spec.shape))
+        return cls(str(spec["name"]), str(spec["dtype"]), tuple(int(d) for d in spec["shape"]))
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class SliceInput(_Record):
+    """A tensor a slice reads: from the model's inputs ("model") or from an earlier slice (its id)."""
+
+    name: str = field(metadata=_NONEMPTY)
+    dtype: DType
+    shape: tuple[int, ...] = field(metadata=_meta(item={"minimum": 0}))
+    source: Literal["model"] | int = field(metadata=_NONNEG)
+
+
+@dataclass(frozen=True)
+class SlicePredicted(_Record):
+    latency_ms: float = field(metadata=_NONNEG)
+    energy_mj: float | None = field(metadata=_meta("null when the target has no power model", minimum=0))
+    transfer_ms: float = field(metadata=_NONNEG)
+
+
+@dataclass(frozen=True)
+class SliceSpec(_Record):
+    """One slice: an ONNX file run on one device state, in list order."""
+
+    id: int = field(metadata=_NONNEG)
+    file: str = field(metadata=_meta("path relative to the artifact directory", minLength=1))
+    sha256: str = field(metadata=_SHA)
+    device: str = field(metadata=_NONEMPTY)
+    frequency_mhz: float | None = field(metadata=_NONNEG)
+    execution_provider: str = field(metadata=_NONEMPTY)
+    provider_options: dict[str, Any]
+    affinity: tuple[int, ...] | None = field(metadata=_meta(minItems=1, item={"minimum": 0}))
+    link: str | None = field(metadata=_meta("remote devices: the link they are reached by (null = local)"))
+    endpoint: str | None = field(metadata=_meta("remote devices: where the slice is served, when known"))
+    first_layer: int = field(metadata=_NONNEG)
+    last_layer: int = field(metadata=_NONNEG)
+    inputs: tuple[SliceInput, ...]
+    outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
+    predicted: SlicePredicted
+    data: FileRef | None = field(default=None, metadata=_meta(
+        "a large slice's weights, in a data file beside it (null or absent: embedded in the slice)"))
+
+    @property
+    def remote(self) -> bool:
+        """Planned for a device reached over a link (the runtime does not run it locally unless told)."""
+        return self.link is not None
+
+
+@dataclass(frozen=True)
+class ModelInfo(_Record):
+    name: str
+    sha256: str = field(metadata=_SHA)
+    source_path: str | None
+    ir_version: int = field(metadata=_meta(minimum=1))
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...] = field(metadata=_meta(minItems=1))
+
+
+_SYSFS_PATH = _meta("a path under /sys (no '.' or '..' parts)", pattern=SYSFS_PATTERN)
+
+
+@dataclass(frozen=True)
+class DeviceControl(_Record):
+    """How the OS sets a device's DVFS frequency (the target's ``devices.<name>.control``): one of
+    ``cpufreq`` (a policy directory; scaling_min_freq / scaling_max_freq in kHz) or ``devfreq``
+    (a devfreq device directory; min_freq / max_freq in Hz)."""
+
+    cpufreq: str | None = field(default=None, metadata=_SYSFS_PATH)
+    devfreq: str | None = field(default=None, metadata=_SYSFS_PATH)
+
+
+@dataclass(frozen=True)
+class KnobControl(_Record):
+    """How the OS sets a hardware knob (the target's ``knobs.<name>.control``): ``hotplug`` (CPU
+    ids; a value n puts the first n online through /sys/devices/system/cpu/cpuN/online, the rest
+    offline) or ``clock`` (a rate file the value, in MHz, is written to in ``unit``; ``lock``: a
+    file written 1 first so the rate holds, as BPMP's mrq_rate_locked)."""
+
+    hotplug: tuple[int, ...] | None = field(default=None, metadata=_meta(minItems=1, item={"minimum": 0}))
+    clock: str | None = field(default=None, metadata=_SYSFS_PATH)
+    unit: Literal["Hz", "kHz", "MHz"] | None = None
+    lock: str | None = field(default=None, metadata=_SYSFS_PATH)
+
+
+@dataclass(frozen=True)
+class HardwareControls(_Record):
+    """What the runtime writes to apply a plan's hardware (``hetcc run --apply-hardware``)."""
+
+    devices: dict[str, DeviceControl] = field(metadata=_meta("device name -> how its frequency is set"))
+    knobs: dict[str, KnobControl] = field(metadata=_meta("knob name -> how it is set"))
+
+
+@dataclass(frozen=True)
+class TargetInfo(_Record):
+    name: str = field(metadata=_NONEMPTY)
+    sha256: str
+    kind: Literal["modelled", "measured"]
+    controls: HardwareControls | None = field(
+        default=None, metadata=_meta("how the OS sets the devices' frequencies and the knobs (null or absent: "
+                                     "the target has no control tables, nothing is applied)"))
+
+
+@dataclass(frozen=True)
+class RuntimeInfo(_Record):
+    """Session settings the runtime applies."""
+
+    allow_spinning: bool = False
+    graph_optimization_level: Literal["all", "extended", "basic", "disable"] = "all"
+    intra_op_num_threads: int | None = field(default=None, metadata=_meta(minimum=1, maximum=MAX_THREADS))
+
+
+@dataclass(frozen=True)
+class ObjectiveInfo(_Record):
+    metric: str = field(metadata=_meta("a registered metric's name (latency, energy, edp, ...)", minLength=1))
+    deadline_ms: float | None = field(metadata=_meta("resolved milliseconds", minimum=0))
+    deadline_spec: str | None = field(metadata=_meta("what the user wrote when relative (medium, 1.3x)"))
+    power_cap_mw: float | None = field(metadata=_NONNEG)
+
+
+@dataclass(frozen=True)
+class PlannerInfo(_Record):
+    name: str = field(metadata=_NONEMPTY)
+    options: dict[str, Any]
+    stats: dict[str, Any] = field(metadata=_meta("planner-specific results (bound, gap, steps); wall-clock "
+                                                 "entries are in timings.json"))
+    seconds: float | None = field(default=None, metadata=_meta(
+        "the planner's wall time: null (or absent) in an artifact hetcc writes now, which keeps manifest.json "
+        "identical across compiles (compile --timings writes it to timings.json); a number in older artifacts",
+        minimum=0))
+
+
+@dataclass(frozen=True)
+class Predicted(_Record):
+    latency_ms: float = field(metadata=_NONNEG)
+    energy_mj: float | None = field(metadata=_NONNEG)
+    edp_mj_ms: float | None = field(metadata=_NONNEG)
+    meets_deadline: bool | None
+
+
+@dataclass(frozen=True)
+class Variant(_Record):
+    """One plan of the model: its slices and what it was planned for."""
+
+    objective: ObjectiveInfo
+    planner: PlannerInfo
+    hardware: dict[str, Any] | None = field(metadata=_meta("knob -> value the plan needs (null: no knobs)"))
+    feasible: bool
+    violations: tuple[str, ...]
+    slices: tuple[SliceSpec, ...] = field(metadata=_meta(minItems=1))
+    predicted: Predicted
+
+
+@dataclass(frozen=True)
+class FileRef(_Record):
+    file: str = field(metadata=_meta("path relative to the artifact directory", minLength=1))
+    sha256: str = field(metadata=_SHA)
+
+
+@dataclass(frozen=True)
+class WorkloadModel(_Record):
+    name: str = field(metadata=_NONEMPTY)
+    dir: str = field(metadata=_meta("the sub-artifact directory, relative (models/<name>)", minLength=1))
+    manifest_sha256: str = field(metadata=_SHA)
+
+
+@dataclass(frozen=True)
+class Workload(_Record):
+    objective: ObjectiveInfo
+    planner: PlannerInfo
+    feasible: bool
+    violations: tuple[str, ...]
+    models: tuple[WorkloadModel, ...] = field(metadata=_meta(minItems=1))
+
+
+@dataclass(frozen=True)
+class Manifest(_Record):
+    """``manifest.json``: a model artifact (``model`` + ``variants``) or a workload (``workload``)."""
+
+    schema: Literal["hetcc.manifest/2"]
+    hetcc_version: str = field(metadata=_NONEMPTY)
+    kind: Literal["model", "workload"]
+    target: TargetInfo
+    runtime: RuntimeInfo
+    model: ModelInfo | None = field(metadata=_meta("kind model: the model; null for a workload"))
+    default_variant: str | None = field(metadata=_meta("kind model: the variant run when none is named"))
+    variants: dict[str, Variant] = field(metadata=_meta("kind model: name -> plan; empty for a workload",
+                                                        key_pattern=r"^\S"))
+    policy: FileRef | None = field(metadata=_meta("optional: the file that picks a variant at run time"))
+    workload: Workload | None = field(metadata=_meta("kind workload: the models and how they were planned"))
+
+    # ---- conveniences ----
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return tuple(self.variants)
+
+    def variant(self, name: str | None = None) -> Variant:
+        """The variant ``name`` (default: ``default_variant``); ManifestError naming the choices."""
+        if self.kind != "model":
+            raise ManifestError("this is a workload artifact: pick a model (--model) first")
+        key = self.default_variant if name is None else name
+        if key not in self.variants:
+            raise ManifestError(f"no variant {key!r} in this artifact; variants: {', '.join(self.variants)}")
+        return self.variants[key]
+
+    @property
+    def slices(self) -> tuple[SliceSpec, ...]:
+        """The default variant's slices (kind model)."""
+        return self.variant().slices
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.workload.models) if self.workload else ()
+
+
+# ---------------------------------------------------------------------------------------------
+# the dataclasses' field types, and their JSON form
+
+
+@functools.lru_cache(maxsize=None)
+def field_types(cls: type) -> dict[str, Any]:
+    """Field name -> type of a manifest dataclass (the annotations resolved)."""
+    return typing.get_type_hints(cls, globalns=vars(sys.modules[__name__]))
+
+
+def required(f: dataclasses.Field) -> bool:
+    """Whether a manifest must hold this field (it has no default)."""
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def is_union(tp: Any) -> bool:
+    """Whether a field type is a union (``X | None``, ``Literal[...] | int``)."""
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def to_json(obj: Any) -> Any:
+    """A dataclass tree as JSON-able data (tuples become lists, every field written)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
