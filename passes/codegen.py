@@ -152,6 +152,7 @@ def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> 
     if missing:  # the layer analysis and the extractor must agree on what a slice holds
         raise RuntimeError(f"slice {name}: extractor dropped nodes {sorted(missing)[:3]}")
     graph.name = name
+    canonical_initializers(graph, src.graph)
     model = ir.Model(graph, ir_version=src.ir_version, producer_name="hetcc", producer_version=__version__,
                      functions=list(src.functions.values()))
     proto = ir.to_proto(model)  # external tensors still point into the source model's data files
@@ -167,6 +168,17 @@ def write_slice(program: Program, bnd: SliceBoundary, path: Path, name: str) -> 
     with open(path, "wb") as f:
         f.write(proto.SerializeToString(deterministic=True))  # the same bytes for the same slice, always
     return data_name
+
+
+def canonical_initializers(graph: ir.Graph, source: ir.Graph) -> None:
+    """Put ``graph``'s initializers in the source model's order. onnx-ir's extractor collects them
+    in a set of values, whose order follows memory addresses: without this, two compiles of the
+    same inputs could write the same slice with its weights in another order (other bytes)."""
+    order = {n: i for i, n in enumerate(source.initializers)}
+    values = sorted(graph.initializers.values(), key=lambda v: (order.get(v.name, len(order)), v.name or ""))
+    graph.initializers.clear()
+    for v in values:
+        graph.register_initializer(v)
 
 
 def _source_base_dir(program: Program) -> str:

@@ -172,3 +172,21 @@ def test_target_controls_reach_the_manifest(chain, tmp_path):
     del doc["target"]["controls"]       # a manifest written before controls existed still reads
     from hetcc.runtime.manifest import parse_manifest
     assert parse_manifest(doc).target.controls is None
+
+
+def test_slice_initializers_keep_the_source_order():
+    """onnx-ir's extractor returns a slice's initializers in a set's order (memory addresses);
+    codegen puts them back in the source model's order, so the same slice is the same bytes."""
+    import onnx_ir as ir
+    import numpy as np
+
+    from hetcc.passes.codegen import canonical_initializers
+
+    x = ir.Value(name="x", shape=ir.Shape([2]), type=ir.TensorType(ir.DataType.FLOAT))
+    consts = [ir.Value(name=f"w{i}", const_value=ir.tensor(np.full(2, i, np.float32))) for i in range(6)]
+    source = ir.Graph([x], [], nodes=[], initializers=consts, name="src")
+    copies = [ir.Value(name=v.name, const_value=v.const_value) for v in reversed(consts)]
+    sliced = ir.Graph([], [], nodes=[], initializers=copies, name="slice")
+    assert list(sliced.initializers) == [f"w{i}" for i in reversed(range(6))]
+    canonical_initializers(sliced, source)
+    assert list(sliced.initializers) == [f"w{i}" for i in range(6)]
