@@ -22,7 +22,8 @@ permission denied, read-only file system, value not accepted by the kernel, cpu0
 no control in the target...). An OS refusal never raises: the report collects it and one
 logging warning summarises what was not applied with the fix ("run as root"); the caller runs
 anyway. Only programmer errors raise (a wrong argument type). ``restore()`` writes back every
-value it changed, newest first. ``root`` prefixes every path, so tests use a fake sysfs tree.
+value it changed, newest first. ``root`` prefixes every path, so tests use a fake sysfs tree;
+every read and write goes through ``hetcc.runtime.sysfs``, which refuses a path outside it.
 
 Standard library only (the runtime ships to a board alone).
 """
@@ -33,8 +34,9 @@ import logging
 import os
 from typing import Any
 
-from .hardware_report import HardwareReport, Refused, Setting, why
+from .hardware_report import HardwareReport, Setting
 from .manifest import HardwareControls, KnobControl, Manifest, Variant, read_manifest
+from .sysfs import Refused, Sysfs
 
 __all__ = ["CPU_SYSFS", "Hardware", "HardwareReport", "Setting", "apply_hardware", "offline_cpus"]
 
@@ -53,53 +55,22 @@ class Hardware:
         self._reports: dict[Any, HardwareReport] = {}
         self.last: HardwareReport | None = None
         self.current: Any = None     # the configuration applied now (None: none, or restored)
-        self._undo: list[tuple[str, tuple]] = []     # (what, (kind, ...)), oldest first
-        self._saved: set[str] = set()
+        self.sysfs = Sysfs.under(self.root)   # writes, and what restore() puts back
         self._warned: set[Any] = set()
         self._atexit = False
-
-    # ---- file access (builtins.open, so tests can monkeypatch it)
-    def _full(self, path: str) -> str:
-        return path if self.root in ("", "/") else os.path.join(self.root, path.lstrip("/"))
-
-    def _read(self, path: str) -> str:
-        try:
-            with open(self._full(path), "rb") as f:
-                return f.read().decode("ascii", "replace").strip()
-        except OSError as e:
-            raise Refused(*why(e, path)) from None
-
-    def _write(self, path: str, value: str) -> None:
-        try:  # as the shell's echo > file, but no O_CREAT: a missing file is an error, not a new file
-            with open(self._full(path), "wb", buffering=0,
-                      opener=lambda p, _: os.open(p, os.O_WRONLY | os.O_TRUNC)) as f:
-                f.write(f"{value}\n".encode("ascii"))
-        except OSError as e:
-            raise Refused(*why(e, path)) from None
-
-    def _read_int(self, path: str) -> int:
-        text = self._read(path)
-        try:
-            return int(text.split()[0])
-        except (ValueError, IndexError):
-            raise Refused(f"cannot read a number there (got {text[:20]!r})") from None
 
     # ---- one setting
     def _set(self, report: HardwareReport, what: str, path: str, value: str, shown: str) -> bool:
         try:
-            old = self._read(path)
-            if old == value:
-                report.settings.append(Setting(what, path, shown, "unchanged"))
-                return True
-            self._write(path, value)
+            old = self.sysfs.set(path, value, what)
         except Refused as r:
             report.settings.append(Setting(what, path, shown, "skipped", r.reason, r.fix))
             return False
-        if path not in self._saved:
-            self._saved.add(path)
-            self._undo.append((what, ("file", path, old)))
+        if old is None:
+            report.settings.append(Setting(what, path, shown, "unchanged"))
+            return True
         try:
-            back = self._read(path)
+            back = self.sysfs.read(path)
         except Refused:
             back = value
         note = "" if back == value else f"the kernel reads back {back}"
@@ -111,7 +82,7 @@ class Hardware:
         shown = f"{value} {unit}"
         where = os.path.dirname(lo)
         try:
-            old = (self._read_int(lo), self._read_int(hi))
+            old = (self.sysfs.read_int(lo), self.sysfs.read_int(hi))
             note = ""
             if avail is not None:
                 levels = self._levels(avail)
@@ -122,35 +93,17 @@ class Hardware:
             if old == (value, value):
                 report.settings.append(Setting(what, where, shown, "unchanged", note))
                 return
-            self._write_pair(lo, hi, (value, value), old)
+            self.sysfs.set_pair(lo, hi, value, old, what)
         except Refused as r:
             report.settings.append(Setting(what, where, shown, "skipped", r.reason, r.fix))
             return
-        if lo not in self._saved:
-            self._saved.update((lo, hi))
-            self._undo.append((what, ("pair", lo, hi, old[0], old[1])))
         report.settings.append(Setting(what, where, shown, "applied", note))
 
     def _levels(self, path: str) -> list[int]:
         try:
-            return [int(x) for x in self._read(path).split()]
+            return [int(x) for x in self.sysfs.read(path).split()]
         except (Refused, ValueError):
             return []   # not listed: write the level as planned
-
-    def _write_pair(self, lo: str, hi: str, new: tuple[int, int], cur: tuple[int, int]) -> None:
-        """min and max, in the order that keeps min <= max after each write (older kernels refuse
-        min > max); if the second write is refused the first is undone, so nothing is half set."""
-        steps = [(hi, new[1], cur[1]), (lo, new[0], cur[0])] if new[0] > cur[1] else \
-            [(lo, new[0], cur[0]), (hi, new[1], cur[1])]
-        self._write(steps[0][0], str(steps[0][1]))
-        try:
-            self._write(steps[1][0], str(steps[1][1]))
-        except Refused:
-            try:
-                self._write(steps[0][0], str(steps[0][2]))
-            except Refused:
-                pass
-            raise
 
     # ---- knobs and devices
     def _hotplug(self, report: HardwareReport, name: str, value: Any, cpus: tuple[int, ...]) -> None:
@@ -168,7 +121,7 @@ class Hardware:
                                                "CPU: hetcc never takes it offline; no slice is planned on it)"))
             elif not self._set(report, what, path, "1" if on else "0", "online" if on else "offline"):
                 last = report.settings[-1]   # a CPU without an online file is one the kernel does not hotplug
-                if last.reason == "no such file" and os.path.isdir(self._full(f"{CPU_SYSFS}/cpu{c}")):
+                if last.reason == "no such file" and self.sysfs.isdir(f"{CPU_SYSFS}/cpu{c}"):
                     last.reason, last.fix = f"no online file: the kernel keeps cpu{c} online", ""
                     last.status = "unchanged" if on else "skipped"
 
@@ -266,20 +219,15 @@ class Hardware:
         """Write back every original value this object changed, newest first (so CPUs taken
         offline come back before those brought online go, and frequencies before their CPUs)."""
         report = HardwareReport(variant=None, root=self.root)
-        while self._undo:
-            what, entry = self._undo.pop()
-            try:
-                if entry[0] == "file":
-                    _, path, old = entry
-                    self._write(path, old)
-                    report.settings.append(Setting(what, path, old, "restored"))
-                else:
-                    _, lo, hi, old_lo, old_hi = entry
-                    self._write_pair(lo, hi, (old_lo, old_hi), (self._read_int(lo), self._read_int(hi)))
-                    report.settings.append(Setting(what, os.path.dirname(lo), f"{old_lo}..{old_hi}", "restored"))
-            except Refused as r:
-                report.settings.append(Setting(what, entry[1], "(original)", "skipped", r.reason, r.fix))
-        self._saved.clear()
+        for change, refused in self.sysfs.restore():
+            if refused is not None:
+                report.settings.append(Setting(change.what, change.paths[0], "(original)", "skipped",
+                                               refused.reason, refused.fix))
+            elif len(change.paths) == 1:
+                report.settings.append(Setting(change.what, change.paths[0], str(change.old[0]), "restored"))
+            else:
+                report.settings.append(Setting(change.what, os.path.dirname(change.paths[0]),
+                                               f"{change.old[0]}..{change.old[1]}", "restored"))
         self.current = None
         if report.skipped:
             logger.warning("hardware: %s", report.summary("restored", "the board keeps what was set"))
@@ -290,7 +238,7 @@ class Hardware:
     @property
     def changed(self) -> bool:
         """Something is set that ``restore()`` would put back."""
-        return bool(self._undo)
+        return self.sysfs.changed
 
     def restore_at_exit(self, enabled: bool = True) -> None:
         """Register (or drop) ``restore`` with atexit, so the board is put back when Python exits."""

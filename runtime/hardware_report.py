@@ -1,14 +1,11 @@
-"""The report of ``hetcc.runtime.hardware``: one ``Setting`` per value the runtime tried to set,
-and what an OS refusal means (``why``: reason and fix). Standard library only."""
+"""The report of ``hetcc.runtime.hardware``: one ``Setting`` per value the runtime tried to set
+(what an OS refusal means, reason and fix, is ``hetcc.runtime.sysfs.why``). Standard library only."""
 from __future__ import annotations
 
-import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["HardwareReport", "Refused", "Setting", "why"]
-
-ROOT_FIX = "run as root (sudo)"
+__all__ = ["HardwareReport", "Setting"]
 
 
 @dataclass
@@ -84,28 +81,3 @@ class HardwareReport:
                 "settings": [{k: getattr(s, k) for k in ("what", "path", "value", "status", "reason", "fix")}
                              for s in self.settings]}
 
-
-def why(exc: OSError, path: str) -> tuple[str, str]:
-    """(reason, fix) of an OS refusal."""
-    code = exc.errno
-    if isinstance(exc, PermissionError) or code in (errno.EACCES, errno.EPERM):
-        return "permission denied", ROOT_FIX
-    if code == errno.EROFS:
-        return "read-only file system", "sysfs is mounted read-only (a container?): run on the host or mount it rw"
-    if isinstance(exc, FileNotFoundError) or code == errno.ENOENT:
-        if path.startswith("/sys/kernel/debug/"):
-            return "no such file", "mount debugfs (mount -t debugfs none /sys/kernel/debug) as root"
-        return "no such file", "this kernel does not expose it: check the target's control paths against the board"
-    if isinstance(exc, IsADirectoryError) or code == errno.EISDIR:
-        return "a directory, not a file", "check the target's control paths"
-    if code == errno.EINVAL:
-        return "value not accepted by the kernel (EINVAL)", "check the levels the kernel lists against the target's"
-    if code == errno.EBUSY:
-        return "the kernel refused: busy (EBUSY)", ""
-    return f"{exc.strerror or exc} ({errno.errorcode.get(code, code)})", ""
-
-
-class Refused(Exception):
-    def __init__(self, reason: str, fix: str = "") -> None:
-        super().__init__(reason)
-        self.reason, self.fix = reason, fix

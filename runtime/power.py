@@ -1,8 +1,9 @@
-"""This machine's power meters and CPU clock, from sysfs, for ``hetcc profile``.
+"""This machine's power meters and CPU clock, from sysfs, for ``hetcc profile`` (and for a
+running artifact that reads energy: standard library only).
 
-Why one module for both: they are the two energy-related sysfs interfaces the host profiler
-touches, both optional (a laptop, a cloud VM or a container usually has neither), and both are
-read under one root (``SYSFS_ROOT``) so tests point them at a fake tree.
+Both are optional (a laptop, a cloud VM or a container usually has neither) and both are read
+under one root (``SYSFS_ROOT``), so tests point them at a fake tree. Files are read, and the
+clock written and put back, through ``hetcc.runtime.sysfs``.
 
 Power meters, in order of preference (the first kind that can be read is used, alone):
 
@@ -22,18 +23,20 @@ the board input and the rails it feeds, and summing all would count power twice.
 The CPU clock: Linux cpufreq policies (``devices/system/cpu/cpufreq/policy*``). A frequency is
 set on every policy, with the ``userspace`` governor's ``scaling_setspeed`` where that governor is
 offered, else by pinning ``scaling_min_freq = scaling_max_freq`` (kHz; the order that keeps
-min <= max); ``restore()`` writes back every value changed, newest first. Whether it can be set
-is probed by writing a policy's current ``scaling_max_freq`` back to itself.
+min <= max, ``hetcc.runtime.sysfs.min_max_order``); ``restore()`` writes back every value
+changed, newest first. Whether it can be set is probed by writing a policy's current
+``scaling_max_freq`` back to itself.
 """
 from __future__ import annotations
 
 import errno
-import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
+
+from .sysfs import Sysfs, kind, min_max_order, read_text
 
 #: every sysfs path below is read under this root (tests monkeypatch it to a fake tree)
 SYSFS_ROOT = Path("/sys")
@@ -48,23 +51,17 @@ def _root() -> Path:
     return SYSFS_ROOT
 
 
-def _read(path: Path) -> str:
-    with open(path, "rb") as f:
-        return f.read(4096).decode("ascii", "replace").strip()
-
-
 def _read_int(path: Path) -> int:
-    return int(_read(path).split()[0])
+    return int(read_text(path).split()[0])
+
+
+#: an OS refusal in a phrase (``hetcc.runtime.sysfs.kind``); others as the OS words them
+_SAID = {"permission": "permission denied: run as root", "read-only": "read-only file system (a container's /sys)",
+         "missing": "absent"}
 
 
 def _why(exc: OSError) -> str:
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied: run as root"
-    if exc.errno == errno.EROFS:
-        return "read-only file system (a container's /sys)"
-    if exc.errno == errno.ENOENT:
-        return "absent"
-    return exc.strerror or str(exc)
+    return _SAID.get(kind(exc)) or exc.strerror or str(exc)
 
 
 def _shown(path: Path) -> str:
@@ -149,7 +146,7 @@ class Channel:
 
 def _label(dirpath: Path, stem: str, fallback: str) -> str:
     try:
-        return _read(dirpath / f"{stem}_label")
+        return read_text(dirpath / f"{stem}_label")
     except OSError:
         return fallback
 
@@ -191,7 +188,7 @@ def _rapl(problems: list[str]) -> PowerMeter | None:
             wraps.append(float("inf"))
         files.append(f)
         try:
-            names.append(_read(z / "name"))
+            names.append(read_text(z / "name"))
         except OSError:
             names.append(z.name)
     if not files:
@@ -209,7 +206,7 @@ def _hwmon_channels(problems: list[str]) -> dict[str, list[tuple[str, Channel]]]
     found = False
     for h in sorted(base.iterdir()):
         try:
-            name = _read(h / "name")
+            name = read_text(h / "name")
         except OSError:
             name = h.name
         for f in sorted(h.glob("energy*_input")):
@@ -262,21 +259,26 @@ def find_power_meter() -> tuple[PowerMeter | None, str]:
 
 # ---------------------------------------------------------------- the CPU clock
 
-def _policies() -> list[Path]:
-    base = _root() / "devices" / "system" / "cpu" / "cpufreq"
-    if not base.is_dir():
-        return []
-    return sorted((p for p in base.iterdir() if re.fullmatch(r"policy\d+", p.name)),
-                  key=lambda p: int(p.name[len("policy"):]))
+CPUFREQ = "/sys/devices/system/cpu/cpufreq"
+
+
+def _int(board: Sysfs, path: str) -> int:
+    return int(board.read(path).split()[0])
+
+
+def _policies(board: Sysfs) -> list[str]:
+    names = [n for n in board.listdir(CPUFREQ) if re.fullmatch(r"policy\d+", n)]
+    return [f"{CPUFREQ}/{n}" for n in sorted(names, key=lambda n: int(n[len("policy"):]))]
 
 
 def current_mhz() -> float | None:
     """The clock now: cpufreq's ``scaling_cur_freq`` of the first policy, else the mean of
     /proc/cpuinfo's ``cpu MHz`` lines (a VM reports its nominal clock there), else None."""
-    for p in _policies():
+    board = Sysfs(_root())
+    for p in _policies(board):
         for name in ("scaling_cur_freq", "cpuinfo_cur_freq"):
             try:
-                return _read_int(p / name) / 1e3
+                return _int(board, f"{p}/{name}") / 1e3
             except (OSError, ValueError, IndexError):
                 pass
     try:
@@ -292,51 +294,45 @@ class CpuFrequency:
 
     ``writable`` says whether it can; ``reason`` why not (one phrase); ``levels_mhz`` the
     frequencies the kernel offers (``scaling_available_frequencies`` of the first policy, else
-    its ``cpuinfo_min_freq`` and ``cpuinfo_max_freq``)."""
+    its ``cpuinfo_min_freq`` and ``cpuinfo_max_freq``); ``policies`` their directories, as
+    /sys paths. Reads and writes go through ``sysfs`` (a ``hetcc.runtime.sysfs.Sysfs`` under
+    ``SYSFS_ROOT``), which remembers what ``restore()`` puts back."""
 
     def __init__(self) -> None:
-        self.policies = _policies()
+        self.sysfs = Sysfs(_root())
+        self.policies = _policies(self.sysfs)
         self.levels_mhz: list[float] = []
         self.writable = False
         self.reason = ""
         self.userspace = False
-        self._undo: list[tuple[Path, str]] = []
         if not self.policies:
-            self.reason = f"no {_shown(_root() / 'devices/system/cpu/cpufreq')}/policy*"
+            self.reason = f"no {CPUFREQ}/policy*"
             return
         p0 = self.policies[0]
         try:
-            levels = [int(x) for x in _read(p0 / "scaling_available_frequencies").split()]
+            levels = [int(x) for x in self.sysfs.read(f"{p0}/scaling_available_frequencies").split()]
         except (OSError, ValueError):
             levels = []
         if not levels:
             try:
-                levels = [_read_int(p0 / "cpuinfo_min_freq"), _read_int(p0 / "cpuinfo_max_freq")]
+                levels = [_int(self.sysfs, f"{p0}/cpuinfo_min_freq"), _int(self.sysfs, f"{p0}/cpuinfo_max_freq")]
             except (OSError, ValueError, IndexError) as exc:
-                self.reason = f"{_shown(p0)}: no frequency range ({_why(exc) if isinstance(exc, OSError) else 'unreadable'})"
+                self.reason = f"{p0}: no frequency range ({_why(exc) if isinstance(exc, OSError) else 'unreadable'})"
                 return
         self.levels_mhz = sorted({k / 1e3 for k in levels})
         try:
-            govs = _read(p0 / "scaling_available_governors").split()
+            govs = self.sysfs.read(f"{p0}/scaling_available_governors").split()
         except OSError:
             govs = []
-        self.userspace = "userspace" in govs and (p0 / "scaling_setspeed").exists()
+        self.userspace = "userspace" in govs and self.sysfs.exists(f"{p0}/scaling_setspeed")
         for p in self.policies:   # write what is there back to itself: the OS says yes or no
-            f = p / "scaling_max_freq"
+            f = f"{p}/scaling_max_freq"
             try:
-                _write(f, _read(f))
+                self.sysfs.write(f, self.sysfs.read(f))
             except OSError as exc:
-                self.reason = f"{_shown(f)}: {_why(exc)}"
+                self.reason = f"{f}: {_why(exc)}"
                 return
         self.writable = True
-
-    def _set(self, path: Path, value: str) -> None:
-        old = _read(path)
-        if old == value:
-            return
-        _write(path, value)
-        if all(p != path for p, _ in self._undo):
-            self._undo.append((path, old))
 
     def set_mhz(self, mhz: float) -> float:
         """Set every policy to the offered level nearest ``mhz``; returns that level (MHz)."""
@@ -346,59 +342,19 @@ class CpuFrequency:
         khz = int(round(level * 1e3))
         for p in self.policies:
             if self.userspace:
-                self._set(p / "scaling_governor", "userspace")
-                self._set(p / "scaling_setspeed", str(khz))
+                self.sysfs.set(f"{p}/scaling_governor", "userspace")
+                self.sysfs.set(f"{p}/scaling_setspeed", str(khz))
                 continue
-            lo, hi = p / "scaling_min_freq", p / "scaling_max_freq"
-            cur_hi = _read_int(hi)
-            # the order that keeps min <= max after each write (kernels refuse min > max)
-            for f in ((hi, lo) if khz > cur_hi else (lo, hi)):
-                self._set(f, str(khz))
+            lo, hi = f"{p}/scaling_min_freq", f"{p}/scaling_max_freq"
+            for f in min_max_order(lo, hi, khz, _int(self.sysfs, hi)):
+                self.sysfs.set(f, str(khz))
         return level
 
     def restore(self) -> list[str]:
         """Write back every original value, newest first; returns the ones that failed."""
-        failed = []
-        while self._undo:
-            path, old = self._undo.pop()
-            try:
-                _write(path, old)
-            except OSError as exc:
-                failed.append(f"{_shown(path)} = {old}: {_why(exc)}")
-        return failed
+        return [f"{change.paths[0]} = {change.old[0]}: {_why(refused)}"
+                for change, refused in self.sysfs.restore() if refused is not None]
 
 
-def _write(path: Path, value: str) -> None:
-    """As ``echo value > path``, but never creating the file."""
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, f"{value}\n".encode("ascii"))
-    finally:
-        os.close(fd)
-
-
-def choose_levels(available: Sequence[float], spec: str) -> list[float]:
-    """The levels ``--freqs`` asks for among ``available`` (ascending MHz): ``all``, ``minmax``
-    (MOSAIC's two profiles), or MHz values (each must be offered, within 0.5 MHz). ValueError
-    names a bad value."""
-    avail = sorted(available)
-    s = spec.strip().lower()
-    if s == "all":
-        return list(avail)
-    if s == "minmax":
-        return sorted({avail[0], avail[-1]}) if avail else []
-    out = []
-    for part in s.split(","):
-        try:
-            mhz = float(part.strip().removesuffix("mhz"))
-        except ValueError:
-            raise ValueError(f"{part.strip()!r} is not a frequency in MHz") from None
-        near = [a for a in avail if abs(a - mhz) <= 0.5]
-        if not near:
-            raise ValueError(f"{mhz:g} MHz is not a level this CPU offers ({', '.join(f'{a:g}' for a in avail)})")
-        out.append(near[0])
-    return sorted(set(out))
-
-
-__all__ = ["CpuFrequency", "EnergyCounterMeter", "PowerMeter", "SampledPowerMeter", "choose_levels",
-           "current_mhz", "find_power_meter"]
+__all__ = ["CpuFrequency", "EnergyCounterMeter", "PowerMeter", "SampledPowerMeter", "current_mhz",
+           "find_power_meter"]

@@ -10,7 +10,8 @@ from typing import Any
 from hetcc.cli.common import int_in
 from hetcc.core.errors import UsageError
 from hetcc.core.limits import SEED_MAX
-from hetcc.measure.profile import REPEATS_MAX, ProfileResult, load_program, note, observations, profile
+from hetcc.measure.profile import (REPEATS_MAX, ProfileResult, choose_levels, load_program, note, observations,
+                                   profile)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,7 +74,7 @@ def _model_column(model: str, program: Any, out: Path) -> str:
 def _levels(spec: str, cpu: Any) -> list[float | None]:
     """The frequencies to profile at (None: the current one, not set); one note when cpufreq
     cannot be set and the spec did not name frequencies."""
-    from hetcc.runtime.power import choose_levels, current_mhz
+    from hetcc.runtime.power import current_mhz
 
     s = spec.strip().lower()
     if s == "current":

@@ -35,12 +35,27 @@ from hetcc.measure.observations import COMMENT_TAG
 REPEATS_MAX = 10_000
 
 
-
-
-
-
-
-
+def choose_levels(available: Sequence[float], spec: str) -> list[float]:
+    """The levels ``--freqs`` asks for among ``available`` (ascending MHz): ``all``, ``minmax``
+    (MOSAIC's two profiles), or MHz values (each must be offered, within 0.5 MHz). ValueError
+    names a bad value."""
+    avail = sorted(available)
+    s = spec.strip().lower()
+    if s == "all":
+        return list(avail)
+    if s == "minmax":
+        return sorted({avail[0], avail[-1]}) if avail else []
+    out = []
+    for part in s.split(","):
+        try:
+            mhz = float(part.strip().removesuffix("mhz"))
+        except ValueError:
+            raise ValueError(f"{part.strip()!r} is not a frequency in MHz") from None
+        near = [a for a in avail if abs(a - mhz) <= 0.5]
+        if not near:
+            raise ValueError(f"{mhz:g} MHz is not a level this CPU offers ({', '.join(f'{a:g}' for a in avail)})")
+        out.append(near[0])
+    return sorted(set(out))
 
 
 def load_program(model: str, target: Any, *, input_shapes: Any = None, max_cut_tensors: int = 1, seed: int = 0,
@@ -211,4 +226,4 @@ def observations(result: ProfileResult, *, model: str, device: str, max_cut_tens
 
 
 
-__all__ = ["ProfileResult", "load_program", "observations", "profile", "source_text"]
+__all__ = ["ProfileResult", "choose_levels", "load_program", "observations", "profile", "source_text"]

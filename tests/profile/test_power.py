@@ -1,9 +1,12 @@
-"""hetcc.runtime.power: meters read from a fake sysfs tree (RAPL, hwmon energy/power, INA3221), cpufreq levels."""
+"""hetcc.runtime.power: meters read from a fake sysfs tree (RAPL, hwmon energy/power, INA3221), cpufreq set and
+restored; the --freqs levels (hetcc.measure.profile.choose_levels)."""
 from __future__ import annotations
 
 import pytest
 
 import hetcc.runtime.power as power
+import hetcc.runtime.sysfs as sysfs
+from hetcc.measure.profile import choose_levels
 from profile_cases import write
 
 
@@ -110,20 +113,53 @@ def test_cpufreq_absent_read_only_and_writable(fake_sys, cpufreq, monkeypatch):
     assert cpu.restore() == [] and (cpufreq / "scaling_min_freq").read_text().strip() == "1000000"
     assert (cpufreq / "scaling_max_freq").read_text().strip() == "2000000"
 
-    def refuse(path, value):
-        raise PermissionError(13, "Permission denied")
+    real = open
 
-    monkeypatch.setattr(power, "_write", refuse)
+    def refuse(path, mode="r", *a, **kw):      # as root chmod stops nothing: refuse every write
+        if "w" in mode:
+            raise PermissionError(13, "Permission denied")
+        return real(path, mode, *a, **kw)
+
+    monkeypatch.setattr(sysfs, "open", refuse, raising=False)
     ro = power.CpuFrequency()
-    assert not ro.writable and "scaling_max_freq: permission denied: run as root" in ro.reason
+    assert not ro.writable and ro.reason == ("/sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq: "
+                                             "permission denied: run as root")
+
+
+def test_cpufreq_raising_writes_max_first_and_restore_goes_newest_first(fake_sys, cpufreq, monkeypatch):
+    written = []
+    real = sysfs.Sysfs.write
+    monkeypatch.setattr(sysfs.Sysfs, "write", lambda self, path, value: (written.append((path.rsplit("/", 1)[1], value)),
+                                                                         real(self, path, value)))
+    cpu = power.CpuFrequency()
+    written.clear()                                            # the probe: scaling_max_freq back to itself
+    (cpufreq / "scaling_max_freq").write_text("1000000\n")    # now 1000..1000
+    assert cpu.set_mhz(2000) == 2000.0
+    assert written == [("scaling_max_freq", "2000000"), ("scaling_min_freq", "2000000")]
+    written.clear()
+    assert cpu.restore() == []
+    assert written == [("scaling_min_freq", "1000000"), ("scaling_max_freq", "1000000")]
+    assert cpu.restore() == [] and written == [("scaling_min_freq", "1000000"), ("scaling_max_freq", "1000000")]
+
+
+def test_cpufreq_userspace_governor_and_a_failed_restore_is_named(fake_sys, cpufreq):
+    (cpufreq / "scaling_available_governors").write_text("userspace performance schedutil\n")
+    (cpufreq / "scaling_setspeed").write_text("<unsupported>\n")
+    cpu = power.CpuFrequency()
+    assert cpu.userspace and cpu.set_mhz(1000) == 1000.0
+    assert (cpufreq / "scaling_governor").read_text() == "userspace\n"
+    assert (cpufreq / "scaling_setspeed").read_text() == "1000000\n"
+    (cpufreq / "scaling_setspeed").unlink()
+    assert cpu.restore() == ["/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed = <unsupported>: absent"]
+    assert (cpufreq / "scaling_governor").read_text() == "schedutil\n"
 
 
 def test_choose_levels():
     avail = [800.0, 1200.0, 2000.0]
-    assert power.choose_levels(avail, "all") == avail
-    assert power.choose_levels(avail, "minmax") == [800.0, 2000.0]
-    assert power.choose_levels(avail, "2000,800") == [800.0, 2000.0]
+    assert choose_levels(avail, "all") == avail
+    assert choose_levels(avail, "minmax") == [800.0, 2000.0]
+    assert choose_levels(avail, "2000,800") == [800.0, 2000.0]
     with pytest.raises(ValueError, match="not a level this CPU offers"):
-        power.choose_levels(avail, "1000")
+        choose_levels(avail, "1000")
     with pytest.raises(ValueError, match="not a frequency"):
-        power.choose_levels(avail, "fast")
+        choose_levels(avail, "fast")

@@ -2,7 +2,8 @@
 
 Every test writes under tmp_path only (``root`` / ``sysfs_root``); nothing here touches the real
 /sys. Tests may run as root, where chmod does not stop a write: OS refusals are simulated by
-monkeypatching the module's ``open`` or by a directory where a file should be."""
+monkeypatching ``open`` in hetcc.runtime.sysfs (which does every read and write) or by a directory
+where a file should be."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,7 @@ import pytest
 import hetcc
 from hetcc.cli import main
 from hetcc.runtime import Executor
-from hetcc.runtime import hardware as H
+from hetcc.runtime import sysfs as S
 from hetcc.runtime.hardware import Hardware, apply_hardware, offline_cpus
 from hetcc.runtime.manifest import load_manifest
 from text_models import IDENTITY_CHAIN
@@ -113,20 +114,20 @@ def test_restore_puts_every_old_value_back(tx2, sysfs):
 
 def test_min_and_max_are_written_in_an_order_the_kernel_accepts(tx2, sysfs, monkeypatch):
     """Kernels before 5.x refuse min > max (EINVAL): raising writes max first, lowering min first."""
-    real = Hardware._write
+    real = S.Sysfs.write
 
     def strict(self, path, value):
         d, name = os.path.split(path)
         names = {"scaling_min_freq": "scaling_max_freq", "min_freq": "max_freq"}
         pair = names.get(name) or next((k for k, x in names.items() if x == name), None)
         if pair is not None:
-            other = int(Path(self._full(f"{d}/{pair}")).read_text())
+            other = int(Path(self.file(f"{d}/{pair}")).read_text())
             lo, hi = (int(value), other) if "min" in name else (other, int(value))
             if lo > hi:
-                raise H.Refused(*H.why(OSError(errno.EINVAL, "Invalid argument"), path))
+                raise S.Refused(*S.why(OSError(errno.EINVAL, "Invalid argument"), path))
         return real(self, path, value)
 
-    monkeypatch.setattr(Hardware, "_write", strict)
+    monkeypatch.setattr(S.Sysfs, "write", strict)
     before = snapshot(sysfs)
     hw = Hardware(sysfs)
     for f in (2035.2, 345.6, 1113.6):       # up to the top level, down to the bottom, back to the middle
@@ -179,7 +180,7 @@ def _refuse(monkeypatch, exc, when=lambda path, mode: "w" in mode):
         if when(str(path), mode):
             raise exc
         return real(path, mode, *a, **kw)
-    monkeypatch.setattr(H, "open", fake_open, raising=False)
+    monkeypatch.setattr(S, "open", fake_open, raising=False)
 
 
 @pytest.mark.parametrize("exc, reason, fix", [
@@ -357,7 +358,7 @@ def test_cli_run_apply_hardware_prints_one_line_per_setting_and_restores(tx2, sy
 
 
 def test_the_hardware_modules_need_only_the_standard_library():
-    code = ("import sys, hetcc.runtime.hardware; "
+    code = ("import sys, hetcc.runtime.hardware, hetcc.runtime.power; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'onnxruntime', 'onnx')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
