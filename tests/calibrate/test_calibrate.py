@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetcc.measure.calibrate import Board, Calibration, _forced, board_parameters, predict_observations
+from hetcc.measure.calibrate import Board, Calibration, board_parameters, predict_observations, forced_optima as _forced
 from hetcc.cli import main
 from hetcc.measure.observations import read_observations, write_observations
 from hetcc.targets import load_target
