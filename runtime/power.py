@@ -247,10 +247,10 @@ def find_power_meter() -> tuple[PowerMeter | None, str]:
         return EnergyCounterMeter("hwmon energy (" + ", ".join(c.label for c in picked) + ")",
                                   tuple(c.energy_file for c in picked if c.energy_file is not None),
                                   tuple(float("inf") for _ in picked)), ""   # hwmon: no wrap known
-    for kind, what in (("power", "hwmon power"), ("ina3221", "INA3221 rails")):
-        if chans[kind]:
-            picked = _totals([c for _, c in chans[kind]])
-            ina = {n for n, _ in chans[kind]} & set(INA2XX)
+    for sort, what in (("power", "hwmon power"), ("ina3221", "INA3221 rails")):
+        if chans[sort]:
+            picked = _totals([c for _, c in chans[sort]])
+            ina = {n for n, _ in chans[sort]} & set(INA2XX)
             label = "INA rails" if ina else what
             return SampledPowerMeter(f"{label} (" + ", ".join(c.label for c in picked) + ")",
                                      tuple(c.read_uw for c in picked if c.read_uw is not None)), ""

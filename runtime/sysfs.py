@@ -112,12 +112,11 @@ class Sysfs:
 
     def __init__(self, root: str | os.PathLike = "/sys") -> None:
         self.root = os.fspath(root)
-        self._real = os.path.realpath(self.root)
         self._undo: list[Change] = []
         self._saved: set[str] = set()
 
     @classmethod
-    def under(cls, prefix: str | os.PathLike) -> "Sysfs":
+    def under(cls, prefix: str | os.PathLike) -> Sysfs:
         """The ``/sys`` of a tree whose ``/`` is ``prefix`` (``/`` or empty: the real one)."""
         prefix = os.fspath(prefix)
         return cls("/sys" if prefix in ("", "/") else os.path.join(prefix, "sys"))
@@ -128,8 +127,8 @@ class Sysfs:
         if path != "/sys" and not path.startswith("/sys/"):
             raise Refused("not a path under /sys", _PATHS_FIX)
         full = os.path.join(self.root, path[len("/sys/"):]) if path != "/sys" else self.root
-        real = os.path.realpath(full)
-        if real != self._real and not real.startswith(self._real.rstrip(os.sep) + os.sep):
+        real, top = os.path.realpath(full), os.path.realpath(self.root)   # now: a relative root follows the cwd
+        if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
             raise Refused(f"outside {self.root} ('..' or a symbolic link)", _PATHS_FIX)
         return full
 

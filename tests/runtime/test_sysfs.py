@@ -117,7 +117,7 @@ def test_a_pair_is_never_left_half_set(tree, monkeypatch):
     fs = Sysfs(tree)
     lo, hi = f"{POLICY}/scaling_min_freq", f"{POLICY}/scaling_max_freq"
     refuse(monkeypatch, OSError(errno.EINVAL, "Invalid argument"),
-           when=lambda path, mode: "w" in mode and path.endswith("max_freq") and "1500000" not in open(path).read())
+           when=lambda path, mode: "w" in mode and path.endswith("max_freq") and "1500000" not in Path(path).read_text())
     with pytest.raises(Refused, match="Invalid argument") as info:
         fs.set_pair(lo, hi, 1500000, (1000000, 2000000))
     assert info.value.reason == "value not accepted by the kernel (EINVAL)"
