@@ -177,4 +177,3 @@ def _reference(analysis: Any, obj: Any, cell: Cell, gap_to: str | None, cache: d
         except HetccError:                            # does not apply, or nothing feasible
             cache[key] = None
     return cache[key]
-

@@ -27,7 +27,6 @@ class SweepResult:
     seconds: float
 
 
-
 def _num(v: str) -> float | None:
     try:
         x = float(v)

@@ -108,4 +108,3 @@ class _Bar:
     def close(self) -> None:
         if self.p is not None:
             self.p.stop()
-

@@ -300,4 +300,3 @@ def planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) 
         raise _fail(p, f"{where}{e}") from None
     canonical = {key: getattr(typed, key) for key in given}     # "200" and 200 are one cell
     return name, json.dumps(canonical, sort_keys=True)
-
