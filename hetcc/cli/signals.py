@@ -40,7 +40,9 @@ def pending() -> bool:
 class terminate_as_interrupt:
     """Inside, SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt and are recorded, so whatever
     is being written is cleaned up the same way and the exit code names the signal. A signal
-    that is ignored (nohup) or handled by someone else is left alone; an interrupt raised where
+    that is ignored (nohup) or handled by someone else is left alone, except by a handler marked
+    ``hands_over`` (``hetcc._entry``'s, for the start-up), which is replaced and, on exit, followed
+    by the signal's default action; an interrupt raised where
     Python ignores exceptions (a finaliser, a weakref callback in importlib) is delivered to the
     main thread again instead of printing "Exception ignored". Restored on exit; nestable."""
 
@@ -52,11 +54,15 @@ class terminate_as_interrupt:
             if signum is None:
                 continue
             current = signal.getsignal(signum)
-            if current == (signal.default_int_handler if name == "SIGINT" else signal.SIG_DFL):
+            if current == (signal.default_int_handler if name == "SIGINT" else signal.SIG_DFL) or \
+                    getattr(current, "hands_over", False):
                 try:
-                    self.previous[signum] = signal.signal(signum, _on_signal)
+                    previous = signal.signal(signum, _on_signal)
                 except ValueError:      # not the main thread: signals are not ours to handle
                     break
+                # a start-up handler that hands over (hetcc._entry's) is replaced with no moment
+                # in between; on exit the command is over, and a signal ends the process at once
+                self.previous[signum] = signal.SIG_DFL if getattr(previous, "hands_over", False) else previous
         if self.previous and not getattr(self.hook, "redelivers", False):
             sys.unraisablehook = _redeliver(self.hook)
         return self
@@ -96,12 +102,12 @@ def interrupted() -> int:
 
 
 def started_at(t: float, received: list) -> None:
-    """Record the command's start (``perf_counter``) and the signals ``hetcc._entry`` caught before
-    this module was imported."""
+    """Record the command's start (``perf_counter``) and take ``received``, the list in which
+    ``hetcc._entry`` records the signals it catches, as this module's own: a signal that lands
+    while one handler replaces the other is recorded in the one list either way."""
+    global _received
     _started[:] = [t]
-    _received.extend(received)
+    if received is not _received:
+        received.extend(_received)
+        _received = received
 
-
-def on_signal(signum: int, frame: object) -> None:
-    """The handler ``terminate_as_interrupt`` installs (public for ``hetcc._entry``'s check)."""
-    _on_signal(signum, frame)
