@@ -7,6 +7,7 @@ import pytest
 
 from hetcc.cli import main
 from text_models import CHAIN
+from boards import board_text, device
 
 
 DYN = """<ir_version: 8, opset_import: ["" : 17]>
@@ -15,25 +16,8 @@ dyn (float[N,8] x) => (float[N,8] y) {
 }
 """
 
-ONLY_RELU = """
-schema = "hetcc.target/1"
-name = "onlyrelu"
-description = "a test board whose single device runs Relu and MatMul only"
-kind = "modelled"
-base_power_mw = 100.0
-[devices.cpu]
-kind = "cpu"
-execution_provider = "CPUExecutionProvider"
-freq_mhz = 1000.0
-static_power_mw = 10.0
-dynamic_power_mw = 100.0
-peak_gflops = { conv = 1.0, matmul = 1.0, other = 1.0 }
-mem_bandwidth_gbps = 1.0
-layer_overhead_ms = 0.01
-transfer = { beta_ms_per_mb = 0.1, delta_ms = 0.01 }
-supported_ops = ["Relu", "MatMul"]
-dtypes = ["float32"]
-"""
+ONLY_RELU = board_text("onlyrelu", "a test board whose single device runs Relu and MatMul only",
+                       devices={"cpu": device(supported_ops=["Relu", "MatMul"])})
 
 
 @pytest.fixture

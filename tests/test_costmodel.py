@@ -13,6 +13,8 @@ from hetcc.core.errors import TargetError
 from hetcc.compiler.program import Layer
 from hetcc.targets import builtin_targets, load_target
 
+from boards import device
+
 MODELLED = [n for n in builtin_targets() if load_target(n).kind == "modelled"]
 
 
@@ -214,45 +216,17 @@ def test_calibration_vgg16_on_gpu_near_mosaic_table_i(hikey) -> None:
     assert math.isinf(whole_model_ms(t, fmax["npu"]))
 
 
-def test_remote_device_pays_the_link(tmp_path: Path) -> None:
-    text = '''
-schema = "hetcc.target/1"
-name = "phone"
-description = "phone + cloud"
-kind = "modelled"
-base_power_mw = 800.0
-[links.wifi]
-kind = "wifi"
-signal_dbm = [-90.0, -50.0]
-bandwidth_mbps = [4.0, 80.0]
-tx_power_mw = [1600.0, 800.0]
-rx_power_mw = [1000.0, 600.0]
-rtt_ms = 20.0
-default_signal_dbm = -50.0
-[devices.cpu]
-kind = "cpu"
-execution_provider = "CPUExecutionProvider"
-freq_mhz = 2000.0
-volt = 1.0
-static_power_mw = 50.0
-dynamic_power_mw = 2000.0
-peak_gflops = { conv = 20.0, matmul = 20.0, other = 5.0 }
-mem_bandwidth_gbps = 10.0
-layer_overhead_ms = 0.02
-transfer = { beta_ms_per_mb = 0.02, delta_ms = 0.01 }
-dtypes = ["float32"]
-[devices.cloud]
-kind = "remote"
-execution_provider = "CUDAExecutionProvider"
-link = "wifi"
-freq_mhz = 1300.0
-static_power_mw = 100.0
-dynamic_power_mw = 0.0
-peak_gflops = { conv = 5000.0, matmul = 5000.0, other = 500.0 }
-mem_bandwidth_gbps = 500.0
-layer_overhead_ms = 0.01
-dtypes = ["float32"]
-'''
+def test_remote_device_pays_the_link(tmp_path: Path, board_toml) -> None:
+    text = board_toml("phone", "phone + cloud", base_power_mw=800.0, links={"wifi": {
+        "kind": "wifi", "signal_dbm": [-90.0, -50.0], "bandwidth_mbps": [4.0, 80.0], "tx_power_mw": [1600.0, 800.0],
+        "rx_power_mw": [1000.0, 600.0], "rtt_ms": 20.0, "default_signal_dbm": -50.0}}, devices={
+        "cpu": device(freq_mhz=2000.0, volt=1.0, static_power_mw=50.0, dynamic_power_mw=2000.0,
+                      peak_gflops={"conv": 20.0, "matmul": 20.0, "other": 5.0}, mem_bandwidth_gbps=10.0,
+                      layer_overhead_ms=0.02, transfer={"beta_ms_per_mb": 0.02, "delta_ms": 0.01}),
+        "cloud": device(kind="remote", execution_provider="CUDAExecutionProvider", link="wifi", freq_mhz=1300.0,
+                        static_power_mw=100.0, dynamic_power_mw=0.0,
+                        peak_gflops={"conv": 5000.0, "matmul": 5000.0, "other": 500.0}, mem_bandwidth_gbps=500.0,
+                        transfer=None)})
     p = tmp_path / "phone.toml"
     p.write_text(text)
     tgt = load_target(p)

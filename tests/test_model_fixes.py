@@ -28,6 +28,8 @@ from hetcc.planners.hardware import TABLES, DeviceParams, Knob, apply_knob, cost
 from hetcc.compiler.program import COSTS, LEGALITY, Layer
 from hetcc.targets import builtin_targets, load_bytes, load_target
 
+from boards import board_text, device, device_text
+
 # --- fixture models (shapes matter, weights do not) ------------------------------------------------
 
 
@@ -216,24 +218,11 @@ def test_op_class_of_grouped_convolutions() -> None:
     assert op_class("GlobalAveragePool") == op_class("QLinearAveragePool") == "pool" and op_class("Add") == "other"
 
 
-_BOARD = '''
-schema = "hetcc.target/1"
-name = "b"
-description = "one CPU"
-kind = "modelled"
-base_power_mw = 0.0
-[devices.cpu]
-kind = "cpu"
-execution_provider = "CPUExecutionProvider"
-dvfs = [{ freq_mhz = 500.0, static_power_mw = 10.0 }, { freq_mhz = 1000.0, static_power_mw = 20.0 }]
-dynamic_power_mw = 100.0
-PEAK
-INT8
-mem_bandwidth_gbps = 4.0
-layer_overhead_ms = 0.0
-transfer = { beta_ms_per_mb = 0.5, delta_ms = 0.25 }
-dtypes = ["float32", "uint8"]
-'''
+_BOARD = board_text("b", "one CPU", base_power_mw=0.0, devices={"cpu": device(
+    freq_mhz=None, static_power_mw=None,
+    dvfs=[{"freq_mhz": 500.0, "static_power_mw": 10.0}, {"freq_mhz": 1000.0, "static_power_mw": 20.0}],
+    peak_gflops=None, mem_bandwidth_gbps=4.0, layer_overhead_ms=0.0, transfer={"beta_ms_per_mb": 0.5, "delta_ms": 0.25},
+    dtypes=["float32", "uint8"], raw="PEAK\nINT8")})
 _B = (Path("b.toml"), "b.toml")
 
 
@@ -378,19 +367,10 @@ def test_without_activation_arrays_capacity_is_parameters() -> None:
     assert not z.counts_activations and np.array_equal(z.memory_bytes, p.memory_bytes)
 
 
-_CAP = '''
-[devices.npu]
-kind = "npu"
-execution_provider = "CPUExecutionProvider"
-dvfs = [{ freq_mhz = 960.0, static_power_mw = 10.0 }]
-dynamic_power_mw = 100.0
-peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }
-mem_bandwidth_gbps = 4.0
-layer_overhead_ms = 0.0
-transfer = { beta_ms_per_mb = 0.5, delta_ms = 0.25 }
-dtypes = ["float32"]
-CAPACITY
-'''
+_CAP = "\n" + device_text("npu", kind="npu", freq_mhz=None, static_power_mw=None,
+                          dvfs=[{"freq_mhz": 960.0, "static_power_mw": 10.0}],
+                          peak_gflops={"conv": 10.0, "matmul": 8.0, "other": 2.0}, mem_bandwidth_gbps=4.0,
+                          layer_overhead_ms=0.0, transfer={"beta_ms_per_mb": 0.5, "delta_ms": 0.25}, raw="CAPACITY")
 
 
 def npu_board(capacity: str):

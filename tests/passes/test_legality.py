@@ -14,6 +14,8 @@ from hetcc.compiler.passmanager import PassManager
 from hetcc.compiler.program import LAYERS, LEGALITY, TENSORS, Layer, Program, TensorInfo
 from hetcc.targets import load_target
 
+from boards import board_text, device
+
 MODEL = """
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[1,4,8,8] x, float[4,1,3,3] w) => (float[1,4,8,8] y) {
@@ -31,39 +33,13 @@ g (float[1,4,8,8] x) => (float[1,4,8,8] y) {
 }
 """
 
-TINY = '''
-schema = "hetcc.target/1"
-name = "tiny"
-description = "two picky accelerators"
-kind = "modelled"
-base_power_mw = 100.0
-[devices.a]
-kind = "npu"
-execution_provider = "NnapiExecutionProvider"
-freq_mhz = 500.0
-static_power_mw = 10.0
-dynamic_power_mw = 100.0
-peak_gflops = { conv = 10.0, matmul = 10.0, other = 1.0 }
-mem_bandwidth_gbps = 1.0
-layer_overhead_ms = 0.1
-transfer = { beta_ms_per_mb = 1.0, delta_ms = 1.0 }
-capacity_bytes = 1_000
-supported_ops = ["Conv", "Relu"]
-dtypes = ["float16", "float32"]
-predicates = ["conv_group_1"]
-[devices.b]
-kind = "dsp"
-execution_provider = "QNNExecutionProvider"
-freq_mhz = 500.0
-static_power_mw = 10.0
-dynamic_power_mw = 100.0
-peak_gflops = { conv = 10.0, matmul = 10.0, other = 1.0 }
-mem_bandwidth_gbps = 1.0
-layer_overhead_ms = 0.1
-transfer = { beta_ms_per_mb = 1.0, delta_ms = 1.0 }
-unsupported_ops = ["FancyOp", "Erf"]
-dtypes = ["int8", "float32"]
-'''
+_PICKY = dict(freq_mhz=500.0, peak_gflops={"conv": 10.0, "matmul": 10.0, "other": 1.0}, layer_overhead_ms=0.1,
+              transfer={"beta_ms_per_mb": 1.0, "delta_ms": 1.0})
+TINY = board_text("tiny", "two picky accelerators", devices={
+    "a": device(kind="npu", execution_provider="NnapiExecutionProvider", **_PICKY, capacity_bytes=1_000,
+                supported_ops=["Conv", "Relu"], dtypes=["float16", "float32"], predicates=["conv_group_1"]),
+    "b": device(kind="dsp", execution_provider="QNNExecutionProvider", **_PICKY, unsupported_ops=["FancyOp", "Erf"],
+                dtypes=["int8", "float32"])})
 
 
 def program(text: str) -> Program:

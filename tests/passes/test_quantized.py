@@ -13,6 +13,8 @@ from hetcc.compiler.flops import node_flops
 from hetcc.compiler.program import LAYERS, TENSORS
 from hetcc.targets import load_bytes, load_target
 
+from boards import board_text, device
+
 _W = "{" + ", ".join(str((i % 7) - 3) for i in range(16)) + "}"
 
 # x -> Q -> [DQ -> Conv -> Q] -> [DQ -> Conv -> Q] -> DQ -> y, weights dequantised by constants
@@ -147,24 +149,10 @@ def test_qdq_layers_are_legal_on_the_npu(analyse):
     assert legality.mask.all(), legality.reasons
 
 
-_BOARD = """
-schema = "hetcc.target/1"
-name = "b"
-description = "one CPU"
-kind = "modelled"
-base_power_mw = 0.0
-[devices.cpu]
-kind = "cpu"
-execution_provider = "CPUExecutionProvider"
-dvfs = [{ freq_mhz = 1000.0, static_power_mw = 10.0 }]
-dynamic_power_mw = 100.0
-peak_gflops = { conv = 10.0, matmul = 8.0, other = 2.0 }
-INT8
-mem_bandwidth_gbps = 4.0
-layer_overhead_ms = 0.0
-transfer = { beta_ms_per_mb = 0.0, delta_ms = 0.0 }
-dtypes = ["float32", "uint8"]
-"""
+_BOARD = board_text("b", "one CPU", base_power_mw=0.0, devices={"cpu": device(
+    freq_mhz=None, static_power_mw=None, dvfs=[{"freq_mhz": 1000.0, "static_power_mw": 10.0}],
+    peak_gflops={"conv": 10.0, "matmul": 8.0, "other": 2.0}, mem_bandwidth_gbps=4.0, layer_overhead_ms=0.0,
+    transfer={"beta_ms_per_mb": 0.0, "delta_ms": 0.0}, dtypes=["float32", "uint8"], raw="INT8")})
 
 
 _B = (Path("b.toml"), "b.toml")
