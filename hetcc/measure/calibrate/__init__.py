@@ -13,7 +13,7 @@ numbers printed. Its modules, each importing only those before it:
 - ``fitting``: the least-squares fit, its free set and its refusals (``fit``, ``select_free``,
   ``FitResult``);
 - ``writer``: the fitted file, every comment kept (``fitted_text``);
-- ``reporting``: the table and summary (``summary``, ``report``, ``print_report``);
+- ``reporting``: the table and summary (``summary``, ``report``; ``hetcc.cli.calibrate`` prints them);
 - ``run``: all of it in one call (``calibrate``).
 
 scipy and tomlkit are imported inside the functions that need them. The command line is
@@ -24,10 +24,10 @@ from __future__ import annotations
 from hetcc.measure.calibrate.fitting import FitResult, fit, int8_ties, select_free
 from hetcc.measure.calibrate.model import MARGIN, Calibration, Evaluation, forced_optima, predict_observations
 from hetcc.measure.calibrate.params import DEFAULT_RANGE, Board, Param, board_parameters, parse_bound, parse_set
-from hetcc.measure.calibrate.reporting import print_report, report, summary
+from hetcc.measure.calibrate.reporting import report, summary
 from hetcc.measure.calibrate.run import calibrate
 from hetcc.measure.calibrate.writer import fitted_text
 
 __all__ = ["Board", "Calibration", "DEFAULT_RANGE", "Evaluation", "FitResult", "MARGIN", "Param",
            "board_parameters", "calibrate", "fit", "fitted_text", "forced_optima", "int8_ties", "parse_bound",
-           "parse_set", "predict_observations", "print_report", "report", "select_free", "summary"]
+           "parse_set", "predict_observations", "report", "select_free", "summary"]

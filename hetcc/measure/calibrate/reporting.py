@@ -1,11 +1,10 @@
 """The report of a fit: each observation against its prediction before and after, per kind
 (``summary``), the parameters moved, as a JSON-able document (``report``) or printed as tables
-(``print_report``).
+(printed by ``hetcc.cli.calibrate``).
 """
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hetcc.measure.calibrate.fitting import FitResult
@@ -16,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
-def _fmt_value(o: Observation, v: float) -> str:
+def fmt_value(o: Observation, v: float) -> str:
     if not math.isfinite(v):
         return "n/a"
     if o.kind == "gain":
@@ -26,7 +25,7 @@ def _fmt_value(o: Observation, v: float) -> str:
     return f"{v:.4g}"
 
 
-def _error(o: Observation, v: float) -> tuple[str, float | None]:
+def error_text(o: Observation, v: float) -> tuple[str, float | None]:
     if o.kind in MEASURED:
         e = (v / o.value - 1.0) * 100.0
         return f"{e:+.1f}%", e
@@ -56,7 +55,7 @@ def summary(obs: Sequence[Observation], pred: np.ndarray) -> dict[str, dict[str,
     return out
 
 
-def _summary_text(kind: str, b: Mapping[str, float], a: Mapping[str, float]) -> str:
+def summary_text(kind: str, b: Mapping[str, float], a: Mapping[str, float]) -> str:
     if "mape_pct" in a:
         return f"{kind}: {a['rows']} rows, MAPE {b['mape_pct']:.1f}% -> {a['mape_pct']:.1f}%"
     if "mean_abs_error_pp" in a:
@@ -70,7 +69,7 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
     rows = []
     for i, o in enumerate(cal.obs):
         v = float(result.after.predicted[i])
-        text, err = _error(o, v)
+        text, err = error_text(o, v)
         rows.append({"file": o.file, "line": o.line, "kind": o.kind, "model": o.model, "state": o.state_text or None,
                      "layer": o.layer_text or None, "objective": o.objective, "planner": o.planner,
                      "baseline": o.baseline, "unit": o.unit, "observed": o.value, "predicted": v,
@@ -97,47 +96,4 @@ def report(cal: Calibration, result: FitResult, output: str | None) -> dict[str,
                     "converged": result.converged}}
 
 
-def print_report(console: Any, cal: Calibration, result: FitResult, output: str) -> None:
-    from hetcc.cli.common import make_table
-
-    table = make_table(console, ["#", "where", "kind", "model", "state", "layer", "observed", "predicted", "error"],
-                   {"where", "kind", "model", "state", "layer"})
-    for i, o in enumerate(cal.obs):
-        v = float(result.after.predicted[i])
-        model = o.model if len(o.model) <= 40 else o.model[:37] + "..."
-        state = o.state_text
-        if o.kind == "plan_uses":
-            state = f"{o.state_text} ({o.planner}, {o.objective})"
-        elif o.kind == "gain":
-            state = f"{o.planner} vs {o.baseline} ({o.objective})"
-        table.add_row(str(i), f"{Path(o.file).name}:{o.line}", o.kind, model, state, o.layer_text,
-                      _fmt_value(o, o.value), _fmt_value(o, v), _error(o, v)[0])
-    console.print(table)
-    b, a = summary(cal.obs, result.before.predicted), summary(cal.obs, result.after.predicted)
-    for kind in a:
-        console.print(_summary_text(kind, b[kind], a[kind]))
-    names = cal.board.params
-    pt = make_table(console, ["parameter", "before", "after", "x"], {"parameter"})
-    for i in result.free:
-        p = names[i]
-        unit = f" {p.unit}" if p.unit else ""
-        pt.add_row(p.name, f"{p.x0:.6g}{unit}", f"{result.values[i]:.6g}{unit}", f"{result.values[i] / p.x0:.3g}")
-    console.print(pt)
-    if result.kept:
-        console.print("not constrained by these observations, kept: " + ", ".join(names[i].name for i in result.kept))
-    if cal.memory:
-        console.print("memory as reported (each charges its model on that device, slices in proportion; not "
-                      "fitted): " + ", ".join(f"{cal.models[o.models[0]].name} on {o.device} {o.value:g} MB (the board "
-                                              f"alone: {cal.board_bytes(o.models[0], o.device) / 1e6:.1f} MB)"
-                                              for o in cal.memory))
-    if result.dropped:
-        console.print("kept at the file's value (no --free: the fit left out what these observations cannot pin "
-                      "down): "
-                      + "; ".join(f"{names[i].name} ({why})" for i, why in result.dropped.items()))
-    if result.fixed:
-        console.print("fixed: " + ", ".join(names[i].name for i in result.fixed))
-    n = len(result.free)
-    console.print(f"wrote {output} ({n} parameter{'s' if n != 1 else ''} fitted to {len(cal.obs)} observations; "
-                  f"{result.nfev} evaluations, {result.njev} Jacobians, {result.seconds:.1f} s)"
-                  + ("" if result.converged else "; the solver stopped at its evaluation limit before converging"))
 
