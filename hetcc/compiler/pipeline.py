@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
+from hetcc.passes.canonicalize import Canonicalize
 from hetcc.passes.constants import FindConstants
 from hetcc.passes.costs import EstimateCosts
 from hetcc.passes.layers import GroupLayers
@@ -34,6 +35,7 @@ def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: i
     return [
         AnnotateTensors(),
         FindConstants(),
+        Canonicalize(target),          # exporter-specific forms -> what the devices support
         GroupLayers(max_cut_tensors),
         CheckLegality(target),
         costs,
