@@ -1,20 +1,21 @@
-"""The thin executor: a ``Pipeline`` is one sequential chain of onnxruntime sessions (the slices
+"""Over 600 lines: ``Executor`` builds ``Pipeline``s from private set-up (``_Options``, ``_Step``, ``_activate``).
+
+The thin executor: a ``Pipeline`` is one sequential chain of onnxruntime sessions (the slices
 of one variant of one model); ``Executor`` opens an artifact and picks the pipeline to run (a
 variant of a model artifact, or a model of a workload artifact).
 
 Everything that can be decided before the first inference is decided when a pipeline is built
 (sha256 checks, providers, session options, which tensors each slice reads and when each
-intermediate dies), so ``Pipeline.run`` is a short loop over prepared steps.
-
-Why one module: the run loop is short; the rest is set-up a board needs in one file that ships
-alone (providers and their fallbacks, remote slices, session options and affinity, feed checks,
-and the wiring of ``hardware``, which applies a plan's hardware configuration).
+intermediate dies), so ``Pipeline.run`` is a short loop over prepared steps. ``Pipeline.benchmark``
+times many runs (``--repeat`` or ``--duration``) and keeps every sample (``Benchmark``).
 """
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
+from array import array
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
 
@@ -26,13 +27,18 @@ from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
                        artifact_file, read_manifest, sha256_file, slice_path, to_json)
 
-__all__ = ["Executor", "Pipeline", "TensorSpec", "make_session_options", "CPU_PROVIDER"]
+__all__ = ["Executor", "Pipeline", "Benchmark", "TensorSpec", "make_session_options", "CPU_PROVIDER",
+           "BENCHMARK_RUNS_MAX"]
 
 ort = onnxrt.load()   # onnxruntime, telemetry off unless HETCC_ORT_TELEMETRY=1
 
 logger = logging.getLogger(__name__)
 
 CPU_PROVIDER = "CPUExecutionProvider"
+
+#: the most timed runs one ``Pipeline.benchmark`` keeps (8 bytes x (1 + slices) each); a
+#: ``duration_s`` benchmark stops there (``stopped == "max_runs"``)
+BENCHMARK_RUNS_MAX = 1_000_000
 
 _OPT_LEVELS = {
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
@@ -342,9 +348,96 @@ class Pipeline:
 
     __call__ = run
 
+    def benchmark(self, feeds: Mapping[str, np.ndarray], *, repeat: int | None = None,
+                  duration_s: float | None = None, warmup: int = 0, interruptible: bool = False) -> "Benchmark":
+        """``warmup`` untimed runs, then ``repeat`` timed runs or timed runs until ``duration_s``
+        seconds of them have passed (at least one; at most ``BENCHMARK_RUNS_MAX``): give one of the
+        two. Every run's ``last_total_ms`` and ``last_timings`` are kept (``Benchmark``).
+        ``interruptible``: a KeyboardInterrupt (Ctrl-C) after at least one timed run ends the timed
+        runs (``stopped == "interrupted"``) instead of propagating; the run it cut short is dropped."""
+        if (repeat is None) == (duration_s is None):
+            raise ValueError("benchmark: give repeat or duration_s, exactly one of them")
+        if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1):
+            raise ValueError(f"benchmark: repeat = {repeat!r}; give a whole number of runs, at least 1")
+        if duration_s is not None and not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s)
+                                           and duration_s > 0):
+            raise ValueError(f"benchmark: duration_s = {duration_s!r}; give a finite number of seconds above 0")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"benchmark: warmup = {warmup!r}; give a whole number of runs, 0 or more")
+        for _ in range(warmup):             # untimed: onnxruntime's first runs set up lazily
+            self.run(feeds)
+        clock = time.perf_counter
+        total, per_slice = array("d"), array("d")
+        limit = repeat if repeat is not None else BENCHMARK_RUNS_MAX
+        stopped = "repeat" if repeat is not None else "max_runs"
+        outputs: dict[str, np.ndarray] = {}
+        start = end = clock()
+        try:
+            while len(total) < limit:
+                outputs = self.run(feeds)
+                now = clock()
+                per_slice.extend(self.last_timings)
+                total.append(self.last_total_ms)
+                end = now
+                if duration_s is not None and end - start >= duration_s:
+                    stopped = "duration"
+                    break
+        except KeyboardInterrupt:
+            if not interruptible or not total:
+                raise
+            stopped = "interrupted"
+        slices = len(self.slices)
+        runs = min(len(total), len(per_slice) // slices if slices else len(total))
+        return Benchmark(np.array(total[:runs]), np.array(per_slice[:runs * slices]).reshape(runs, slices),
+                         wall_s=end - start, warmup=warmup, stopped=stopped, outputs=outputs,
+                         duration_s=duration_s)
+
     def __repr__(self) -> str:
         devices = ", ".join(f"{sl.device}:{p}" for sl, p in zip(self.slices, self.providers))
         return f"Pipeline({self.model.name}/{self.name}, {len(self._steps)} slice(s): {devices})"
+
+
+class Benchmark:
+    """What ``Pipeline.benchmark`` measured: ``total_ms`` (one per timed run, ms), ``slice_ms``
+    (runs x slices, ms), ``wall_s`` (the wall time of the timed runs, first start to last end),
+    ``warmup``, ``duration_s`` (asked for, or None), ``stopped`` (``"repeat"``, ``"duration"``,
+    ``"max_runs"`` or ``"interrupted"``) and ``outputs`` (the last timed run's). Percentiles
+    interpolate linearly between the closest samples (numpy's default): p50 is the median."""
+
+    def __init__(self, total_ms: np.ndarray, slice_ms: np.ndarray, *, wall_s: float, warmup: int, stopped: str,
+                 outputs: dict[str, np.ndarray], duration_s: float | None = None) -> None:
+        self.total_ms, self.slice_ms = total_ms, slice_ms
+        self.wall_s, self.warmup, self.stopped, self.outputs = wall_s, warmup, stopped, outputs
+        self.duration_s = duration_s
+
+    @property
+    def runs(self) -> int:
+        return int(self.total_ms.size)
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-th percentile (0-100) of the runs' total ms."""
+        return float(np.percentile(self.total_ms, q))
+
+    @property
+    def mean_ms(self) -> float:
+        return float(np.mean(self.total_ms))
+
+    @property
+    def throughput(self) -> float | None:
+        """Inferences per second: runs / the wall time of the timed runs (None if no time passed)."""
+        return self.runs / self.wall_s if self.wall_s > 0 else None
+
+    def slice_percentile(self, q: float) -> list[float]:
+        """Each slice's ``q``-th percentile (ms), in slice order."""
+        return [float(x) for x in np.percentile(self.slice_ms, q, axis=0)] if self.runs else []
+
+    @property
+    def slice_mean_ms(self) -> list[float]:
+        return [float(x) for x in np.mean(self.slice_ms, axis=0)] if self.runs else []
+
+    def __repr__(self) -> str:
+        return (f"Benchmark({self.runs} run(s) in {self.wall_s:.3g} s, p50 {self.percentile(50):.3g} ms, "
+                f"stopped by {self.stopped})")
 
 
 class Executor:
@@ -507,6 +600,14 @@ class Executor:
         return out
 
     __call__ = run
+
+    def benchmark(self, feeds: Mapping[str, Any], variant: str | None = None, model: str | None = None,
+                  **how: Any) -> Benchmark:
+        """``Pipeline.benchmark`` of one pipeline (``repeat=`` or ``duration_s=``, ``warmup=``)."""
+        pipe = self.pipeline(variant, model)
+        result = pipe.benchmark(feeds, **how)
+        self._last = pipe
+        return result
 
     # ---- the selected pipeline's view (what a single-variant artifact had as Executor attributes)
     @property
