@@ -370,6 +370,15 @@ def apply_knob(knob: Knob, value: Any, params: DeviceParams, col_legal: np.ndarr
     raise ValueError(f"knob {knob.name!r}: unknown effect {knob.effect!r}")  # pragma: no cover
 
 
+def capability(positions: Sequence[int]) -> tuple[int, ...]:
+    """The tie-break key of a configuration given as positions in monotone order (knobs, DVFS
+    levels: a higher position is at least as capable): the sum of the positions, then the positions
+    themselves, first one most significant. A configuration that dominates another has the larger
+    key, so ties go toward more capable hardware, never toward switching devices off."""
+    pos = tuple(int(p) for p in positions)
+    return (sum(pos), *pos)
+
+
 @dataclass(frozen=True, eq=False)
 class HardwareSpace:
     """A board's knob grid and the numbers to recompute a problem's tables for any configuration.
@@ -454,6 +463,11 @@ class HardwareSpace:
         for combo in itertools.product(*(k.values for k in self.knobs)):
             yield dict(zip(self.names, combo))
 
+    def capability(self, config: Mapping[str, Any]) -> tuple[int, ...]:
+        """A key ordering configurations from least to most capable (``capability``): planners
+        break ties between equally good configurations toward the larger key."""
+        return capability(self.positions(config))
+
     def dominates(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
         """``a`` is at least as capable as ``b`` on every knob (so never slower and never lower in
         power); a configuration dominates itself."""
@@ -490,4 +504,4 @@ class HardwareSpace:
 
 
 __all__ = ["DeviceParams", "EFFECTS", "HardwareSpace", "Knob", "OP_CLASSES", "TABLES", "amdahl_speedup",
-           "apply_knob", "compute_ms_at_fmax", "cost_tables", "dvfs_scale", "latency_ms", "link_ms", "transfer_ms"]
+           "apply_knob", "capability", "compute_ms_at_fmax", "cost_tables", "dvfs_scale", "latency_ms", "link_ms", "transfer_ms"]

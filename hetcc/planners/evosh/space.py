@@ -24,9 +24,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from hetcc.core.errors import UsageError
+from ..hardware import capability
 from ..problem import Plan, PlanningProblem, Slice, StateTable
 
 SPACES = ("mapping", "hardware", "joint")
+TIE_RTOL = 1e-9     # configurations this close in latency are a tie (the more capable one wins)
 
 
 def block_bounds(problem: PlanningProblem, blocks: int) -> tuple[int, ...]:
@@ -183,16 +185,18 @@ class ConfigSpace:
 
     # -- exact optima --------------------------------------------------------------------------
     def exhaustive(self, cap_mw: float) -> tuple[tuple[int, ...] | None, float]:
-        """The fastest configuration within the cap (ties: the lower power) by enumerating the
-        space: per knob configuration, every DVFS-level combination at once (vectorised); mapping
-        bits one by one (up to 2^16). (None, inf) when none is within the cap."""
+        """The fastest configuration within the cap by enumerating the space: per knob
+        configuration, every DVFS-level combination at once (vectorised); mapping bits one by one
+        (up to 2^16). Ties (within TIE_RTOL) go to the more capable configuration, as ``exact``
+        breaks them (``hardware.capability`` of the configuration's positions): never toward
+        switching cores off that the mapping leaves idle. (None, inf) when none is within the cap."""
         n_bits = len(self.starts) if self.kind != "hardware" else 0
         if n_bits > 16:
             raise UsageError(f"exhaustive search over 2^{n_bits} mappings is too large; the mapping optimum "
                              "comes from exact (search=optimum uses it for space=mapping)")
         knob_dims = [d for d in self.dims[n_bits:] if d.device is None]
         freq_dims = [d for d in self.dims[n_bits:] if d.device is not None]
-        best: tuple[float, float, tuple[int, ...] | None] = (np.inf, np.inf, None)
+        found: list[tuple[float, tuple[int, ...]]] = []
         bit_sets = [self.mapping] if self.kind == "hardware" else list(itertools.product((0, 1), repeat=n_bits))
         names = [d.name for d in self.dims[n_bits:]]
         for kpos in itertools.product(*(range(d.size) for d in knob_dims)):
@@ -205,16 +209,19 @@ class ConfigSpace:
                 ok = np.isfinite(T) & (P <= cap_mw * (1 + 1e-9))
                 if not ok.any():
                     continue
-                key = np.where(ok, T, np.inf)
-                i = int(np.lexsort((np.where(ok, P, np.inf).ravel(), key.ravel()))[0])
-                t, p = float(key.ravel()[i]), float(P.ravel()[i])
-                if (t, p) < best[:2]:
-                    fpos = np.unravel_index(i, T.shape) if T.ndim else ()
-                    pos = dict(zip([d.name for d in knob_dims], kpos))
-                    pos.update({d.name: int(v) for d, v in zip(freq_dims, fpos)})
-                    cfg = tuple(bits if self.kind != "hardware" else ()) + tuple(pos[nm] for nm in names)
-                    best = (t, p, cfg)
-        return best[2], best[0]
+                t = float(T[ok].min())
+                ties = np.flatnonzero((ok & (T <= t + TIE_RTOL * max(1.0, abs(t)))).ravel())
+                fpos = np.stack(np.unravel_index(ties, T.shape), axis=1) if T.ndim else np.zeros((1, 0), dtype=np.int64)
+                j = max(range(len(ties)), key=lambda r: capability(fpos[r]))
+                pos = dict(zip([d.name for d in knob_dims], kpos))
+                pos.update({d.name: int(v) for d, v in zip(freq_dims, fpos[j])})
+                cfg = tuple(bits if self.kind != "hardware" else ()) + tuple(pos[nm] for nm in names)
+                found.append((float(T.ravel()[ties[j]]), cfg))
+        if not found:
+            return None, np.inf
+        t = min(x for x, _ in found)
+        best = max((c for x, c in found if x <= t + TIE_RTOL * max(1.0, abs(t))), key=capability)
+        return best, next(x for x, c in found if c == best)
 
     def _grid(self, prob: PlanningProblem, bits: Sequence[int], freq_dims: Sequence[Dim]):
         """Latency and energy of the mapping ``bits`` for every DVFS-level combination
