@@ -32,6 +32,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cut-tensors", type=int_in(1, 1024), default=1, metavar="K",
                    help="as hetcc compile's (layer N must mean the same layer): tensors a cut may carry (default 1)")
     p.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help="seed of a zoo model's random weights")
+    p.add_argument("--reprofile", action="store_true",
+                   help="measure this machine's session-boundary cost again too, instead of using the cached one "
+                        "(the layers are always measured afresh; the new figure replaces the cached one, which "
+                        "hetcc compile --target host then uses), as hetcc compile --reprofile does")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
 
@@ -113,6 +117,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     meter, why = find_power_meter()
     if meter is None:
         note(f"no power source readable (RAPL, hwmon, INA rails): latency only ({why})")
+    if args.reprofile:
+        _remeasure_boundary(progress)
     result = profile(program, levels, cpu=cpu, meter=meter, repeats=args.repeats, threads=args.threads,
                      progress=progress)
     progress.finish()
@@ -123,6 +129,16 @@ def cmd_profile(args: argparse.Namespace) -> int:
     write_observations(out, rows, comments)
     _report(result, out, len(rows), per_layer=args.layers)
     return 0
+
+
+def _remeasure_boundary(progress: Any) -> None:
+    """--reprofile: the one cached figure ``profile`` uses, this machine's session-boundary cost,
+    measured again and written over the cached one (``profile`` then reads it from there)."""
+    from hetcc.compiler.passmanager import step
+    from hetcc.measure.profiler import boundary_fit
+
+    with step(progress, "measuring the session-boundary cost again (--reprofile)"):
+        boundary_fit(use_cache=False)
 
 
 def _report(result: ProfileResult, out: Path, n_rows: int, per_layer: bool) -> None:
