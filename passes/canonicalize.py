@@ -13,13 +13,13 @@ rewritten graph, with the unsliced source model.
 
 Rules (``RULES``):
 
-* ``ReduceMean`` over every spatial axis (2..r-1, negatives allowed) of a float tensor of rank
-  r >= 3: ``keepdims=1`` -> ``GlobalAveragePool``; ``keepdims=0`` -> ``GlobalAveragePool`` then
+* ``ReduceMean`` over every spatial axis (2..r-1, negatives allowed) of a float32 or float16
+  tensor of rank r >= 3: ``keepdims=1`` -> ``GlobalAveragePool``; ``keepdims=0`` -> ``GlobalAveragePool`` then
   ``Flatten(axis=1)`` (shape [N, C] both ways). Over any other axes it is left alone.
 * ``Reshape`` to a static 2-D shape [a, b] with a = the product of the input's first k dims ->
   ``Flatten(axis=k)`` (row-major both); and back, ``Flatten`` -> ``Reshape`` to its constant
   output shape, only where a device lists Reshape and not Flatten (never without a target).
-* ``MatMul`` of two 2-D float matrices whose only reader is an ``Add`` of a bias of shape [N]
+* ``MatMul`` of two 2-D float matrices (16, 32 or 64 bits) whose only reader is an ``Add`` of a bias of shape [N]
   or [1, N] (N the product's last dim) -> ``Gemm(A, B, bias)``.
 
 ``Clip(min=0, max=6)`` stays a Clip: ONNX has no ReLU6 and no built-in target lists one, so
@@ -42,12 +42,14 @@ from hetcc.compiler.program import CONSTANTS, TENSORS, Program, TensorInfo
 from hetcc.passes.constants import FindConstants
 from hetcc.passes.shapes import tensor_info
 
-__all__ = ["Canonicalize", "Rewrite", "REWRITES", "RULES", "rewrite_lines"]
+__all__ = ["Canonicalize", "Rewrite", "REWRITES", "RULES", "constant", "devices_gained"]
 
 #: the analysis this pass ensures: ``tuple[Rewrite, ...]`` in graph order
 REWRITES = "rewrites"
-#: element types every rule's target ops compute in (GlobalAveragePool and Gemm are float-only)
-FLOATS = frozenset({"float16", "float32", "float64"})
+#: element types the ops written compute in, in ONNX and in onnxruntime's CPU kernels (the
+#: reference ``--verify`` runs): GlobalAveragePool has no float64 kernel there, Gemm does
+POOL_DTYPES = frozenset({"float16", "float32"})
+GEMM_DTYPES = frozenset({"float16", "float32", "float64"})
 STANDARD = ("", "ai.onnx")
 
 
@@ -169,7 +171,7 @@ def _spatial_mean(ctx: _Ctx, node: ir.Node) -> _Match | None:
         return None
     x, out = node.inputs[0], node.outputs[0]
     info, out_info = ctx.info(x), ctx.info(out)
-    if info is None or out_info is None or info.dtype not in FLOATS or len(info.shape) < 3:
+    if info is None or out_info is None or info.dtype not in POOL_DTYPES or len(info.shape) < 3:
         return None
     if ctx.opset >= 18:
         axes = constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
@@ -247,7 +249,7 @@ def _matmul_add(ctx: _Ctx, node: ir.Node) -> _Match | None:
     ia, ib, iy = ctx.info(a), ctx.info(b), ctx.info(y)
     if ia is None or ib is None or iy is None or len(ia.shape) != 2 or len(ib.shape) != 2:
         return None
-    if ia.dtype not in FLOATS or ib.dtype != ia.dtype:
+    if ia.dtype not in GEMM_DTYPES or ib.dtype != ia.dtype:
         return None
     add = ctx.single_reader(y)
     if add is None or add.op_type != "Add" or not _standard(add) or len(add.inputs) != 2:
@@ -390,7 +392,3 @@ def _headline(done: Sequence[Rewrite]) -> str:
     kinds = ", ".join(f"{k} x{c}" for k, c in counts.items())
     return f"{len(done)} rewrite{'s' if len(done) != 1 else ''} ({kinds})"
 
-
-def rewrite_lines(rewrites: Sequence[Rewrite]) -> list[str]:
-    """One line per rewrite (``Rewrite.text``)."""
-    return [r.text() for r in rewrites]

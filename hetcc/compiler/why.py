@@ -6,6 +6,11 @@ Two questions, answered from the artifact alone:
   support, an element type it does not compute in, parameters over its capacity, a named
   predicate); codegen calls ``write_why`` to store those reasons beside ``costs.json`` as
   ``why.json``, stamped with the sha256 of that ``costs.json`` so a stale file is never shown.
+* **Which nodes did hetcc rewrite, and did that make a layer legal?** The canonical pass
+  (``passes.canonicalize``) replaces an exporter's form by the one a device lists (``ReduceMean``
+  over H, W -> ``GlobalAveragePool``); ``why.json`` lists each rewrite under ``rewrites`` (only
+  when there is one: older hetcc neither writes nor needs the key) with its layer and the
+  devices on which that layer is now legal.
 * **What would the next-best choice cost?** For every slice of a plan, each other legal device
   state (device and frequency) for the same layers, scored with the cost tables of
   ``costs.json`` (the one slice-cost formula of ``hetcc.planners.problem``); the best one under
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "check_why", "layer_reasons",
+__all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "check_why", "layer_reasons", "rewrite_lines",
            "layer_runs", "slice_alternatives", "next_best", "why_report", "LayerRun", "Alternative", "SliceWhy"]
 
 WHY_NAME = "why.json"
@@ -40,8 +45,34 @@ def why_document(program: Any, costs_bytes: bytes) -> dict[str, Any]:
     legality = program.get(LEGALITY)
     illegal = [{"layer": int(layer), "device": str(device), "reason": str(reason)}
                for (layer, device), reason in sorted(legality.reasons.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
-    return {"schema": SCHEMA, "costs_sha256": hashlib.sha256(costs_bytes).hexdigest(),
-            "devices": list(legality.devices), "illegal": illegal}
+    doc = {"schema": SCHEMA, "costs_sha256": hashlib.sha256(costs_bytes).hexdigest(),
+           "devices": list(legality.devices), "illegal": illegal}
+    rewrites = _rewrites(program, legality)
+    if rewrites:    # only then: an artifact without rewrites keeps the bytes it always had
+        doc["rewrites"] = rewrites
+    return doc
+
+
+def _rewrites(program: Any, legality: Any) -> list[dict[str, Any]]:
+    """The canonical pass's rewrites (analysis ``rewrites``): node, rule, op types before and
+    after, its layer (None: a constant node, no layer), the devices it was done for and those of
+    them on which the layer is now legal."""
+    from hetcc.compiler.program import LAYERS
+    from hetcc.passes.canonicalize import REWRITES
+
+    if not program.has(REWRITES) or not program.get(REWRITES):
+        return []
+    layer_of = {n: layer.id for layer in program.get(LAYERS) for n in layer.nodes}
+    row_of = {layer.id: i for i, layer in enumerate(program.get(LAYERS))}
+    devices = list(legality.devices)
+    out = []
+    for r in program.get(REWRITES):
+        layer = next((layer_of[n] for n in r.nodes if n in layer_of), None)
+        legal = [d for d in r.devices if layer is not None and d in devices
+                 and bool(legality.mask[row_of[layer], devices.index(d)])]
+        out.append({"layer": layer, "node": r.node, "rule": r.rule, "from": list(r.before), "to": list(r.after),
+                    "for": list(r.devices), "legal_on": legal})
+    return out
 
 
 def write_why(root: Path, program: Any) -> Path | None:
@@ -78,7 +109,40 @@ def check_why(doc: Any, shown: str) -> dict[str, Any]:
         if not (isinstance(e, dict) and isinstance(e.get("layer"), int) and not isinstance(e.get("layer"), bool)
                 and isinstance(e.get("device"), str) and isinstance(e.get("reason"), str)):
             raise bad(f"illegal[{i}]: expected {{\"layer\": int, \"device\": str, \"reason\": str}}")
+    rewrites = doc.get("rewrites", [])      # absent in artifacts of older hetcc, and without rewrites
+    if not isinstance(rewrites, list):
+        raise bad("rewrites: expected an array")
+    for i, e in enumerate(rewrites):
+        if not (isinstance(e, dict) and (e.get("layer") is None or _is_int(e.get("layer")))
+                and isinstance(e.get("node"), str) and isinstance(e.get("rule"), str)
+                and all(_strings(e.get(k)) for k in ("from", "to", "for", "legal_on"))):
+            raise bad(f"rewrites[{i}]: expected {{\"layer\": int or null, \"node\": str, \"rule\": str, "
+                      "\"from\", \"to\", \"for\", \"legal_on\": arrays of strings}")
     return doc
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _strings(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+def rewrite_lines(why: Mapping[str, Any] | None) -> list[str]:
+    """One line per rewrite of a checked ``why.json``: ``L7: ReduceMean -> GlobalAveragePool
+    (node node_mean; canonical form; legal on npu)``."""
+    lines = []
+    for e in (why or {}).get("rewrites", []):
+        where = "no layer (constant)" if e["layer"] is None else f"L{e['layer']}"
+        legal, wanted = e["legal_on"], [d for d in e["for"] if d not in e["legal_on"]]
+        note = "canonical form"
+        if legal:
+            note += f"; legal on {', '.join(legal)}"
+        if wanted:
+            note += f"; {', '.join(wanted)} still refuse{'s' if len(wanted) == 1 else ''} the layer"
+        lines.append(f"{where}: {' + '.join(e['from'])} -> {' + '.join(e['to'])} (node {e['node']}; {note})")
+    return lines
 
 
 # ---------------------------------------------------------------- layers: which devices, why not
@@ -275,6 +339,7 @@ def why_report(manifest: Any, costs: Mapping[str, Any] | None, why: Mapping[str,
                 "note": "no costs.json in this artifact; recompile to see why"}
     return {"model": manifest.model.name, "reasons_recorded": why is not None,
             "layers": [r.to_json() for r in layer_runs(costs, why)],
+            "rewrites": list((why or {}).get("rewrites", [])),
             "variants": {n: _variant_json(manifest.variants[n], costs) for n in variants}}
 
 
