@@ -21,7 +21,8 @@ Every setting ends applied, unchanged (already so) or skipped with the reason (n
 permission denied, read-only file system, value not accepted by the kernel, cpu0 stays online,
 no control in the target...). An OS refusal never raises: the report collects it and one
 logging warning summarises what was not applied with the fix ("run as root"); the caller runs
-anyway. Only programmer errors raise (a wrong argument type). ``restore()`` writes back every
+anyway. Only programmer errors raise (a wrong argument type), and a ``root`` that is not a
+directory (``SysfsRootError``: one line, not every setting skipped). ``restore()`` writes back every
 value it changed, newest first. ``root`` prefixes every path, so tests use a fake sysfs tree;
 every read and write goes through ``hetcc.runtime.sysfs``, which refuses a path outside it.
 
@@ -34,11 +35,12 @@ import logging
 import os
 from typing import Any
 
+from .errors import ManifestError
 from .hardware_report import HardwareReport, Setting
 from .manifest import HardwareControls, KnobControl, Manifest, Variant, read_manifest
 from .sysfs import Refused, Sysfs
 
-__all__ = ["CPU_SYSFS", "Hardware", "HardwareReport", "Setting", "apply_hardware", "offline_cpus"]
+__all__ = ["CPU_SYSFS", "Hardware", "HardwareReport", "SysfsRootError", "Setting", "apply_hardware", "offline_cpus"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +48,23 @@ CPU_SYSFS = "/sys/devices/system/cpu"
 _SCALE = {"Hz": 1e6, "kHz": 1e3, "MHz": 1.0}   # per MHz
 
 
+class SysfsRootError(ManifestError):
+    """The root given for the board's paths (``--sysfs-root``) is not a directory: one line and
+    exit 2 (a ``ManifestError``, so the CLI reports it as the runtime's other errors), instead of
+    every setting skipped as "no such file"."""
+
+
 class Hardware:
     """Applies variants' hardware under ``root`` and remembers each file's original value (the
-    first time it is changed), so ``restore()`` puts the board back however often it applied."""
+    first time it is changed), so ``restore()`` puts the board back however often it applied.
+    A ``root`` other than ``/`` must be a directory (``SysfsRootError``)."""
 
     def __init__(self, root: str | os.PathLike = "/") -> None:
         self.root = os.fspath(root)
+        if self.root not in ("", "/") and not os.path.isdir(self.root):
+            what = "is not a directory" if os.path.exists(self.root) else "does not exist"
+            raise SysfsRootError(f"--sysfs-root {self.root} {what}; give the directory that stands for / (one "
+                                 "holding sys/), or leave --sysfs-root out to set the real board")
         self._reports: dict[Any, HardwareReport] = {}
         self.last: HardwareReport | None = None
         self.current: Any = None     # the configuration applied now (None: none, or restored)

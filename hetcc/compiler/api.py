@@ -1,4 +1,4 @@
-"""Python API: analyse a model once, plan it many times, emit artifacts.
+"""Python API: analyse once, plan many times, emit (one module: its entry points share unit parsing, model resolution).
 
     session = hetcc.analyse("model.onnx", target="hikey970")      # load + analysis passes, once
     plan = session.plan("energy", deadline="medium", planner="exact")
@@ -13,9 +13,7 @@ Python number is milliseconds. ``power_cap`` takes what ``--power-cap`` takes: `
 to the keywords with their unit in the name: ``deadline_ms=170``, ``power_cap_mw=5000``, which
 also take a string with its unit (``deadline_ms="medium"``, ``power_cap_mw="5W"``).
 
-Why one module: it is the public surface, and each entry point (``analyse``,
-``Analysis.plan``/``emit``, ``compile``, ``compile_workload``) shares the unit parsing and model
-resolution above it; the heavy passes and planners are imported inside the functions.
+The heavy passes and planners are imported inside the functions.
 """
 from __future__ import annotations
 
@@ -33,6 +31,7 @@ from hetcc.compiler.passmanager import PassManager, PassTiming
 from hetcc.planners import METRICS, Budget, Objective, Plan, PlanContext, PlanningProblem, Progress, WorkloadPlan
 from hetcc.planners import WorkloadProblem
 from hetcc.planners import plan as run_planner
+from hetcc.planners import resolve as resolve_planner
 from hetcc.compiler.program import COSTS, PLAN, Program
 
 _NUM = r"(\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -324,7 +323,8 @@ class Analysis:
     def describe(self, plan: Plan) -> str:
         """``plan`` in words: its cost, then one line per slice with device and MHz."""
         energy = f", {plan.energy_mj:.2f} mJ" if self.target.has_power_model else ""
-        lines = [f"{plan.planner or 'plan'}: {len(plan.slices)} slices of {self.name} on {self.target.name}, "
+        n = len(plan.slices)
+        lines = [f"{plan.planner or 'plan'}: {n} slice{'s' * (n != 1)} of {self.name} on {self.target.name}, "
                  f"{plan.latency_ms:.2f} ms{energy}" + ("" if plan.feasible else " INFEASIBLE: " +
                                                        "; ".join(plan.violations))]
         for s in self.slices(plan):
@@ -512,6 +512,8 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
 
     t_start = time.perf_counter()
     limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)  # refused before the work
+    for name in (variants or [planner]):
+        _check_planner(name, "model", objective, planner_options if not variants else None)
     session = analyse(model, target, input_shapes=input_shapes, max_cut_tensors=max_cut_tensors, seed=seed,
                       profile_repeats=profile_repeats, profile_cache=profile_cache, on_pass=on_pass,
                       dump_after=dump_after, progress=progress, dump_beside=output_dir)
@@ -561,13 +563,17 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
                      progress: Progress | None = None, write_timings: bool = False,
                      **analyse_kw: Any) -> WorkloadResult:
     """Several models on one board: one analysis each, one workload plan, one artifact (limits
-    in the units of ``compile``; a workload takes an absolute deadline)."""
+    in the units of ``compile``). A relative deadline (``medium``, ``1.3x``) is each model's own,
+    from its fastest plan (and energy optimum), so the models are planned each with its own;
+    ``independent`` is the workload planner that takes one."""
     from hetcc.compiler.passmanager import step
 
     t0 = time.perf_counter()
     (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
-    if spec is not None:
-        raise UsageError("a workload takes an absolute --deadline (e.g. 100ms); presets are per model")
+    _check_planner(planner, "workload", objective, planner_options)   # before minutes of analysis
+    if spec is not None and resolve_planner(planner, Objective(), "workload") != "independent":
+        raise UsageError(f"--deadline {spec} is relative, so each model's own: only the independent workload planner "
+                         f"plans models each with its own deadline; give {planner} an absolute --deadline (e.g. 100ms)")
     tgt, measurements = board_of(target)
     analyses = [analyse(m, measurements or tgt, seed=seed, progress=progress, **analyse_kw) for m in models]
     names = [a.name for a in analyses]
@@ -575,12 +581,17 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
     if dup:
         raise UsageError(f"two models are named {dup[0]!r}; rename one file (the artifact keys models by name)")
     obj = analyses[0].objective(objective, deadline_ms=ms, power_cap_mw=cap)
-    workload = WorkloadProblem(tuple(a.problem for a in analyses), tuple(names))
     ctx = PlanContext(seed, progress=progress)
     timings = [t for a in analyses for t in a.timings]
     t1 = time.perf_counter()
     with step(progress, f"planning the workload ({planner})"):
-        wplan = run_planner(workload, obj, planner, planner_options, ctx, allow_infeasible=allow_infeasible)
+        if spec is None:
+            workload = WorkloadProblem(tuple(a.problem for a in analyses), tuple(names))
+            wplan = run_planner(workload, obj, planner, planner_options, ctx, allow_infeasible=allow_infeasible)
+        else:
+            own = [a.objective(objective, spec, deadline_ms=None, power_cap_mw=cap) for a in analyses]
+            obj = Objective(metric=obj.metric, power_cap_mw=cap, deadline_spec=spec)
+            wplan = _plan_each(analyses, own, obj, planner, planner_options, ctx, allow_infeasible)
     timings.append(PassTiming("partition", time.perf_counter() - t1, f"{wplan.planner}: {len(names)} models"))
     out = None
     if output_dir is not None:
@@ -592,6 +603,33 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
                                 wplan, timings=list(timings) if write_timings else None)
         timings.append(PassTiming("codegen", time.perf_counter() - t1, f"-> {out}"))
     return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0, timings)
+
+
+def _check_planner(planner: str, kind: str, metric: str, options: Mapping[str, Any] | None) -> None:
+    """A named planner that plans another kind, does not optimise ``metric`` or has options it
+    does not take is refused now, before the models are analysed (``auto`` is resolved later)."""
+    from hetcc.planners.registry import check_planner, parse_options, split_name
+
+    if planner != "auto":
+        spec = check_planner(planner, kind, metric if metric in METRICS else None)
+        parse_options(spec, split_name(planner, spec, options or {}))
+
+
+def _plan_each(analyses: Sequence[Analysis], objectives: Sequence[Objective], objective: Objective, planner: str,
+               options: Mapping[str, Any] | None, ctx: PlanContext, allow_infeasible: bool) -> WorkloadPlan:
+    """A workload whose models each have their own ``objectives`` (a relative deadline): each
+    model planned by ``planner`` as a workload of one, the plans put together into one workload
+    plan for ``objective`` (the limits as written), its feasibility the models'."""
+    from hetcc.planners.registry import apply_policy
+
+    parts = [run_planner(WorkloadProblem((a.problem,), (a.name,)), o, planner, options, ctx, allow_infeasible=True)
+             for a, o in zip(analyses, objectives)]
+    stats = {k: ({kk: vv for p in parts for kk, vv in p.stats[k].items()} if isinstance(v, Mapping) else v)
+             for k, v in parts[0].stats.items()}
+    wplan = WorkloadPlan(plans=tuple(p.plans[0] for p in parts), names=tuple(a.name for a in analyses),
+                         planner=parts[0].planner, options=parts[0].options, seconds=sum(p.seconds for p in parts),
+                         stats=stats, objective=objective)
+    return apply_policy(wplan, objective, allow_infeasible)
 
 
 def _dump(program: Program, pass_name: str, beside: str | Path | None = None) -> None:

@@ -62,7 +62,7 @@ class ProgressTask:
 
 
 class Progress:
-    """A progress reporter. The base class is silent (``--quiet``, not a terminal, tests)."""
+    """A progress reporter. The base class is silent (``--quiet``, tests)."""
 
     enabled = False
 
@@ -142,6 +142,71 @@ class RichProgress(Progress):
                 self._bar.stop()
 
 
+class _LineTask(ProgressTask):
+    def __init__(self, owner: "LineProgress", description: str, total: float | None) -> None:
+        self._owner = owner
+        self._description = description
+        self._total = total
+        self._done = 0.0
+        self._tenths = 0          # tenths of the total passed so far
+        self._fields: dict[str, Any] = {}
+        self._t0 = time.perf_counter()
+        self._closed = False
+
+    def update(self, advance: float = 1, **fields: Any) -> None:
+        self._done += advance
+        self._fields.update(fields)
+        if not self._total or self._total <= 0:
+            return
+        tenths = min(int(self._done * 10 // self._total), 10)
+        if tenths > self._tenths:
+            self._tenths = tenths
+            self._line(f"{tenths * 10}% ({self._done:g}/{self._total:g})")
+
+    def _line(self, where: str) -> None:
+        elapsed = time.perf_counter() - self._t0
+        if elapsed < self._owner.after:
+            return
+        info = "".join(f", {k} {v:.4g}" if isinstance(v, float) else f", {k} {v}" for k, v in self._fields.items())
+        self._owner.write(f"hetcc: {self._description}: {where}, {format_duration(elapsed)}{info}")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._total and self._total > 0 and self._tenths < 10:   # ended before its total (a budget, patience)
+            self._line(f"ended at {self._done:g}/{self._total:g}")
+
+
+class LineProgress(Progress):
+    """Plain progress lines for a stderr that is not a terminal (a log file, CI, a pipe): a task
+    with a total writes one line each time it passes another tenth of it, once it has run
+    ``after`` seconds (a task that ends sooner, a compile's own steps, and tasks without a total
+    write nothing), so a search of minutes (``dqn``) says how far it got:
+    ``hetcc: dqn: 30% (3000/10000), 57.2 s``."""
+
+    enabled = True
+
+    def __init__(self, stream: Any = None, after: float = 5.0) -> None:
+        self._stream = stream
+        self.after = after
+
+    def task(self, description: str, total: float | None = None) -> ProgressTask:
+        return _LineTask(self, description, total)
+
+    def write(self, line: str) -> None:
+        stream = self._stream or sys.stderr      # looked up now: the one in use
+        try:
+            print(line, file=stream, flush=True)
+        except (OSError, ValueError):            # a closed stderr: progress is not worth an error
+            pass
+
+
+def format_duration(seconds: float) -> str:
+    """A wall time as a person reads it: ``812.4 ms`` under 10 s, ``189.5 s`` from 10 s on."""
+    return f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -150,10 +215,11 @@ def _isatty(stream: Any) -> bool:
 
 
 def default_progress(quiet: bool = False) -> Progress:
-    """A rich bar when stderr is a terminal and not ``quiet``, else silence."""
-    if quiet or not _isatty(sys.stderr):
+    """Silence with ``quiet``; else a rich bar when stderr is a terminal, plain lines every tenth
+    of a long task's total when it is not (``LineProgress``)."""
+    if quiet:
         return Progress()
-    return RichProgress()
+    return RichProgress() if _isatty(sys.stderr) else LineProgress()
 
 
 _current: ContextVar[Progress | None] = ContextVar("hetcc_progress", default=None)
@@ -215,5 +281,5 @@ class PlanContext:
         torch.manual_seed(int(self.rng.integers(0, 2**31 - 1)))
 
 
-__all__ = ["Budget", "PlanContext", "Progress", "ProgressTask", "RichProgress", "current_progress", "default_progress",
-           "using_progress"]
+__all__ = ["Budget", "LineProgress", "PlanContext", "Progress", "ProgressTask", "RichProgress", "current_progress",
+           "default_progress", "format_duration", "using_progress"]

@@ -14,6 +14,7 @@ with ``feasible=False`` and the violations.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import math
 import time
@@ -110,7 +111,10 @@ def get_spec(name: str) -> PlannerSpec:
     try:
         return _SPECS[base]
     except KeyError:
-        raise UsageError(f"unknown planner {name!r}; choose one of {', '.join(planner_names())} "
+        names = planner_names()
+        close = difflib.get_close_matches(base, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(f"unknown planner {name!r}{hint}; choose one of {', '.join(names)} "
                          "(hetcc planners lists them)") from None
 
 
@@ -137,6 +141,20 @@ def resolve(name: str, objective: Objective, kind: str = "model") -> str:
         if get_spec(cand).supports(objective):
             return cand
     raise UsageError(f"no exact planner supports {objective.metric} with {sorted(objective.constraints)}")
+
+
+def check_planner(name: str, kind: str, metric: str | None = None) -> PlannerSpec:
+    """The spec of ``name`` (not ``auto``) if it plans a ``kind`` (``model``/``workload``) and
+    optimises ``metric``; else the UsageError ``run`` would raise, before any model is loaded."""
+    spec = get_spec(name)
+    if spec.kind != kind:
+        raise UsageError(f"planner {spec.name!r} plans a {spec.kind}, not a {kind}; "
+                         + ("compile several models for a workload planner" if kind == "model"
+                            else "choose a workload planner (hetcc planners)"))
+    if metric is not None and metric not in spec.metrics:
+        raise UsageError(f"planner {spec.name!r} does not optimise {metric} (it optimises "
+                         f"{', '.join(spec.metrics)}); use --planner auto")
+    return spec
 
 
 # ---- options ------------------------------------------------------------------------------
@@ -340,14 +358,7 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     """Plan ``problem`` for ``objective`` with ``planner``; see the module docstring."""
     kind = "workload" if isinstance(problem, WorkloadProblem) else "model"
     name = resolve(planner, objective, kind)
-    spec = get_spec(name)
-    if spec.kind != kind:
-        raise UsageError(f"planner {spec.name!r} plans a {spec.kind}, not a {kind}; "
-                         + ("compile several models for a workload planner" if kind == "model"
-                            else "choose a workload planner (hetcc planners)"))
-    if objective.metric not in spec.metrics:
-        raise UsageError(f"planner {spec.name!r} does not optimise {objective.metric} (it optimises "
-                         f"{', '.join(spec.metrics)}); use --planner auto")
+    spec = check_planner(name, kind, objective.metric)
     opts = parse_options(spec, split_name(name, spec, options or {}))
     ctx = (ctx or PlanContext()).with_options(opts)
     t0 = time.perf_counter()
@@ -359,6 +370,6 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     return apply_policy(result, objective, allow_infeasible)
 
 
-__all__ = ["BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "get_spec", "option_fields",
-           "parse_option_args", "parse_options", "parse_planner_entry", "planner_names", "register", "resolve", "run",
-           "type_name"]
+__all__ = ["BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "check_planner", "get_spec",
+           "option_fields", "parse_option_args", "parse_options", "parse_planner_entry", "planner_names", "register",
+           "resolve", "run", "type_name"]
