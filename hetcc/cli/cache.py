@@ -47,7 +47,7 @@ def _this_machine(key: str) -> str | None:
         from hetcc.measure.profiler import CACHE_VERSION, machine_fingerprint
 
         fp = machine_fingerprint()
-    except Exception:      # noqa: BLE001  (no onnxruntime here: the machine stays unknown)
+    except ImportError:    # no onnxruntime (or the compiler) here: the machine stays unknown
         return None
     mine = hashlib.sha256(json.dumps(["boundary", fp, CACHE_VERSION]).encode()).hexdigest()[:32]
     return f"this machine ({fp})" if key == mine else None
