@@ -133,7 +133,9 @@ def took(planner: Any, timed: float | None = None) -> str:
     artifacts) or ``timings.json`` does (``timed``: compile --timings)."""
     seconds = getattr(planner, "seconds", None)
     seconds = timed if seconds is None else seconds
-    return "" if seconds is None else f" ({seconds * 1e3:.1f} ms)"
+    if seconds is None:
+        return ""
+    return f" ({seconds * 1e3:.1f} ms)" if seconds < 10 else f" ({seconds:.1f} s)"   # as format_duration
 
 
 def fmt(x: float | None, digits: int = 2) -> str:
