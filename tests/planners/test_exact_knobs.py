@@ -234,3 +234,17 @@ def test_jetson_tx2_plan_records_the_knobs_it_chose(tmp_path):
     problem = hetcc.analyse(model, "jetson-tx2").problem
     hw_opt = optimum(ConfigSpace.build(problem, "hardware"), 3000.0)
     assert plan.latency_ms <= hw_opt.latency_ms * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("objective, words", [
+    (Objective("latency", power_cap_mw=1.0), ["the 1 mW power cap", "on any of the 6 hardware configurations",
+                                              "lowest reachable average power", "relax --power-cap"]),
+    (Objective("energy", deadline_ms=1e-6), ["deadline on any of the 6 hardware configurations",
+                                             "fastest reachable latency", "relax --deadline"]),
+])
+def test_no_configuration_meets_the_limits_is_one_line(objective, words):
+    problem = board(1, 3)
+    with pytest.raises(InfeasibleError) as err:
+        run_planner(problem, objective, "exact")
+    msg = str(err.value)
+    assert "\n" not in msg and all(w in msg for w in words), msg

@@ -51,6 +51,7 @@ from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import SHORT_LAYERS, best_feasible, hull, opening, walk, walks
 from .incumbent import lowest_average_power_mw as _lowest_power
 from .knobs import lower_bounds as knob_bounds
+from .knobs import single_state
 from .knobs import union as knob_union
 from .lagrange import tensor_dp
 from .model import Model, build
@@ -452,12 +453,21 @@ def search_knobs(problem: PlanningProblem, objective: Objective, ctx: PlanContex
     problems = [problem if c == own else hw.apply(problem, c) for c in configs]
     runs = [i for i, q in enumerate(problems) if np.asarray(q.legal).any(axis=1).all()]
     lb = np.full(len(configs), INF)
-    lb[runs] = knob_bounds([cell_costs(problems[i]) for i in runs], objective)
+    cells = [cell_costs(problems[i]) for i in runs]
+    lb[runs] = knob_bounds(cells, objective)
     key = [hw.capability(c) for c in configs]
+    s = _KnobSearch(objective, ctx, key)
+    one, _ = single_state(cells, objective)        # the best plan of one slice: the first incumbent
+    del cells
+    for r, st in sorted(zip(*np.nonzero(np.isfinite(one))), key=lambda x: (one[x], _neg(key[runs[x[0]]])))[:1]:
+        try:
+            first = problems[runs[r]].evaluate([Slice(0, problem.num_layers - 1, int(st))], stats={"single_slice": True})
+        except ValueError:      # over the state's capacity
+            continue
+        s.offer(first, runs[r], -INF)
     groups: dict[float, list[int]] = {}
     for i in sorted((i for i in runs if np.isfinite(lb[i])), key=lambda i: (lb[i], _neg(key[i]))):
         groups.setdefault(float(problems[i].base_power_mw), []).append(i)
-    s = _KnobSearch(objective, ctx, key)
     for members in sorted(groups.values(), key=lambda g: (lb[g[0]], _neg(max(key[i] for i in g)))):
         if s.out_of_budget():
             s.open_bounds += [float(lb[i]) for i in members]
@@ -470,7 +480,7 @@ def search_knobs(problem: PlanningProblem, objective: Objective, ctx: PlanContex
             elif s.worth(float(lb[i]), key[i]):
                 s.solve(problems[i], i, float(lb[i]))
     if s.plan is None:
-        _fail_knobs(problem, objective, hw, configs, ctx)
+        _fail_knobs(problem, objective, hw, configs, ctx, s.out_of_budget())
     return s.result(len(configs))
 
 
@@ -510,7 +520,7 @@ class _KnobSearch:
         return plan
 
     def offer(self, plan: Plan, i: int, bound: float) -> None:
-        if not plan.stats.get("optimal", True):
+        if not plan.stats.get("optimal", True) and np.isfinite(bound):
             self.open_bounds.append(float(plan.stats.get("lower_bound", bound)))
         value = float(self.objective.key(plan.latency_ms, plan.energy_mj))
         if self.plan is None or _beats(value, self.key[i], self.value, self.best_key):
@@ -558,10 +568,11 @@ def _neg(key: tuple) -> tuple:
     return tuple(-x for x in key)
 
 
-def _fail_knobs(problem: PlanningProblem, objective: Objective, hw, configs: list, ctx: PlanContext) -> None:
-    """No configuration has a plan within the limits (or the budget ran out first): the one-line
-    error of the most capable configuration for a deadline, of the least hungry for the cap."""
-    if ctx.out_of_budget():
+def _fail_knobs(problem: PlanningProblem, objective: Objective, hw, configs: list, ctx: PlanContext,
+                spent: bool) -> None:
+    """No configuration has a plan within the limits (or the budget was ``spent`` first): the
+    one-line error of the most capable configuration for a deadline, of the least hungry for the cap."""
+    if spent:
         raise InfeasibleError(f"exact: the budget ({_budget_text(ctx.budget)}) ran out before a feasible plan was "
                               "found on any hardware configuration; none is proved infeasible (raise the budget)")
     n = len(configs)
@@ -580,9 +591,12 @@ def _fail_knobs(problem: PlanningProblem, objective: Objective, hw, configs: lis
             raise InfeasibleError(f"no plan meets the {_mw(objective.power_cap_mw)} mW power cap on any of the {n} "
                                   f"hardware configurations: the lowest reachable average power is {_mw(p_min)} mW; "
                                   "relax --power-cap")
-    raise InfeasibleError(f"no plan meets both the {_ms(objective.deadline_ms or INF)} ms deadline and the "
-                          f"{_mw(objective.power_cap_mw or 0.0)} mW power cap on any of the {n} hardware "
-                          "configurations; relax --deadline or --power-cap")
+    if objective.deadline_ms is not None and objective.power_cap_mw is not None:
+        raise InfeasibleError(f"no plan meets both the {_ms(objective.deadline_ms)} ms deadline and the "
+                              f"{_mw(objective.power_cap_mw)} mW power cap on any of the {n} hardware "
+                              "configurations; relax --deadline or --power-cap")
+    raise InfeasibleError(f"no plan meets the limits on any of the {n} hardware configurations; "
+                          "relax --deadline or --power-cap")
 
 
 def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:

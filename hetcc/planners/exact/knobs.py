@@ -116,6 +116,21 @@ def lower_bounds(cells: Sequence[CellCosts], objective: Objective) -> np.ndarray
     return np.where(np.isnan(out), INF, out)
 
 
+def single_state(cells: Sequence[CellCosts], objective: Objective) -> tuple[np.ndarray, np.ndarray]:
+    """[C, S] value of running the whole model as one slice on each state of each configuration
+    (+inf where illegal or outside the limits; capacities are not checked here) and [C, S] bool
+    feasibility: EvoSh's hardware space with one device, the knob search's first incumbents."""
+    T = np.stack([c.in_ms[0] + c.layer_ms.sum(axis=0) + c.out_ms[-1] for c in cells])
+    E = np.stack([c.in_mj[0] + c.layer_mj.sum(axis=0) + c.out_mj[-1] for c in cells])
+    ok = np.isfinite(T) & np.isfinite(E)
+    value = np.full(T.shape, INF)
+    for c, s in zip(*np.nonzero(ok)):
+        t, e = float(T[c, s]), float(E[c, s])
+        if objective.feasible(t, e):
+            value[c, s] = objective.key(t, e)
+    return value, np.isfinite(value)
+
+
 def union(problems: Sequence[PlanningProblem]) -> tuple[PlanningProblem, list[dict[int, int]]]:
     """One problem whose states are the distinct states (columns of every table) of ``problems``,
     configurations of one board that share their base power: a plan of any of them is a plan of
@@ -158,4 +173,4 @@ def union(problems: Sequence[PlanningProblem]) -> tuple[PlanningProblem, list[di
     return out, maps
 
 
-__all__ = ["lower_bounds", "union"]
+__all__ = ["lower_bounds", "single_state", "union"]
