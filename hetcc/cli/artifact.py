@@ -33,6 +33,10 @@ VERIFY_FAILED = 4
 #: command-line limits (docs/limits.md, "Command-line values")
 REPEAT_MAX = 100_000
 WARMUP_DEFAULT = 3
+#: timed runs of ``hetcc run`` without --repeat or --duration
+REPEAT_DEFAULT = 10
+#: the longest --duration, seconds (1 hour; the runs also stop at BENCHMARK_RUNS_MAX, 1 000 000)
+DURATION_MAX_S = 3600.0
 VERIFY_INPUTS_MAX = 100
 
 
@@ -45,8 +49,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         "random; with it every input must be given unless --random-missing")
     parser.add_argument("--random-missing", action="store_true",
                         help="with --input: fill the inputs not given with random values (--seed)")
-    parser.add_argument("--repeat", type=int_in(1, REPEAT_MAX), default=1,
-                        help=f"runs to time, 1 to {REPEAT_MAX} (the median is shown)")
+    parser.add_argument("--repeat", type=int_in(1, REPEAT_MAX), default=None, metavar="N",
+                        help=f"runs to time, 1 to {REPEAT_MAX} (default {REPEAT_DEFAULT}); p50/p90/p99 latency, mean "
+                        "throughput and each slice's p50 and mean are shown")
+    parser.add_argument("--duration", type=duration_seconds, default=None, metavar="T",
+                        help="time runs for T instead of a number of runs: 10s, 500ms, 2m, 1h (at most 1h); "
+                        "not with --repeat; Ctrl-C stops early and reports the runs so far")
     parser.add_argument("--warmup", type=int_in(0, REPEAT_MAX), default=WARMUP_DEFAULT, metavar="N",
                         help=f"untimed runs first, 0 to {REPEAT_MAX} (default {WARMUP_DEFAULT}): the first runs "
                         "pay for onnxruntime's lazy set-up and cold caches")
@@ -83,6 +91,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
 
 def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The arguments of ``hetcc inspect`` (the caller sets ``func``)."""
+    parser.epilog = ("The table's columns, per slice: its layers and their count, device and MHz, predicted latency "
+                     "and energy, and transfer: the share of the slice's predicted latency spent moving its input "
+                     "in and its output out (the tensors at its two cuts, between devices or sessions).")
     parser.add_argument("dir", help="the artifact directory hetcc compile wrote (-o)")
     parser.add_argument("--variant", metavar="NAME", help="show this variant only (default: all)")
     parser.add_argument("--model", metavar="NAME", help="workload artifact: show this model only (default: all)")
@@ -97,6 +108,30 @@ def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 
 # ---------------------------------------------------------------- run
+#: --duration's units, in seconds
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def duration_seconds(text: str) -> float:
+    """An argparse ``type``: ``--duration`` (``10s``, ``500ms``, ``2m``, ``1.5h``) in seconds, above 0
+    and at most DURATION_MAX_S; a bare number is refused (seconds or milliseconds?)."""
+    body = text.strip().lower()
+    unit = next((u for u in sorted(_DURATION_UNITS, key=len, reverse=True) if body.endswith(u)), None)
+    number = body[:-len(unit)].strip() if unit else body
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration; give a number and a unit (ms, s, m, h), "
+                                         "e.g. 10s, 500ms or 2m") from None
+    if unit is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no unit; give e.g. {number}s or {number}ms")
+    seconds = value * _DURATION_UNITS[unit]
+    if not math.isfinite(seconds) or not 0 < seconds <= DURATION_MAX_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; give a duration above 0 and at most "
+                                         f"{DURATION_MAX_S / 3600:g}h (e.g. 10s)")
+    return seconds
+
+
 def _input_args(specs: list[str] | None) -> dict[str, str]:
     """``--input NAME=FILE`` (repeatable) -> {NAME: FILE}; malformed or repeated names refused."""
     out: dict[str, str] = {}
@@ -193,36 +228,52 @@ def _feeds(pipe: Any, inputs: dict[str, Any], seed: int, random_missing: bool, m
     return feeds
 
 
-def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: bool) -> dict[str, Any]:
-    import numpy as np
+def _timed_runs(args: argparse.Namespace) -> tuple[int | None, float | None]:
+    """(repeat, duration_s) of ``hetcc run``: --duration, else --repeat (default REPEAT_DEFAULT);
+    both given is refused."""
+    repeat, duration = getattr(args, "repeat", None), getattr(args, "duration", None)
+    if repeat is not None and duration is not None:
+        raise UsageError("--repeat and --duration both given; time a number of runs (--repeat N) or a span of "
+                         "time (--duration 10s), not both")
+    return (None, duration) if duration is not None else (repeat or REPEAT_DEFAULT, None)
 
+
+def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: bool) -> dict[str, Any]:
     from hetcc.runtime import verify
 
     warmup = getattr(args, "warmup", 0)
-    for _ in range(warmup):            # untimed: onnxruntime's first runs set up lazily
-        pipe.run(feeds)
-    totals, per_slice = [], []
-    outputs: dict[str, Any] = {}
-    for _ in range(args.repeat):
-        outputs = pipe.run(feeds)
-        totals.append(pipe.last_total_ms)
-        per_slice.append(list(pipe.last_timings))
-    med = np.median(np.array(per_slice), axis=0)
+    repeat, duration = _timed_runs(args)
+    # with --duration, Ctrl-C ends the timed runs and what was measured is reported
+    bench = pipe.benchmark(feeds, repeat=repeat, duration_s=duration, warmup=warmup,
+                           interruptible=duration is not None)
     report = None
-    if args.verify:
+    if args.verify and bench.stopped != "interrupted":
         # without --input the run's feeds are seed's random inputs; verify makes the same ones
         report = verify(pipe, feeds=feeds if given else None, reference_path=args.reference, rtol=args.rtol,
                         seed=args.seed, inputs=getattr(args, "verify_inputs", 1),
                         feeds_label="the --input files" + (f" (others seed {args.seed})" if args.random_missing
                                                            else ""))
-    return {"pipe": pipe, "total_ms_median": float(np.median(totals)), "slices_ms_median": [float(x) for x in med],
-            "runs": len(totals), "warmup": warmup, "report": report, "outputs": outputs, "saved": None}
+    return {"pipe": pipe, "bench": bench, "repeat": repeat, "total_ms_median": bench.percentile(50),
+            "slices_ms_median": bench.slice_percentile(50), "runs": bench.runs, "warmup": warmup, "report": report,
+            "outputs": bench.outputs, "saved": None}
 
 
-def _run_json(r: dict[str, Any], repeat: int) -> dict[str, Any]:
-    pipe, report = r["pipe"], r["report"]
+def _latency(b: Any) -> dict[str, float]:
+    """The timed runs' latency in ms: p50 (the median), p90, p99, mean, min, max."""
+    return {"p50": b.percentile(50), "p90": b.percentile(90), "p99": b.percentile(99), "mean": b.mean_ms,
+            "min": float(b.total_ms.min()), "max": float(b.total_ms.max())}
+
+
+def _run_json(r: dict[str, Any]) -> dict[str, Any]:
+    pipe, report, b = r["pipe"], r["report"], r["bench"]
+    slices = [{"id": s.id, "device": s.device, "provider": prov, "p50_ms": p50, "mean_ms": mean,
+               "predicted_ms": s.predicted.latency_ms}
+              for s, prov, p50, mean in zip(pipe.slices, pipe.providers, b.slice_percentile(50), b.slice_mean_ms)]
     return {"variant": pipe.name, "total_ms_median": r["total_ms_median"], "slices_ms_median": r["slices_ms_median"],
-            "providers": list(pipe.providers), "repeat": repeat, "warmup": r["warmup"],
+            "providers": list(pipe.providers), "repeat": r["repeat"], "duration_s": b.duration_s,
+            "warmup": r["warmup"], "runs": b.runs, "stopped": b.stopped, "timed_s": b.wall_s,
+            "latency_ms": _latency(b), "throughput_per_s": b.throughput,
+            "predicted_ms": pipe.variant.predicted.latency_ms, "slices": slices,
             "saved_outputs": r["saved"],
             "verify": None if report is None else {"ok": report.ok, "rtol": report.rtol, "inputs": list(report.inputs),
                                                    "outputs": [o.__dict__ for o in report.outputs]}}
@@ -232,13 +283,24 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
     pipe, report = r["pipe"], r["report"]
     if title:
         console.print(f"[bold]{title}[/bold]")
-    table = make_table(console, ["slice", "device", "provider", "median ms", "predicted ms"], {"device", "provider"})
-    for s, ms, prov in zip(pipe.slices, r["slices_ms_median"], pipe.providers):
+    b = r["bench"]
+    table = make_table(console, ["slice", "device", "provider", "p50 ms", "mean ms", "predicted ms"],
+                       {"device", "provider"})
+    for s, p50, mean, prov in zip(pipe.slices, b.slice_percentile(50), b.slice_mean_ms, pipe.providers):
         device = f"{s.device} (remote, run here)" if s.remote else s.device
-        table.add_row(str(s.id), device, prov, f"{ms:.2f}", fmt(s.predicted.latency_ms))
+        table.add_row(str(s.id), device, prov, f"{p50:.3f}", f"{mean:.3f}", fmt(s.predicted.latency_ms))
     console.print(table)
+    lat = _latency(b)
     warm = f" after {r['warmup']} warm-up run(s)" if r["warmup"] else " (no warm-up: the first run is slower)"
-    console.print(f"total: {r['total_ms_median']:.2f} ms median over {r['runs']} run(s){warm}")
+    predicted = pipe.variant.predicted.latency_ms
+    console.print(f"total: p50 {lat['p50']:.3f} ms, p90 {lat['p90']:.3f} ms, p99 {lat['p99']:.3f} ms, mean "
+                  f"{lat['mean']:.3f} ms" + (f" (predicted {predicted:.2f} ms)" if predicted is not None else "")
+                  + f" over {b.runs} run(s){warm}")
+    why = ("" if b.stopped == "repeat" else ", interrupted" if b.stopped == "interrupted"
+           else f", --duration {b.duration_s:g} s" if b.stopped == "duration"
+           else f", stopped at {b.runs} runs before --duration {b.duration_s:g} s")
+    rate = "-" if b.throughput is None else f"{b.throughput:.1f}"
+    console.print(f"throughput: {rate} inferences/s ({b.runs} run(s) in {b.wall_s:.3f} s{why})")
     if r["saved"]:
         where = os.path.dirname(next(iter(r["saved"].values())))
         console.print(f"outputs: {len(r['saved'])} file(s) in {where}: "
@@ -274,6 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     variant = getattr(args, "variant", None)
     model = getattr(args, "model", None)
+    _timed_runs(args)          # --repeat with --duration: refused before anything is read
     given = _input_args(args.input)
     save_dir = _save_dir(args.save_outputs) if getattr(args, "save_outputs", None) is not None else None
     apply_hw = getattr(args, "apply_hardware", False)
@@ -285,15 +348,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         results = _run_all(ex, args, given, model)
     finally:
         restored = ex.close()
-    if save_dir is not None:
+    interrupted = results[-1][1]["bench"].stopped == "interrupted"
+    if save_dir is not None and not interrupted:
         for n, r in results:
             r["saved"] = save_outputs(r["outputs"], save_dir if n is None else save_dir / safe_file_name(n))
     failed = any(r["report"] is not None and not r["report"].ok for _, r in results)
     if args.json:
         if ex.kind == "workload":
-            doc: dict[str, Any] = {"models": {n: _run_json(r, args.repeat) for n, r in results}}
+            doc: dict[str, Any] = {"models": {n: _run_json(r) for n, r in results}}
         else:
-            doc = _run_json(results[0][1], args.repeat)
+            doc = _run_json(results[0][1])
         if apply_hw:
             doc["hardware"] = {"applied": [r.to_json() for r in ex.hardware_reports], "kept": keep,
                                "restored": None if restored is None else restored.to_json()}
@@ -306,10 +370,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             title = f"model {n} ({r['pipe'].name})" if n is not None else (
                 f"variant {r['pipe'].name}" if len(ex.variants) > 1 else None)
             _print_run(console, r, args.rtol, title)
-        if ex.kind == "workload" and args.verify:
+        if ex.kind == "workload" and args.verify and not interrupted:
             bad = [n for n, r in results if not r["report"].ok]
             console.print(f"verify: all {len(results)} model(s) match" if not bad
                           else f"verify: FAILED for {', '.join(bad)}")
+    if interrupted:            # reported above; the caller prints "hetcc: interrupted" (exit 130)
+        raise KeyboardInterrupt
     if failed:
         print(f"hetcc: error: {_verify_failure(results)}", file=sys.stderr)
     return VERIFY_FAILED if failed else 0
@@ -389,7 +455,12 @@ def _run_all(ex: Any, args: argparse.Namespace, given: dict[str, str], model: st
         pipes = [(None, ex.pipeline(model=model))]
     inputs = _read_inputs(given, pipes)
     feeds = [(n, p, _feeds(p, inputs, args.seed, args.random_missing, n)) for n, p in pipes]  # all checked first
-    return [(n, _run_one(p, f, args, bool(given))) for n, p, f in feeds]
+    results = []
+    for n, p, f in feeds:
+        results.append((n, _run_one(p, f, args, bool(given))))
+        if results[-1][1]["bench"].stopped == "interrupted":
+            break               # Ctrl-C during --duration: the models so far are reported, the rest not run
+    return results
 
 
 # ---------------------------------------------------------------- inspect
@@ -431,6 +502,23 @@ def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
 
 
 def _print_why_layers(console: Any, costs: dict, why: dict | None, note: str) -> None:
+    _print_why_blocked(console, costs, why, note)
+    _print_why_rewrites(console, why)
+
+
+def _print_why_rewrites(console: Any, why: dict | None) -> None:
+    """The canonical pass's rewrites recorded in ``why.json`` (nothing when there are none)."""
+    from hetcc.compiler.why import rewrite_lines
+
+    lines = rewrite_lines(why)
+    if lines:
+        console.print("[bold]rewritten into the form the devices list[/bold] (hetcc's canonical pass; "
+                      "run --verify compares with the source model):")
+        for line in lines:
+            console.print(f"  {line}", markup=False)
+
+
+def _print_why_blocked(console: Any, costs: dict, why: dict | None, note: str) -> None:
     from hetcc.compiler.why import layer_runs
 
     runs = [r for r in layer_runs(costs, why) if r.blocked]
