@@ -32,7 +32,7 @@ onnxrt.configure()
 
 _EXPORTS = {
     "Executor": "executor",
-    "Pipeline": "executor",
+    "Pipeline": "executor", "Benchmark": "executor",
     "TensorSpec": "manifest",
     "ManifestError": "errors",
     "InputError": "errors",
