@@ -1,5 +1,6 @@
 """Codegen: apply plans to the graph — one ONNX file per slice, ``manifest.json``
-(``hetcc.manifest/2``, built from the runtime's own dataclasses) and ``costs.json`` — written
+(``hetcc.manifest/2``, built from the runtime's own dataclasses) and ``costs.json`` (with the
+capacity rule of any memory row applied, ``passes.costs.costs_document``) — written
 through ``hetcc.files.atomic.atomic_directory``, so a failed or interrupted compile leaves nothing
 behind and an existing output is replaced only on success.
 
@@ -37,6 +38,7 @@ from hetcc.compiler.frontend import (embed_external, external_base_dir, external
 from hetcc.files.atomic import atomic_directory
 from hetcc.compiler.program import COSTS, LAYERS, TENSORS, Layer, Program, TensorInfo
 from hetcc.compiler.why import write_why
+from hetcc.passes.costs import costs_document
 from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
                                     FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
                                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,
@@ -441,7 +443,7 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
         default_variant=str(default_variant), variants=variants, policy=policy_ref, workload=None,
     )
     _write_manifest(root, manifest)
-    (root / COSTS_FILE).write_text(json.dumps(program.get(COSTS).to_json(), allow_nan=False) + "\n")
+    (root / COSTS_FILE).write_text(json.dumps(costs_document(program), allow_nan=False) + "\n")
     write_why(root, program)   # why.json: the legality reasons (hetcc inspect --why)
     if timings is not None:
         _write_timings(root, plans, timings)

@@ -123,13 +123,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
                   planner=args.planner, planner_options=options, output_dir=args.output, seed=args.seed,
                   allow_infeasible=args.allow_infeasible, progress=progress)
     analyse_kw = dict(input_shapes=parse_input_shapes(args.input_shape), max_cut_tensors=args.max_cut_tensors,
-                      profile_repeats=args.profile_repeats, profile_cache=not args.reprofile, on_pass=on_pass)
+                      profile_repeats=args.profile_repeats, profile_cache=not args.reprofile, on_pass=on_pass,
+                      observations=args.observations or "board")
     common["write_timings"] = args.timings
     if len(args.model) > 1:
         if variants or args.hardware:
             raise UsageError("--variants and --hardware apply to one model; compile the models one by one")
         wresult = compile_workload(args.model, args.target, **common, **analyse_kw)
         notes = _build_files(args, depfile, [a.program for a in wresult.analyses], wresult.analyses[0].target)
+        notes = [*_memory_lines(wresult.analyses, True), *notes]
         return _compile_workload(args, console, wresult, progress, notes)
     result = hetcc_compile(args.model[0], args.target, **common, **analyse_kw, budget=_budget(args),
                            hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after)
@@ -143,10 +145,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.json:
         for line in notes:
             console.print(line)   # stderr, beside the JSON
+        rules = result.analysis.reported_memory
         print(json_text({"model": result.program.name, "target": result.target.name,
                          **result.objective.to_json(), "layers": result.analysis.problem.num_layers,
                          **_plan_summary(result.plan, states, has_power),
                          "variants": {n: _plan_summary(p, states, has_power) for n, p in plans.items()} if variants else None,
+                         **({"reported_memory": [r.to_json() for r in rules.values()]} if rules else {}),
                          "compile_seconds": total, "step_seconds": _step_seconds(result.timings),
                          "output_dir": str(out) if out else None}))
         return 0
@@ -163,10 +167,25 @@ def cmd_compile(args: argparse.Namespace) -> int:
             console.print("    hardware: " + ", ".join(f"{k}={v}" for k, v in plan.hardware.items()))
         if plan.stats and plan.stats.get("optimal") is False:
             console.print("    " + _budget_ran_out(plan, result.objective.metric, args))
+    for line in _memory_lines([result.analysis], False):
+        console.print(line, markup=False)
     for line in notes:
         console.print(line)
     _finished(console, args, out, total, result.timings)
     return 0
+
+
+def _memory_lines(analyses: Sequence[Any], named: bool) -> list[str]:
+    """A line per memory row a compile applied (``--observations``): what the device's capacity
+    rule charged the model, and where that size comes from."""
+    out = []
+    for a in analyses:
+        for r in a.reported_memory.values():
+            who = f"{a.name}: " if named else ""
+            out.append(f"  {who}{r.device} capacity charged the {r.reported_bytes / 1e6:g} MB its runtime reports for "
+                       f"the model ({r.source}), not the board's {r.board_bytes / 1e6:.1f} MB; --observations none "
+                       "for the board's")
+    return out
 
 
 def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Sequence[Any], target: Any) -> list[str]:
@@ -182,8 +201,13 @@ def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Seque
         from hetcc.measure.measured_target import is_measurement_file
 
         models = [m if Path(m).is_file() else str(p.source_path) for m, p in zip(args.model, programs)]
+        from hetcc.measure.measured_target import memory_rows_file
+        from hetcc.passes.costs import reported_memory
+
         target_files = [args.target] if is_measurement_file(args.target) else []
         target_files += [target.path] if getattr(target, "path", None) is not None else []
+        rows = memory_rows_file(args.observations or "board", target) if any(map(reported_memory, programs)) else None
+        target_files += [rows] if rows is not None else []
         write_depfile(depfile, args.output, models, target_files)
         notes.append(f"  wrote the depfile {depfile} (make: -include {depfile})")
     return notes
@@ -424,6 +448,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--target", "-t", default="hikey970",
                    help="built-in target name (hetcc targets) or path/to/board.toml (default hikey970)")
     c.add_argument("--objective", default="latency", help="latency|energy|edp (hetcc planners: what each optimises)")
+    c.add_argument("--observations", metavar="FILE.csv|NAME|none",
+                   help="memory rows: the model sizes a device's runtime reports, which its capacity rule then charges "
+                        "(default: the board's own; the built-in hikey970 has MOSAIC's Table I sizes; none: the "
+                        "board's estimate; docs/calibration.md)")
     c.add_argument("--deadline", help="170ms, 0.17s, 170 (ms), short|medium|long (HERTI Eq. 12) or 1.3x the fastest plan")
     c.add_argument("--power-cap", help="average power cap: 5W, 5000mW or 5 (W)")
     c.add_argument("--planner", default="auto", help="a planner from hetcc planners (default auto)")

@@ -179,6 +179,18 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequ
                      "or a torch.nn.Module")
 
 
+def zoo_name(model: Any) -> str | None:
+    """The zoo name ``model`` stands for when ``resolve_model`` exports it from the zoo (a name,
+    not a file), else None: memory rows without a sha256 name a model this way."""
+    if not isinstance(model, (str, Path)):
+        return None
+    if Path(model).exists() or str(model).endswith(".onnx") or "/" in str(model):
+        return None
+    from hetcc.compiler import zoo
+
+    return str(model) if str(model) in zoo.ZOO else None
+
+
 def _exported(label: str, timings: list[PassTiming] | None, progress: Progress | None,
               export: Callable[[], Path], cached: Callable[[], Path | None]) -> Path:
     """Run ``export`` under a progress line ``label`` and record it as the ``export`` step (a
@@ -284,6 +296,14 @@ class Analysis:
     @property
     def name(self) -> str:
         return self.program.name
+
+    @property
+    def reported_memory(self) -> dict[str, Any]:
+        """{device: ``hetcc.passes.costs.ReportedMemory``}: the capacity rule each memory row
+        (``observations=``) set for this model; {} when none applied."""
+        from hetcc.passes.costs import reported_memory
+
+        return reported_memory(self.program)
 
     # ---- objectives -----------------------------------------------------------------------
     def reference_latencies(self) -> tuple[float, float | None]:
@@ -416,14 +436,19 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
             input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None = None, max_cut_tensors: int = 1,
             seed: int = 0, profile_repeats: int | None = None, profile_cache: bool = True,
             on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None,
-            progress: Progress | None = None, dump_beside: str | Path | None = None) -> Analysis:
+            progress: Progress | None = None, dump_beside: str | Path | None = None,
+            observations: str | Path | None = "board") -> Analysis:
     """Load ``model`` (path, zoo name or torch.nn.Module) and run the analysis passes for ``target``.
 
     ``input_shapes``: ``{name: shape}`` fixes dynamic input shapes; for a torch.nn.Module, its
     input's shape (a bare shape takes the name of ``forward``'s first parameter). ``progress``
     (``hetcc.RichProgress()`` for bars on stderr) shows each step while it runs; ``on_pass`` is
     called after each with its wall time (export of a zoo model or module, load, every pass).
-    ``dump_after`` writes beside the artifact ``dump_beside`` (``dump_path``)."""
+    ``dump_after`` writes beside the artifact ``dump_beside`` (``dump_path``).
+    ``observations`` (``--observations``): the memory rows whose reported model sizes the
+    devices' capacity rules charge (``hetcc.measure.measured_target``): ``"board"`` (the
+    default) the board's own (the built-in hikey970: MOSAIC's Table I sizes), None or
+    ``"none"`` none, else an observations file or a built-in file's name."""
     from hetcc.compiler.pipeline import PLAN_PASSES, analysis_passes
 
     if isinstance(max_cut_tensors, bool) or not isinstance(max_cut_tensors, int) or max_cut_tensors < 1:
@@ -434,7 +459,8 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     check_seed(seed)
     tgt, measurements = board_of(target)
     passes = analysis_passes(tgt, max_cut_tensors=max_cut_tensors, profile_repeats=profile_repeats,
-                             profile_cache=profile_cache, measurements=measurements)
+                             profile_cache=profile_cache, measurements=measurements,
+                             memory=_memory_lookup(observations, tgt, measurements, model))
     names = [p.name for p in passes] + list(PLAN_PASSES)
     if dump_after is not None and dump_after not in names:
         raise UsageError(f"--dump-after {dump_after!r}: no such pass; passes: {', '.join(names)}")
@@ -449,6 +475,27 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
 
     problem = attach_hardware(program.get(COSTS).problem(name=program.name), program, tgt)
     return Analysis(program=program, target=tgt, problem=problem, timings=[*timings, *manager.timings])
+
+
+def _memory_lookup(observations: str | Path | None, board: Any, measurements: Any, model: Any) -> Any:
+    """The costs pass's memory rows for ``model`` on ``board`` (None: no rows), read and checked
+    now, before the work (``hetcc.measure.measured_target.load_memory_rows``)."""
+    from hetcc.measure.measured_target import BOARD_ROWS, NO_ROWS, load_memory_rows
+
+    explicit = observations is not None and str(observations) not in (BOARD_ROWS, NO_ROWS)
+    if measurements is not None:
+        if explicit:
+            raise UsageError("--observations applies memory rows to a modelled board's capacity; --target FILE.csv "
+                             "plans host with measured costs: drop --observations")
+        return None
+    rows = load_memory_rows(observations, board)
+    if rows is None:
+        return None
+    if getattr(board, "knobs", None):
+        raise UsageError(f"--observations: {board.name} has hardware knobs, which recompute its capacities; memory "
+                         "rows apply to a board without knobs: drop --observations")
+    zoo = zoo_name(model)
+    return lambda program: rows.for_model(board, program.source_sha256, zoo, program.source_path)
 
 
 @dataclass
@@ -497,7 +544,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
             progress: Progress | None = None, hardware: Mapping[str, Any] | None = None,
             variants: Sequence[str] | None = None,
             on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None,
-            write_timings: bool = False) -> CompileResult:
+            write_timings: bool = False, observations: str | Path | None = "board") -> CompileResult:
     """Analyse, plan and (with ``output_dir``) emit in one call.
 
     ``deadline`` / ``power_cap``: as ``--deadline`` / ``--power-cap`` ('170ms', 'medium', '1.3x';
@@ -506,7 +553,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     the default). Raises HetccError subclasses on bad input and InfeasibleError when no plan
     meets the limits. The artifact is the same, byte for byte, for the same inputs;
     ``write_timings`` adds ``timings.json`` (wall times). ``dump_after`` writes beside
-    ``output_dir`` (``dump_path``).
+    ``output_dir`` (``dump_path``). ``observations``: the memory rows (``analyse``).
     """
     from hetcc.compiler.pipeline import Emit, Partition
 
@@ -516,7 +563,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
         _check_planner(name, "model", objective, planner_options if not variants else None)
     session = analyse(model, target, input_shapes=input_shapes, max_cut_tensors=max_cut_tensors, seed=seed,
                       profile_repeats=profile_repeats, profile_cache=profile_cache, on_pass=on_pass,
-                      dump_after=dump_after, progress=progress, dump_beside=output_dir)
+                      dump_after=dump_after, progress=progress, dump_beside=output_dir, observations=observations)
     obj = session.objective(objective, deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
     names = list(variants) if variants else [planner]
 

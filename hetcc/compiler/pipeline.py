@@ -10,7 +10,7 @@ from typing import Any, Callable, ClassVar
 
 from hetcc.passes.canonicalize import Canonicalize
 from hetcc.passes.constants import FindConstants
-from hetcc.passes.costs import EstimateCosts
+from hetcc.passes.costs import EstimateCosts, MemoryLookup
 from hetcc.passes.layers import GroupLayers
 from hetcc.passes.legality import CheckLegality
 from hetcc.passes.shapes import AnnotateTensors
@@ -23,15 +23,17 @@ PLAN_PASSES = ("partition", "codegen")
 
 
 def analysis_passes(target: Any, *, max_cut_tensors: int = 1, profile_repeats: int | None = None,
-                    profile_cache: bool = True, measurements: Any = None) -> list[Pass]:
+                    profile_cache: bool = True, measurements: Any = None,
+                    memory: MemoryLookup | None = None) -> list[Pass]:
     """The passes ``hetcc.analyse`` runs, in order. ``measurements`` (``--target FILE.csv``, a
-    ``hetcc.measure.measured_target.Measurements``) replaces the costs pass by the file's costs."""
+    ``hetcc.measure.measured_target.Measurements``) replaces the costs pass by the file's costs.
+    ``memory`` gives the costs pass the memory rows of the program (``--observations``)."""
     if measurements is not None:
         from hetcc.measure.measured_target import MeasuredCosts
 
         costs: Pass = MeasuredCosts(measurements)
     else:
-        costs = EstimateCosts(target, repeats=profile_repeats, use_cache=profile_cache)
+        costs = EstimateCosts(target, repeats=profile_repeats, use_cache=profile_cache, memory=memory)
     return [
         AnnotateTensors(),
         FindConstants(),

@@ -11,6 +11,12 @@ Two questions, answered from the artifact alone:
   over H, W -> ``GlobalAveragePool``); ``why.json`` lists each rewrite under ``rewrites`` (only
   when there is one: older hetcc neither writes nor needs the key) with its layer and the
   devices on which that layer is now legal.
+* **Did a reported model size decide it?** A memory row (``--observations``: the size a device's
+  runtime reports for the whole model, MOSAIC's TensorFlow Lite sizes) makes that device's
+  capacity rule charge each slice its share of the reported size; ``costs.json`` records the rule
+  under ``reported_memory`` (its ``capacity_bytes`` are the ones the plan used), and the layers
+  and slices it keeps off the device name the reported size (``capacity_lines``, the slices'
+  notes).
 * **What would the next-best choice cost?** For every slice of a plan, each other legal device
   state (device and frequency) for the same layers, scored with the cost tables of
   ``costs.json`` (the one slice-cost formula of ``hetcc.planners.problem``); the best one under
@@ -30,7 +36,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 __all__ = ["WHY_NAME", "SCHEMA", "why_document", "write_why", "check_why", "layer_reasons", "rewrite_lines",
-           "layer_runs", "slice_alternatives", "next_best", "why_report", "LayerRun", "Alternative", "SliceWhy"]
+           "layer_runs", "slice_alternatives", "next_best", "why_report", "LayerRun", "Alternative", "SliceWhy",
+           "capacity_lines", "reported_rules"]
 
 WHY_NAME = "why.json"
 SCHEMA = "hetcc.why/1"
@@ -145,6 +152,36 @@ def rewrite_lines(why: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
+# ---------------------------------------------------------------- reported model sizes
+def reported_rules(costs: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """{device: rule} of ``costs.json``'s ``reported_memory`` (absent: {}); a rule holds
+    ``reported_bytes``, ``board_bytes``, ``capacity_bytes`` (the device's own) and ``source``."""
+    out = {}
+    for r in costs.get("reported_memory") or []:
+        if isinstance(r, dict) and isinstance(r.get("device"), str) and all(
+                isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) and r.get(k) > 0
+                for k in ("reported_bytes", "board_bytes", "capacity_bytes")):
+            out[r["device"]] = r
+    return out
+
+
+def _share_reason(rule: Mapping[str, Any], charge: float, what: str = "its share") -> str:
+    """``what`` of the reported size exceeds the capacity, in MB (the legality pass's words)."""
+    share = float(charge) * rule["reported_bytes"] / rule["board_bytes"]
+    return (f"{what} of the {rule['reported_bytes'] / 1e6:g} MB {rule['device']}'s runtime reports for the model "
+            f"({share / 1e6:.1f} MB; memory row {rule.get('source', '?')}) exceeds the capacity "
+            f"({rule['capacity_bytes'] / 1e6:.1f} MB)")
+
+
+def capacity_lines(costs: Mapping[str, Any] | None) -> list[str]:
+    """One line per capacity rule a memory row set (``costs.json``'s ``reported_memory``):
+    ``npu: charged the 321.9 MB its runtime reports for the model (hikey970-mosaic.csv line 11),
+    not the board's 80.8 MB; a slice fits where its share is within 100.0 MB``."""
+    return [f"{d}: charged the {r['reported_bytes'] / 1e6:g} MB its runtime reports for the model "
+            f"({r.get('source', '?')}), not the board's {r['board_bytes'] / 1e6:.1f} MB; a slice fits where its "
+            f"share is within {r['capacity_bytes'] / 1e6:.1f} MB" for d, r in reported_rules(costs or {}).items()]
+
+
 # ---------------------------------------------------------------- layers: which devices, why not
 @dataclass(frozen=True)
 class LayerRun:
@@ -184,6 +221,7 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
                 out[i][e["device"]] = e["reason"]
     caps = costs.get("capacity_bytes") or [None] * len(states)
     factors = costs.get("activation_factor") or [0.0] * len(states)   # absent: parameters only
+    rules = reported_rules(costs)
     for i, layer in enumerate(layers):
         row = legal[i] if i < len(legal) else []
         for d in devices:
@@ -194,6 +232,9 @@ def layer_reasons(costs: Mapping[str, Any], why: Mapping[str, Any] | None) -> li
             cap = None if k is None else caps[k]
             f = float(factors[k]) if k is not None and k < len(factors) else 0.0
             too_big = capacity_reason(int(layer.get("param_bytes", 0)), int(layer.get("activation_bytes", 0)), f, cap)
+            if too_big and d in rules:      # the capacity was set by a reported model size: say so
+                charge = int(layer.get("param_bytes", 0)) + round(f * int(layer.get("activation_bytes", 0)))
+                too_big = _share_reason(rules[d], charge)
             out[i][d] = too_big or "not legal (reason not recorded: no why.json; recompile to see it)"
     return [{d: r[d] for d in devices if d in r} for r in out]
 
@@ -282,8 +323,9 @@ def slice_alternatives(variant: Any, costs: Mapping[str, Any]) -> list[SliceWhy]
     total_t = variant.predicted.latency_ms
     total_e = variant.predicted.energy_mj     # None: the target has no power model
     problem = problem_from_costs_json(costs)
+    rules = reported_rules(costs)
     out: list[SliceWhy] = []
-    for sl in variant.slices:
+    for j, sl in enumerate(variant.slices):
         first, last = sl.first_layer, sl.last_layer
         planned = f"{sl.device}@{sl.frequency_mhz:g}" if sl.frequency_mhz else sl.device
         if last >= problem.num_layers:
@@ -310,13 +352,35 @@ def slice_alternatives(variant: Any, costs: Mapping[str, Any]) -> list[SliceWhy]
             within = None if cap is None or en is None else (en / lat * 1000.0 if lat > 0 else 0.0) <= cap * (1 + RTOL)
             alt = Alternative(_label(state), dt, de, lat, en, meets, within)
             candidates.append((_rank(obj.metric, alt), alt))
+        note = "; ".join(_reported_notes(problem, costs, rules, variant.slices[j - 1] if j else None, sl, here))
         if not candidates:
             out.append(SliceWhy(sl.id, first, last, planned, None, 0,
-                                f"no other device or frequency can run L{first}-L{last}"))
+                                f"no other device or frequency can run L{first}-L{last}" + (f"; {note}" if note else "")))
             continue
         best = min(candidates, key=lambda c: c[0])[1]
-        out.append(SliceWhy(sl.id, first, last, planned, best, len(candidates)))
+        out.append(SliceWhy(sl.id, first, last, planned, best, len(candidates), note))
     return out
+
+
+def _reported_notes(problem: Any, costs: Mapping[str, Any], rules: Mapping[str, Any], prev: Any, sl: Any,
+                    here: int) -> list[str]:
+    """Where a reported model size (``reported_rules``) decided slice ``sl``: a device whose
+    capacity alone keeps its layers off it, and a split from ``prev`` (the slice before, on the
+    same device) that one slice would not fit."""
+    first, last = sl.first_layer, sl.last_layer
+    out: dict[str, str] = {}
+    for s, state in enumerate(costs["states"]):
+        d = str(state["device"])
+        if (d in rules and d != sl.device and d not in out and bool(problem.legal[first:last + 1, s].all())
+                and not problem.slice_fits(first, last, s)):
+            out[d] = (f"{d} cannot hold L{first}-L{last} as one slice: "
+                      + _share_reason(rules[d], problem.slice_bytes(first, last, s), "their share"))
+    if (prev is not None and sl.device in rules and prev.device == sl.device
+            and bool(problem.legal[prev.first_layer:last + 1, here].all())
+            and not problem.slice_fits(prev.first_layer, last, here)):
+        out[""] = (f"split from slice {prev.id}: {sl.device} cannot hold L{prev.first_layer}-L{last} as one slice: "
+                   + _share_reason(rules[sl.device], problem.slice_bytes(prev.first_layer, last, here), "their share"))
+    return list(out.values())
 
 
 def _rank(metric: str, alt: Alternative) -> tuple:
@@ -337,7 +401,9 @@ def why_report(manifest: Any, costs: Mapping[str, Any] | None, why: Mapping[str,
     if costs is None:
         return {"model": manifest.model.name, "layers": None, "variants": None,
                 "note": "no costs.json in this artifact; recompile to see why"}
-    return {"model": manifest.model.name, "reasons_recorded": why is not None,
+    rules = reported_rules(costs)
+    extra = {"reported_memory": list(rules.values()), "capacity": capacity_lines(costs)} if rules else {}
+    return {"model": manifest.model.name, "reasons_recorded": why is not None, **extra,
             "layers": [r.to_json() for r in layer_runs(costs, why)],
             "rewrites": list((why or {}).get("rewrites", [])),
             "variants": {n: _variant_json(manifest.variants[n], costs) for n in variants}}

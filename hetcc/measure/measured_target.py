@@ -1,5 +1,6 @@
-"""``--target FILE.csv``: plan with the per-layer costs of a measurement file instead of
-profiling again.
+"""Observations a compile plans with: ``--target FILE.csv`` (the per-layer costs of a measurement
+file instead of profiling again) and ``--observations`` (memory rows: the size a device's runtime
+reports for a model, which its capacity rule then charges).
 
 Why: a profile is worth keeping. ``hetcc profile`` writes one (``hetcc.observations/1``), a
 colleague or a paper's supplement can hand one over, and a compile against it is reproducible
@@ -24,10 +25,23 @@ compile's own profile cache: the layers' times, the whole model's (its row with 
 ``layer``; without one the boundary model is not calibrated on the model, scale 1) and the
 session-boundary fit from the file's ``boundary_delta_ms`` / ``boundary_beta_ms_per_mb``
 comment (absent: ``host``'s ``transfer`` defaults).
+
+``--observations FILE.csv`` (or a built-in file's name, or ``none``): the ``memory`` rows of an
+observations file, each the size a device's runtime reports for a whole model (MOSAIC's Table I:
+what TensorFlow Lite reports), which that device's capacity rule then charges the model instead
+of the board's own estimate, each slice its share (``PlanningProblem.with_reported_memory``).
+A row applies to the model being compiled when its ``model_sha256`` is the model's; a row
+without one, when it names the model as compiled: the zoo name given as MODEL, or the same
+file. A row that names the model but gives another sha256 is refused (exit 2), as is a second
+row for one model and device. By default a built-in board fitted with memory rows
+(``BOARD_OBSERVATIONS``: hikey970, to MOSAIC's) applies its own, on the board exactly as shipped
+(a copy or a calibrated variant does not: give ``--observations``).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
@@ -192,4 +206,127 @@ class MeasuredCosts(Pass):
                           f"{len(table.states)} states")
 
 
-__all__ = ["BOARD", "DEVICE", "MeasuredCosts", "Measurements", "is_measurement_file", "load_measurements"]
+# ---------------------------------------------------------------- --observations: memory rows
+#: ``observations=`` / ``--observations`` values: the board's own memory rows (the default), none
+BOARD_ROWS = "board"
+NO_ROWS = "none"
+#: built-in boards fitted with memory rows -> the built-in observations file whose rows they apply
+BOARD_OBSERVATIONS = {"hikey970": "hikey970-mosaic"}
+_TARGETS = "hetcc.targets"
+
+
+@dataclass(frozen=True)
+class ReportedSize:
+    """A memory row applied: ``device``'s runtime reports the whole model takes ``nbytes``."""
+
+    device: str
+    nbytes: float
+    row: Any                  # the Observation
+
+    @property
+    def source(self) -> str:
+        """``hikey970-mosaic.csv line 11``: the row (the file's name only, so artifacts do not
+        depend on where it lies)."""
+        return f"{Path(self.row.file).name} line {self.row.line}"
+
+
+@dataclass(frozen=True)
+class MemoryRows:
+    """The memory rows of one observations file, read for compiling (``load_memory_rows``)."""
+
+    rows: tuple[Any, ...]
+    label: str
+
+    def for_model(self, board: Any, sha256: str, zoo_name: str | None = None,
+                  source_path: str | Path | None = None) -> dict[str, ReportedSize]:
+        """{device: ReportedSize} of the rows that apply to the model with ``sha256`` (given as
+        zoo name ``zoo_name``, or read from ``source_path``); the module doc says which apply.
+        UsageError naming the row for one naming the model with another sha256, a second row
+        for one device, or a device without a capacity (the row would change nothing)."""
+        from hetcc.measure.observations import is_model_path
+
+        src = str(Path(source_path).resolve()) if source_path else None
+        out: dict[str, ReportedSize] = {}
+        for o in self.rows:
+            m = o.models[0]
+            named = (src is not None and str(Path(m).resolve()) == src) if is_model_path(m) else m == zoo_name
+            if o.model_sha256 is not None and o.model_sha256 != sha256:
+                if named:
+                    raise UsageError(f"{o.where}: the memory row names {o.model} with sha256 {o.model_sha256[:12]}…, "
+                                     f"the model compiled has {sha256[:12]}…: the size was reported for another "
+                                     "model; fix the model_sha256 column or drop the row")
+                continue
+            if o.model_sha256 is None and not named:
+                continue
+            if o.device in out:
+                raise UsageError(f"{o.where}: a second memory row for this model on {o.device} (the first is "
+                                 f"{out[o.device].source}); keep one")
+            cap = board.device(o.device).capacity_bytes
+            if cap is None or not math.isfinite(float(cap)):
+                raise UsageError(f"{o.where}: {board.name}'s {o.device} has no memory capacity, so the size its "
+                                 "runtime reports changes nothing; drop the row (or give the device a capacity)")
+            out[o.device] = ReportedSize(o.device, o.value * 1e6, o)
+        return out
+
+
+def observations_file(name: str) -> Path | None:
+    """The built-in observations file ``name`` (``hikey970-mosaic``), None when there is none."""
+    from importlib import resources
+
+    res = resources.files(_TARGETS).joinpath("observations", f"{name}.csv")
+    return Path(str(res)) if res.is_file() else None
+
+
+def shipped(board: Any) -> bool:
+    """``board`` is a built-in board exactly as shipped (its file's bytes, not a copy or a refit)."""
+    from importlib import resources
+
+    res = resources.files(_TARGETS).joinpath(f"{board.name}.toml")
+    return res.is_file() and hashlib.sha256(res.read_bytes()).hexdigest() == getattr(board, "sha256", None)
+
+
+def memory_rows_file(spec: str | Path | None, board: Any) -> Path | None:
+    """The observations file ``spec`` names for compiling on ``board`` (``load_memory_rows``), or
+    None for none; UsageError for a name that is no file and no built-in file."""
+    if spec is None or str(spec) == NO_ROWS:
+        return None
+    if str(spec) == BOARD_ROWS:
+        name = BOARD_OBSERVATIONS.get(board.name)
+        return observations_file(name) if name is not None and shipped(board) else None
+    s = str(spec)
+    if isinstance(spec, Path) or s.lower().endswith(".csv") or "/" in s or "\\" in s:
+        return Path(spec)
+    path = observations_file(s)
+    if path is None:
+        from importlib import resources
+
+        names = sorted(p.name[:-4] for p in resources.files(_TARGETS).joinpath("observations").iterdir()
+                       if p.name.endswith(".csv"))
+        raise UsageError(f"--observations {s!r}: no such file; give FILE.csv, a built-in observations file "
+                         f"({', '.join(names)}) or none")
+    return path
+
+
+def load_memory_rows(spec: str | Path | None, board: Any) -> MemoryRows | None:
+    """The memory rows ``spec`` names for compiling on ``board``: ``BOARD_ROWS`` the board's own
+    (None unless it is a built-in board in ``BOARD_OBSERVATIONS``, as shipped), ``None`` or
+    ``NO_ROWS`` none, a path an observations file, another word a built-in file
+    (targets/observations/NAME.csv). Every row is validated against ``board`` (UsageError naming
+    the file, line and column); a file without memory rows is refused."""
+    from hetcc.measure.observations import parse_observations, read_text
+
+    path = memory_rows_file(spec, board)
+    if path is None:
+        return None
+    label = str(path)
+    rows = tuple(o for o in parse_observations(read_text(path), label, path.parent, board=board, check_files=False)
+                 if o.kind == "memory")
+    if not rows:
+        raise UsageError(f"{label}: holds no memory rows; --observations applies the size a device's runtime "
+                         "reports for a model (rows of kind memory, docs/calibration.md)")
+    return MemoryRows(rows, label)
+
+
+__all__ = ["BOARD", "BOARD_OBSERVATIONS", "BOARD_ROWS", "DEVICE", "MeasuredCosts", "Measurements", "MemoryRows",
+           "NO_ROWS", "ReportedSize", "is_measurement_file", "load_measurements", "load_memory_rows",
+           "memory_rows_file", "observations_file", "shipped"]
