@@ -18,7 +18,7 @@ from hetcc.compiler.costtable import layer_features
 from hetcc.compiler.program import Layer
 from hetcc.core.errors import InfeasibleError, UsageError
 from hetcc.planners import plan as run_planner
-from hetcc.planners import exact as exact_module
+from hetcc.planners.exact import knobs as knobs_module
 from hetcc.planners.evosh import optimum
 from hetcc.planners.evosh.space import ConfigSpace
 from hetcc.planners.exact import exact
@@ -191,7 +191,7 @@ def test_bad_knobs_value_is_one_line_naming_the_option():
 
 def test_too_many_configurations_is_refused_naming_the_option(monkeypatch):
     problem = board(0, 2)
-    monkeypatch.setattr(exact_module, "MAX_KNOB_CONFIGS", 4)
+    monkeypatch.setattr(knobs_module, "MAX_KNOB_CONFIGS", 4)
     with pytest.raises(UsageError) as err:
         run_planner(problem, Objective("latency"), "exact")
     assert "\n" not in str(err.value) and "knobs=fixed" in str(err.value) and "6 hardware" in str(err.value)

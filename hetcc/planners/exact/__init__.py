@@ -28,6 +28,11 @@ Everything else only prunes, and only soundly:
   that finds a feasible plan within its guess is optimal, one that does not raises the bound),
   then U itself.
 
+Hardware knobs (``knobs=search``, the default): on a board with knobs the planner returns the
+optimum over knob configurations x slicings (``knobs``: every configuration bounded at once, the
+promising ones solved with the best plan so far as a cutoff, ``_solve``'s ``cutoff``);
+``knobs=fixed`` plans at the configuration the problem was costed at.
+
 Anytime: with ``ctx.budget`` (seconds, and steps = label-search boundaries) the planner returns
 its best plan when the budget runs out, with ``stats`` optimal / lower_bound / gap.
 ``prune=False`` runs the plain label DP (no bounds, no incumbent), for verification.
@@ -40,21 +45,18 @@ from typing import Literal
 
 import numpy as np
 
-from hetcc.core.errors import InfeasibleError, UsageError
-from ..dp import cell_costs
+from hetcc.core.errors import InfeasibleError
 from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem, Slice
 from ..registry import PlannerSpec
-from . import dominance, relax, suffix
+from . import dominance, knobs, relax, suffix
 from .bounds import critical, envelope, lower, subset, two_stage
 from .incumbent import SHORT_LAYERS, best_feasible, hull, opening, walk, walks
 from .incumbent import lowest_average_power_mw as _lowest_power
-from .knobs import lower_bounds as knob_bounds
-from .knobs import single_state
-from .knobs import union as knob_union
+from .knobs import Beaten
 from .lagrange import tensor_dp
-from .model import Model, build
+from .model import Model, build, ms_text, mw_text
 from .pareto import INF, pareto_rows
 from .search import no_bound, run_pass
 
@@ -86,37 +88,25 @@ LATENCY_DEEPENING_MIN_GAP = 1e-4
 # exactly (``suffix``); on shorter ones the plain search is already fast (zoo models: a few ms) and
 # the reverse pass would be most of the work
 SUFFIX_MIN_LAYERS = 120
-OPTIMAL_RTOL = 1e-9     # an incumbent this close to the lower bound is optimal; plans of two hardware
-                        # configurations this close are a tie (the more capable one wins)
-MAX_KNOB_CONFIGS = 4096  # knobs=search enumerates at most this many hardware configurations
-UNION_MAX_STATES = 4    # a group of configurations is solved as one problem when it has fewer than this
-                        # many times one configuration's states (jetson-tx2: 85 for 15 core counts, 37 each)
-
-
-def _ms(x: float) -> str:
-    return f"{x:.1f}" if abs(x) >= 1 else f"{x:.3g}"
-
-
-def _mw(x: float) -> str:
-    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+OPTIMAL_RTOL = 1e-9     # an incumbent this close to the lower bound is optimal
 
 
 def _fail(m: Model, deadline_ok: bool, cap_ok: bool, t_min: float, t_cap: float | None = None) -> None:
-    d = f"the {_ms(m.deadline)} ms deadline" if np.isfinite(m.deadline) else ""
-    p = f"the {_mw(m.c)} mW power cap" if m.has_cap else ""
+    d = f"the {ms_text(m.deadline)} ms deadline" if np.isfinite(m.deadline) else ""
+    p = f"the {mw_text(m.c)} mW power cap" if m.has_cap else ""
     if not deadline_ok:
         also = f", even ignoring {p}" if p else ""
         raise InfeasibleError(f"no plan meets {d}{also}: the fastest reachable latency is "
-                              f"{_ms(t_min)} ms; relax --deadline")
+                              f"{ms_text(t_min)} ms; relax --deadline")
     if not cap_ok:
         also = f", even ignoring {d}" if d else ""
         raise InfeasibleError(f"no plan meets {p}{also}: the lowest reachable average power is "
-                              f"{_mw(_lowest_power(m))} mW; relax --power-cap")
+                              f"{mw_text(_lowest_power(m))} mW; relax --power-cap")
     if d and p:
         try:
             if t_cap is None:
                 t_cap = exact(m.problem, Objective("latency", power_cap_mw=m.c)).latency_ms
-            within = f": within the cap the fastest plan takes {_ms(t_cap)} ms"
+            within = f": within the cap the fastest plan takes {ms_text(t_cap)} ms"
         except InfeasibleError:
             within = ""
         raise InfeasibleError(f"no plan meets both {d} and {p}{within}; relax --deadline or --power-cap")
@@ -168,16 +158,11 @@ def _suffix_pays(m: Model) -> bool:
     return m.L >= SUFFIX_MIN_LAYERS and (dominance.applies(m) or m.has_cap)
 
 
-class _Beaten(Exception):
-    """The solve proved that no plan is worth ``cutoff`` or less (knob search: another hardware
-    configuration's plan is at least as good)."""
-
-
 def _raise_bound(best: _Best, bound: float, cutoff: float) -> None:
-    """``best``'s lower bound raised to ``bound``; _Beaten once it passes ``cutoff``."""
+    """``best``'s lower bound raised to ``bound``; Beaten once it passes ``cutoff``."""
     best.bound = max(best.bound, bound)
     if best.bound > cutoff:
-        raise _Beaten
+        raise Beaten
 
 
 def _try_relaxed(m: Model, drop: tuple[str, ...], best: _Best, ctx: PlanContext, start=None,
@@ -267,7 +252,7 @@ def exact(problem: PlanningProblem, objective: Objective, stream: bool = True, p
 
 def _solve(m: Model, prune: bool, ctx: PlanContext, start=None, cutoff: float = INF) -> Plan:
     """``exact`` on the model ``m``; ``start``: its opening pass when already run (a relaxation's,
-    whose extra weights only add hull vertices). ``cutoff``: the solve may stop with _Beaten once
+    whose extra weights only add hull vertices). ``cutoff``: the solve may stop with Beaten once
     it proves that no plan is worth ``cutoff`` or less."""
     best = _Best()
     if m.metric != "edp":   # the unconstrained optimum of an additive metric, when feasible, is optimal
@@ -277,7 +262,7 @@ def _solve(m: Model, prune: bool, ctx: PlanContext, start=None, cutoff: float = 
         if m.feasible(T, E):
             return _plan(m, lean, optimal=True, lower_bound=v, gap=0.0, passes=0, labels=0)
         if prune and v > cutoff:    # the limits only make it worse
-            raise _Beaten
+            raise Beaten
     cap_ok = True
     if walks(m):    # energy under a deadline alone, short model: the hull's edge at the deadline
         fast, first = tensor_dp(m.T3), None
@@ -372,7 +357,7 @@ def _solve(m: Model, prune: bool, ctx: PlanContext, start=None, cutoff: float = 
             break
         best.bound = max(best.bound, cut)  # nothing feasible within cut: the optimum exceeds it
         if np.isfinite(cutoff) and cut >= cutoff:
-            raise _Beaten
+            raise Beaten
         if not np.isfinite(cut):
             break
     if best.path is None:
@@ -409,194 +394,19 @@ class ExactOptions:
                                            "knobs); fixed: the knobs the problem was costed at (--hardware)"})
 
 
-class _Steps:
-    """``ctx`` for one configuration's solve: the steps of those before it count against the budget."""
-
-    def __init__(self, ctx: PlanContext, before: int) -> None:
-        self.ctx, self.before = ctx, before
-        self.budget, self.progress, self.logger = ctx.budget, ctx.progress, ctx.logger
-
-    def out_of_budget(self, steps: int = 0) -> bool:
-        return self.ctx.out_of_budget(self.before + steps)
-
-    def elapsed(self) -> float:
-        return self.ctx.elapsed()
-
-
-def _beats(value: float, key: tuple, best_value: float, best_key: tuple) -> bool:
-    """A plan worth ``value`` on a configuration of capability ``key`` replaces the best so far:
-    it is better, or as good (within OPTIMAL_RTOL) on more capable hardware."""
-    tol = OPTIMAL_RTOL * max(1.0, abs(best_value)) if np.isfinite(best_value) else 0.0
-    return value < best_value - tol or (value <= best_value + tol and key > best_key)
-
-
 def search_knobs(problem: PlanningProblem, objective: Objective, ctx: PlanContext | None = None) -> Plan:
-    """``exact`` over the board's hardware knobs x the slicings: the proven optimum over every
-    knob configuration of ``problem.hardware`` (DVFS stays per slice).
-
-    Every configuration is bounded first (``knobs.lower_bounds``, all at once). Configurations
-    that share their base power form a group, solved as one problem over their distinct states
-    (``knobs.union``: knobs that touch other devices leave the states a plan uses unchanged); when
-    the union's optimum mixes states of different configurations, its members are solved one by
-    one. Groups and members go in order of their bound, each solve with the best plan so far as a
-    cutoff, and one whose bound cannot beat it is never solved. Ties go to the more capable
-    configuration (``HardwareSpace.capability``)."""
+    """``exact`` over the board's hardware knobs x the slicings (``knobs.search``); ``exact`` itself
+    on a problem without knobs (or with one configuration)."""
     ctx = ctx or PlanContext()
     hw = problem.hardware
     if hw is None or hw.size <= 1:
         return exact(problem, objective, ctx=ctx)
-    if hw.size > MAX_KNOB_CONFIGS:
-        raise UsageError(f"exact: the board has {hw.size} hardware configurations, over the {MAX_KNOB_CONFIGS} that "
-                         "knobs=search enumerates; use --planner-option knobs=fixed (with --hardware)")
-    own = hw.validate(problem.hardware_config or {})
-    configs = list(hw.configs())
-    problems = [problem if c == own else hw.apply(problem, c) for c in configs]
-    runs = [i for i, q in enumerate(problems) if np.asarray(q.legal).any(axis=1).all()]
-    lb = np.full(len(configs), INF)
-    cells = [cell_costs(problems[i]) for i in runs]
-    lb[runs] = knob_bounds(cells, objective)
-    key = [hw.capability(c) for c in configs]
-    s = _KnobSearch(objective, ctx, key)
-    one, _ = single_state(cells, objective)        # the best plan of one slice: the first incumbent
-    del cells
-    for r, st in sorted(zip(*np.nonzero(np.isfinite(one))), key=lambda x: (one[x], _neg(key[runs[x[0]]])))[:1]:
-        try:
-            first = problems[runs[r]].evaluate([Slice(0, problem.num_layers - 1, int(st))], stats={"single_slice": True})
-        except ValueError:      # over the state's capacity
-            continue
-        s.offer(first, runs[r], -INF)
-    groups: dict[float, list[int]] = {}
-    for i in sorted((i for i in runs if np.isfinite(lb[i])), key=lambda i: (lb[i], _neg(key[i]))):
-        groups.setdefault(float(problems[i].base_power_mw), []).append(i)
-    for members in sorted(groups.values(), key=lambda g: (lb[g[0]], _neg(max(key[i] for i in g)))):
-        if s.out_of_budget():
-            s.open_bounds += [float(lb[i]) for i in members]
-            continue
-        if len(members) > 1 and s.worth(float(lb[members[0]]), max(key[i] for i in members)):
-            members = s.union([problems[i] for i in members], members)
-        for i in members:
-            if s.out_of_budget():
-                s.open_bounds.append(float(lb[i]))
-            elif s.worth(float(lb[i]), key[i]):
-                s.solve(problems[i], i, float(lb[i]))
-    if s.plan is None:
-        _fail_knobs(problem, objective, hw, configs, ctx, s.out_of_budget())
-    return s.result(len(configs))
+    return knobs.search(problem, objective, ctx, _solve_under)
 
 
-class _KnobSearch:
-    """The state of ``search_knobs``: the best plan so far, its value and capability, counts."""
-
-    def __init__(self, objective: Objective, ctx: PlanContext, key: list) -> None:
-        self.objective, self.ctx, self.key = objective, ctx, key
-        self.value, self.plan, self.best_key = INF, None, None
-        self.steps = self.solved = self.cut_off = 0
-        self.open_bounds: list[float] = []
-
-    def out_of_budget(self) -> bool:
-        return self.ctx.out_of_budget(self.steps)
-
-    def cutoff(self, key: tuple) -> float:
-        """The value a configuration of capability ``key`` must reach to replace the best."""
-        if self.plan is None:
-            return INF
-        tol = OPTIMAL_RTOL * max(1.0, abs(self.value))
-        return self.value + tol if key > self.best_key else self.value - tol
-
-    def worth(self, bound: float, key: tuple) -> bool:
-        return not bound * (1 - 1e-12) > self.cutoff(key)
-
-    def _run(self, q: PlanningProblem, key: tuple) -> Plan | None:
-        """``q`` solved under the cutoff for ``key``; None when cut off or infeasible."""
-        try:
-            plan = _solve(build(q, self.objective), True, _Steps(self.ctx, self.steps), cutoff=self.cutoff(key))
-        except _Beaten:
-            self.cut_off += 1
-            return None
-        except InfeasibleError:
-            return None
-        self.solved += 1
-        self.steps += int(plan.stats.get("steps", 0))
-        return plan
-
-    def offer(self, plan: Plan, i: int, bound: float) -> None:
-        if not plan.stats.get("optimal", True) and np.isfinite(bound):
-            self.open_bounds.append(float(plan.stats.get("lower_bound", bound)))
-        value = float(self.objective.key(plan.latency_ms, plan.energy_mj))
-        if self.plan is None or _beats(value, self.key[i], self.value, self.best_key):
-            self.value, self.plan, self.best_key = value, plan, self.key[i]
-
-    def solve(self, q: PlanningProblem, i: int, bound: float) -> None:
-        plan = self._run(q, self.key[i])
-        if plan is None:
-            if self.out_of_budget():
-                self.open_bounds.append(bound)
-            return
-        self.offer(plan, i, bound)
-
-    def union(self, problems: list, members: list[int]) -> list[int]:
-        """The group ``members`` solved as one problem (``knobs.union``); the members still to
-        solve one by one: none when the union's plan runs on one of them (the most capable one it
-        runs on takes it), all when it mixes them (or the budget ran out)."""
-        u, maps = knob_union(problems)
-        if u.num_states >= UNION_MAX_STATES * problems[0].num_states:
-            return members
-        plan = self._run(u, max(self.key[i] for i in members))
-        if plan is None:
-            return [] if not self.out_of_budget() else members
-        cols = {sl.state for sl in plan.slices}
-        fits = [j for j, m in enumerate(maps) if cols <= set(m)]
-        if not fits:
-            return members
-        j = max(fits, key=lambda j: self.key[members[j]])
-        own = problems[j].evaluate([Slice(sl.first, sl.last, maps[j][sl.state]) for sl in plan.slices])
-        self.offer(own.replace(stats=plan.stats), members[j], -INF)
-        return [] if plan.stats.get("optimal", True) else members
-
-    def result(self, n: int) -> Plan:
-        best = self.value
-        bound = min([best, *self.open_bounds])
-        optimal = bound >= best - OPTIMAL_RTOL * max(1.0, abs(best))
-        gap = 0.0 if optimal else max(0.0, best - bound) / max(abs(best), 1e-300)
-        stats = dict(self.plan.stats, optimal=bool(optimal), lower_bound=float(best if optimal else bound),
-                     gap=float(gap), steps=self.steps, seconds=self.ctx.elapsed(),
-                     knobs={"configurations": n, "solved": self.solved, "cut_off": self.cut_off})
-        return self.plan.replace(stats=stats)
-
-
-def _neg(key: tuple) -> tuple:
-    return tuple(-x for x in key)
-
-
-def _fail_knobs(problem: PlanningProblem, objective: Objective, hw, configs: list, ctx: PlanContext,
-                spent: bool) -> None:
-    """No configuration has a plan within the limits (or the budget was ``spent`` first): the
-    one-line error of the most capable configuration for a deadline, of the least hungry for the cap."""
-    if spent:
-        raise InfeasibleError(f"exact: the budget ({_budget_text(ctx.budget)}) ran out before a feasible plan was "
-                              "found on any hardware configuration; none is proved infeasible (raise the budget)")
-    n = len(configs)
-    runs = [c for c in configs if np.asarray(hw.apply(problem, c).legal).any(axis=1).all()]
-    if not runs:
-        raise InfeasibleError(f"no hardware configuration runs every layer ({n} tried); no plan can run the model")
-    top = hw.apply(problem, max(runs, key=hw.capability))
-    fastest = build(top, Objective("latency"))
-    t_min = fastest.totals(tensor_dp(fastest.T3))[0]
-    if objective.deadline_ms is not None and t_min > objective.deadline_ms * (1 + 1e-9):
-        raise InfeasibleError(f"no plan meets the {_ms(objective.deadline_ms)} ms deadline on any of the {n} hardware "
-                              f"configurations: the fastest reachable latency is {_ms(t_min)} ms; relax --deadline")
-    if objective.power_cap_mw is not None:
-        p_min = min(lowest_average_power_mw(hw.apply(problem, c)) for c in runs)
-        if p_min > objective.power_cap_mw * (1 + 1e-9):
-            raise InfeasibleError(f"no plan meets the {_mw(objective.power_cap_mw)} mW power cap on any of the {n} "
-                                  f"hardware configurations: the lowest reachable average power is {_mw(p_min)} mW; "
-                                  "relax --power-cap")
-    if objective.deadline_ms is not None and objective.power_cap_mw is not None:
-        raise InfeasibleError(f"no plan meets both the {_ms(objective.deadline_ms)} ms deadline and the "
-                              f"{_mw(objective.power_cap_mw)} mW power cap on any of the {n} hardware "
-                              "configurations; relax --deadline or --power-cap")
-    raise InfeasibleError(f"no plan meets the limits on any of the {n} hardware configurations; "
-                          "relax --deadline or --power-cap")
+def _solve_under(m: Model, cutoff: float, ctx: PlanContext) -> Plan:
+    """One configuration's solve for ``knobs.search``: knobs.Beaten once no plan is worth ``cutoff``."""
+    return _solve(m, True, ctx, cutoff=cutoff)
 
 
 def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
@@ -609,5 +419,4 @@ SPECS = (PlannerSpec("exact", "ours: Pareto-label DP with sound bounds; the prov
                      "or edp under a deadline and/or power cap (anytime with a budget: best plan and its gap)",
                      _run, ExactOptions, constraints=("deadline", "power_cap"), exact=True, hardware=True),)
 
-__all__ = ["ExactOptions", "MAX_KNOB_CONFIGS", "SPECS", "exact", "lowest_average_power_mw", "pareto_rows",
-           "search_knobs"]
+__all__ = ["ExactOptions", "SPECS", "exact", "lowest_average_power_mw", "pareto_rows", "search_knobs"]

@@ -1,12 +1,22 @@
-"""Lower bounds of many hardware configurations at once, so that ``exact`` with ``knobs=search``
-solves only the configurations that can still win.
+"""``exact`` with ``knobs=search``: the proven optimum over a board's hardware knobs x the slicings.
 
-A configuration's tables are a PlanningProblem of their own (``HardwareSpace.apply``); ``exact``
-solves one in tens to hundreds of milliseconds, and a board has a few hundred configurations. A
-Lagrangian bound is far cheaper: for weights (a, b) >= 0 on (E, T) every plan costs at least the
-least a*E + b*T over all plans, one dynamic program over the layers (a slice is open on a state
-while it runs, as in ``lagrange.forward``), here for every configuration and every weight in one
-vectorised pass. Capacities are ignored (fewer limits, a lower bound still).
+A knob configuration's tables are a PlanningProblem of their own (``HardwareSpace.apply``);
+``exact`` solves one in tens to hundreds of milliseconds, and a board has a few hundred
+configurations (``jetson-tx2``: 165). ``search`` solves only those that can still win:
+
+* every configuration is bounded at once (``lower_bounds``): for weights (a, b) on (E, T) every
+  plan costs at least the least a*E + b*T over all plans, one dynamic program over the layers (a
+  slice is open on a state while it runs, as in ``lagrange.forward``), here for every
+  configuration and every weight in one vectorised pass; capacities are ignored (fewer limits, a
+  lower bound still);
+* the best plan of one slice over every configuration (``single_state``: EvoSh's one-device
+  hardware space) is the first incumbent;
+* configurations that share their base power are solved as one problem over their distinct states
+  (``union``: a core count changes only its cluster's states), in order of their bound, with the
+  incumbent as a cutoff (the solve stops with ``Beaten`` once it proves nothing better); when the
+  union's plan mixes configurations, they are solved one by one the same way.
+
+Ties go to the more capable configuration (``HardwareSpace.capability``).
 
 For a plan within the limits (T <= D, X = E - k*T <= tol, k the cap in mJ per ms):
 
@@ -16,18 +26,30 @@ For a plan within the limits (T <= D, X = E - k*T <= tol, k the cap in mJ per ms
 
 The best weight of each configuration is taken from a fixed grid: a bound, not the LP optimum
 (``bounds`` has that, per search point, inside a solve). A configuration whose latency bound
-passes the deadline, or whose weights prove the cap unreachable, bounds at +inf.
+passes the deadline bounds at +inf.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..dp import CellCosts
+from hetcc.core.errors import InfeasibleError, UsageError
+from ..context import PlanContext
+from ..dp import CellCosts, cell_costs
 from ..metrics import RTOL, Objective
-from ..problem import PlanningProblem, StateTable
+from ..problem import Plan, PlanningProblem, Slice, StateTable
+from .incumbent import lowest_average_power_mw
+from .lagrange import tensor_dp
+from .model import Model, build, ms_text, mw_text
 from .pareto import INF
+
+#: ``search(..., solve)``: exact on one model under a cutoff (raises Beaten when none is worth it)
+Solve = Callable[[Model, float, Any], Plan]
+MAX_KNOB_CONFIGS = 4096   # knobs=search enumerates at most this many hardware configurations
+UNION_MAX_STATES = 4      # a group of configurations is solved as one problem when it has fewer than this
+                          # many times one configuration's states (jetson-tx2: 85 for 15 core counts, 37 each)
+TIE_RTOL = 1e-9           # plans of two configurations this close are a tie (the more capable one wins)
 
 #: (1 - g) / g for the latency weights g = lam * k: the slope of the hull's edge where it meets the
 #: cap line, relative to the cap, on a geometric grid; g slightly above 1 covers the hull's rising part
@@ -173,4 +195,199 @@ def union(problems: Sequence[PlanningProblem]) -> tuple[PlanningProblem, list[di
     return out, maps
 
 
-__all__ = ["lower_bounds", "single_state", "union"]
+class Beaten(Exception):
+    """A solve proved that no plan is worth its cutoff or less: another hardware configuration's
+    plan is at least as good."""
+
+
+def search(problem: PlanningProblem, objective: Objective, ctx: PlanContext, solve: Solve) -> Plan:
+    """``exact`` over the board's hardware knobs x the slicings: the proven optimum over every
+    knob configuration of ``problem.hardware`` (DVFS stays per slice).
+
+    Every configuration is bounded first (``lower_bounds``, all at once). Configurations
+    that share their base power form a group, solved as one problem over their distinct states
+    (``union``: knobs that touch other devices leave the states a plan uses unchanged); when
+    the union's optimum mixes states of different configurations, its members are solved one by
+    one. Groups and members go in order of their bound, each solve with the best plan so far as a
+    cutoff, and one whose bound cannot beat it is never solved. Ties go to the more capable
+    configuration (``HardwareSpace.capability``). ``solve(model, cutoff, ctx)``: ``exact`` on one
+    model, raising Beaten once it proves no plan is worth ``cutoff`` or less."""
+    hw = problem.hardware
+    if hw.size > MAX_KNOB_CONFIGS:
+        raise UsageError(f"exact: the board has {hw.size} hardware configurations, over the {MAX_KNOB_CONFIGS} that "
+                         "knobs=search enumerates; use --planner-option knobs=fixed (with --hardware)")
+    own = hw.validate(problem.hardware_config or {})
+    configs = list(hw.configs())
+    problems = [problem if c == own else hw.apply(problem, c) for c in configs]
+    runs = [i for i, q in enumerate(problems) if np.asarray(q.legal).any(axis=1).all()]
+    lb = np.full(len(configs), INF)
+    cells = [cell_costs(problems[i]) for i in runs]
+    lb[runs] = lower_bounds(cells, objective)
+    key = [hw.capability(c) for c in configs]
+    s = _Search(objective, ctx, key, solve)
+    one, _ = single_state(cells, objective)        # the best plan of one slice: the first incumbent
+    del cells
+    for r, st in sorted(zip(*np.nonzero(np.isfinite(one))), key=lambda x: (one[x], _neg(key[runs[x[0]]])))[:1]:
+        try:
+            first = problems[runs[r]].evaluate([Slice(0, problem.num_layers - 1, int(st))], stats={"single_slice": True})
+        except ValueError:      # over the state's capacity
+            continue
+        s.offer(first, runs[r], -INF)
+    groups: dict[float, list[int]] = {}
+    for i in sorted((i for i in runs if np.isfinite(lb[i])), key=lambda i: (lb[i], _neg(key[i]))):
+        groups.setdefault(float(problems[i].base_power_mw), []).append(i)
+    for members in sorted(groups.values(), key=lambda g: (lb[g[0]], _neg(max(key[i] for i in g)))):
+        if s.out_of_budget():
+            s.open_bounds += [float(lb[i]) for i in members]
+            continue
+        if len(members) > 1 and s.worth(float(lb[members[0]]), max(key[i] for i in members)):
+            members = s.union([problems[i] for i in members], members)
+        for i in members:
+            if s.out_of_budget():
+                s.open_bounds.append(float(lb[i]))
+            elif s.worth(float(lb[i]), key[i]):
+                s.solve(problems[i], i, float(lb[i]))
+    if s.plan is None:
+        _fail_knobs(problem, objective, hw, configs, ctx, s.out_of_budget())
+    return s.result(len(configs))
+
+
+class _Steps:
+    """``ctx`` for one configuration's solve: the steps of those before it count against the budget."""
+
+    def __init__(self, ctx: PlanContext, before: int) -> None:
+        self.ctx, self.before = ctx, before
+        self.budget, self.progress, self.logger = ctx.budget, ctx.progress, ctx.logger
+
+    def out_of_budget(self, steps: int = 0) -> bool:
+        return self.ctx.out_of_budget(self.before + steps)
+
+    def elapsed(self) -> float:
+        return self.ctx.elapsed()
+
+
+def _beats(value: float, key: tuple, best_value: float, best_key: tuple) -> bool:
+    """A plan worth ``value`` on a configuration of capability ``key`` replaces the best so far:
+    it is better, or as good (within TIE_RTOL) on more capable hardware."""
+    tol = TIE_RTOL * max(1.0, abs(best_value)) if np.isfinite(best_value) else 0.0
+    return value < best_value - tol or (value <= best_value + tol and key > best_key)
+
+
+class _Search:
+    """The state of ``search``: the best plan so far, its value and capability, counts."""
+
+    def __init__(self, objective: Objective, ctx: PlanContext, key: list, solve: Solve) -> None:
+        self.objective, self.ctx, self.key, self._solve = objective, ctx, key, solve
+        self.value, self.plan, self.best_key = INF, None, None
+        self.steps = self.solved = self.cut_off = 0
+        self.open_bounds: list[float] = []
+
+    def out_of_budget(self) -> bool:
+        return self.ctx.out_of_budget(self.steps)
+
+    def cutoff(self, key: tuple) -> float:
+        """The value a configuration of capability ``key`` must reach to replace the best."""
+        if self.plan is None:
+            return INF
+        tol = TIE_RTOL * max(1.0, abs(self.value))
+        return self.value + tol if key > self.best_key else self.value - tol
+
+    def worth(self, bound: float, key: tuple) -> bool:
+        return not bound * (1 - 1e-12) > self.cutoff(key)
+
+    def _run(self, q: PlanningProblem, key: tuple) -> Plan | None:
+        """``q`` solved under the cutoff for ``key``; None when cut off or infeasible."""
+        try:
+            plan = self._solve(build(q, self.objective), self.cutoff(key), _Steps(self.ctx, self.steps))
+        except Beaten:
+            self.cut_off += 1
+            return None
+        except InfeasibleError:
+            return None
+        self.solved += 1
+        self.steps += int(plan.stats.get("steps", 0))
+        return plan
+
+    def offer(self, plan: Plan, i: int, bound: float) -> None:
+        if not plan.stats.get("optimal", True) and np.isfinite(bound):
+            self.open_bounds.append(float(plan.stats.get("lower_bound", bound)))
+        value = float(self.objective.key(plan.latency_ms, plan.energy_mj))
+        if self.plan is None or _beats(value, self.key[i], self.value, self.best_key):
+            self.value, self.plan, self.best_key = value, plan, self.key[i]
+
+    def solve(self, q: PlanningProblem, i: int, bound: float) -> None:
+        plan = self._run(q, self.key[i])
+        if plan is None:
+            if self.out_of_budget():
+                self.open_bounds.append(bound)
+            return
+        self.offer(plan, i, bound)
+
+    def union(self, problems: list, members: list[int]) -> list[int]:
+        """The group ``members`` solved as one problem (``knobs.union``); the members still to
+        solve one by one: none when the union's plan runs on one of them (the most capable one it
+        runs on takes it), all when it mixes them (or the budget ran out)."""
+        u, maps = union(problems)
+        if u.num_states >= UNION_MAX_STATES * problems[0].num_states:
+            return members
+        plan = self._run(u, max(self.key[i] for i in members))
+        if plan is None:
+            return [] if not self.out_of_budget() else members
+        cols = {sl.state for sl in plan.slices}
+        fits = [j for j, m in enumerate(maps) if cols <= set(m)]
+        if not fits:
+            return members
+        j = max(fits, key=lambda j: self.key[members[j]])
+        own = problems[j].evaluate([Slice(sl.first, sl.last, maps[j][sl.state]) for sl in plan.slices])
+        self.offer(own.replace(stats=plan.stats), members[j], -INF)
+        return [] if plan.stats.get("optimal", True) else members
+
+    def result(self, n: int) -> Plan:
+        best = self.value
+        bound = min([best, *self.open_bounds])
+        optimal = bound >= best - TIE_RTOL * max(1.0, abs(best))
+        gap = 0.0 if optimal else max(0.0, best - bound) / max(abs(best), 1e-300)
+        stats = dict(self.plan.stats, optimal=bool(optimal), lower_bound=float(best if optimal else bound),
+                     gap=float(gap), steps=self.steps, seconds=self.ctx.elapsed(),
+                     knobs={"configurations": n, "solved": self.solved, "cut_off": self.cut_off})
+        return self.plan.replace(stats=stats)
+
+
+def _neg(key: tuple) -> tuple:
+    return tuple(-x for x in key)
+
+
+def _fail_knobs(problem: PlanningProblem, objective: Objective, hw, configs: list, ctx: PlanContext,
+                spent: bool) -> None:
+    """No configuration has a plan within the limits (or the budget was ``spent`` first): the
+    one-line error of the most capable configuration for a deadline, of the least hungry for the cap."""
+    if spent:
+        raise InfeasibleError(f"exact: the budget ({ctx.budget.describe()}) ran out before a feasible plan was "
+                              "found on any hardware configuration; none is proved infeasible (raise the budget)")
+    n = len(configs)
+    runs = [c for c in configs if np.asarray(hw.apply(problem, c).legal).any(axis=1).all()]
+    if not runs:
+        raise InfeasibleError(f"no hardware configuration runs every layer ({n} tried); no plan can run the model")
+    top = hw.apply(problem, max(runs, key=hw.capability))
+    fastest = build(top, Objective("latency"))
+    t_min = fastest.totals(tensor_dp(fastest.T3))[0]
+    if objective.deadline_ms is not None and t_min > objective.deadline_ms * (1 + 1e-9):
+        raise InfeasibleError(f"no plan meets the {ms_text(objective.deadline_ms)} ms deadline on any of the {n} hardware "
+                              f"configurations: the fastest reachable latency is {ms_text(t_min)} ms; relax --deadline")
+    if objective.power_cap_mw is not None:
+        p_min = min(lowest_average_power_mw(build(hw.apply(problem, c), Objective("latency"))) for c in runs)
+        if p_min > objective.power_cap_mw * (1 + 1e-9):
+            raise InfeasibleError(f"no plan meets the {mw_text(objective.power_cap_mw)} mW power cap on any of the {n} "
+                                  f"hardware configurations: the lowest reachable average power is {mw_text(p_min)} mW; "
+                                  "relax --power-cap")
+    if objective.deadline_ms is not None and objective.power_cap_mw is not None:
+        raise InfeasibleError(f"no plan meets both the {ms_text(objective.deadline_ms)} ms deadline and the "
+                              f"{mw_text(objective.power_cap_mw)} mW power cap on any of the {n} hardware "
+                              "configurations; relax --deadline or --power-cap")
+    raise InfeasibleError(f"no plan meets the limits on any of the {n} hardware configurations; "
+                          "relax --deadline or --power-cap")
+
+
+__all__ = ["Beaten", "MAX_KNOB_CONFIGS", "Solve", "TIE_RTOL", "UNION_MAX_STATES", "lower_bounds", "search", "single_state",
+           "union"]
+

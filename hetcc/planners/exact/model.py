@@ -105,6 +105,16 @@ class Model:
         return T, E
 
 
+def ms_text(x: float) -> str:
+    """Milliseconds as the planner's messages print them."""
+    return f"{x:.1f}" if abs(x) >= 1 else f"{x:.3g}"
+
+
+def mw_text(x: float) -> str:
+    """Milliwatts as the planner's messages print them."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def build(problem: PlanningProblem, objective: Objective, stream: bool = True) -> Model:
     """The Model of ``problem`` for ``objective``; InfeasibleError when a layer runs nowhere."""
     if problem.num_layers == 0:
@@ -140,4 +150,4 @@ def build(problem: PlanningProblem, objective: Objective, stream: bool = True) -
                  **arrays)
 
 
-__all__ = ["Cells", "Model", "build", "combine", "weighted"]
+__all__ = ["Cells", "Model", "build", "combine", "ms_text", "mw_text", "weighted"]
