@@ -48,13 +48,12 @@ QUICK_WIDTH = 32
 def quick_models(directory: Path, seed: int = 0) -> dict[str, Path]:
     """A small CNN (stages of 3x3 convolutions, each closed by a squeeze-excitation block) and
     a classifier, written as the legacy exporter writes it (GlobalAveragePool, Flatten) and as the
-    dynamo exporter does (ReduceMean over H, W: keepdims=1 in the blocks, keepdims=0 before the
-    classifier), with the same weights."""
+    dynamo exporter does (ReduceMean over H, W with keepdims=1, Reshape), with the same weights."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
-    n, c, h, w = QUICK_SHAPE
+    n, c = QUICK_SHAPE[:2]
     weights: dict[str, np.ndarray] = {"axes": np.array([-1, -2], dtype=np.int64)}
     common: list[Any] = []
     form: dict[str, list[Any]] = {"legacy": [], "dynamo": []}
@@ -91,7 +90,9 @@ def quick_models(directory: Path, seed: int = 0) -> dict[str, Path]:
         x = f"se{stage}_m"
     form["legacy"] += [helper.make_node("GlobalAveragePool", [x], ["p"], name="pool"),
                        helper.make_node("Flatten", ["p"], ["f"], name="flatten", axis=1)]
-    form["dynamo"].append(helper.make_node("ReduceMean", [x, "axes"], ["f"], name="pool", keepdims=0))
+    form["dynamo"] += [helper.make_node("ReduceMean", [x, "axes"], ["p"], name="pool", keepdims=1),
+                       helper.make_node("Reshape", ["p", "flat"], ["f"], name="view")]
+    weights["flat"] = np.array([n, channels], dtype=np.int64)
     weights["fc"] = rng.standard_normal((10, channels)) * 0.1
     weights["fcb"] = rng.standard_normal(10) * 0.1
     both(helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], name="fc", transB=1))
