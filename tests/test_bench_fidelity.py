@@ -174,6 +174,44 @@ def test_held_out_predictions_are_attached_by_scheme():
     assert s["by_kind"] == {"rows": 2, "ok": 1, "MISS": 0, "n/a": 1}
 
 
+def test_a_refused_refit_keeps_the_pushed_parameters_at_the_prior_and_fits_again(tmp_path, monkeypatch):
+    """As hetcc calibrate does for a parameter it cannot fit: the refusal's parameters are fixed, the
+    fit repeated; a refusal with nothing left to keep is the refit's error."""
+    needs("calibrate", "scipy", "tomlkit")
+    import hetcc.measure.calibrate as calibration
+    from types import SimpleNamespace
+
+    calls = []
+
+    class Refused(Exception):
+        def __init__(self, drops):
+            super().__init__("pushed to a bound")
+            self.drops = drops
+
+    def fake(prior, files, out, *, free, fix, bounds, range_factor, sets):
+        calls.append(list(fix))
+        if len(calls) == 1:
+            raise Refused([("big.dynamic_power_mw", "bound"), ("little.dynamic_power_mw", "bound")])
+        Path(out).write_text("base_power_mw = 0.0\n", encoding="utf-8")
+        return (SimpleNamespace(obs=[]), SimpleNamespace(free=[0], nfev=3, converged=True,
+                                                          after=SimpleNamespace(predicted=np.zeros(0))), "")
+
+    monkeypatch.setattr(calibration, "calibrate", fake)
+    opts = fidelity.refit_options(fidelity.REFIT_ARGS.read_text(encoding="utf-8"))
+    refits = fidelity.Refits(Path("prior.toml"), CSV, opts, {}, SimpleNamespace(print=lambda *a, **k: None))
+    try:
+        info = refits.fit("f", lambda r: True)
+        assert calls == [[], ["big.dynamic_power_mw", "little.dynamic_power_mw"]]
+        assert info["kept_at_prior"] == ["big.dynamic_power_mw", "little.dynamic_power_mw"] and "error" not in info
+        assert info["target"] and info["base_power_mw"] == 0.0
+        calls.clear()
+        monkeypatch.setattr(calibration, "calibrate", lambda *a, **k: (_ for _ in ()).throw(Refused([])))
+        failed = refits.fit("g", lambda r: True)
+        assert failed["target"] is None and failed["error"].startswith("Refused: ")
+    finally:
+        refits.close()
+
+
 @pytest.mark.parametrize("argv, culprit", [(["--folds", "-1"], "--folds -1"), (["--base-powers", "0,lots"], "'lots'")])
 def test_bad_options_are_one_line_errors(argv, culprit, capsys):
     with pytest.raises(SystemExit) as e:
