@@ -2,6 +2,8 @@
 
 Only that it works, reports measured positive numbers and is self-consistent is checked here (exact
 is its own optimum, feasible means within the deadline); the figures come from full runs by hand.
+The quick mode also runs the ablation of dqn (one workload, few steps) and writes the claim table:
+their structure and consistency are checked, not their values.
 """
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.zoo
-for _mod in ("torch", "torchvision", "torchrl", "gymnasium", "matplotlib", "rich"):
-    pytest.importorskip(_mod)
+from extras import needs
+
+pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot]
+needs("zoo", "torch", "torchvision")
+needs("learn", "torchrl", "gymnasium")
+needs("plot", "matplotlib")
 
 from hetcc.planners.metrics import RTOL  # noqa: E402
 
@@ -37,12 +42,21 @@ def models_dir(tmp_path_factory):
     return root
 
 
-def test_herti_quick(tmp_path, models_dir):
-    out = tmp_path / "h.json"
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory, models_dir):
+    """One ``--quick`` run (the figures on two workloads, the ablation on one): its folder and process."""
+    tmp_path = tmp_path_factory.mktemp("herti-quick")
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herti.py"), "--quick", "--dqn-steps", "100",
-                           "--models-dir", str(models_dir), "--out", str(out)],
+                           "--models-dir", str(models_dir), "--out", str(tmp_path / "h.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return tmp_path, proc
+
+
+@pytest.mark.timeout(900)          # the quick run (the figures and the ablation): minutes on a loaded machine
+def test_herti_quick(quick):
+    tmp_path, proc = quick
+    out = tmp_path / "h.json"
     doc = json.loads(out.read_text())
     assert doc["script"] == "herti" and doc["args"]["quick"] is True and doc["machine"]["cpu_count"] >= 1
     assert doc["args"]["dqn_planner"] == "dqn" and doc["args"]["deadlines"] == ["medium"]
@@ -81,3 +95,73 @@ def test_herti_quick(tmp_path, models_dir):
     assert all(Path(p).parent == tmp_path and Path(p).name.startswith("h-") for p in doc["plots"])
     for label in QUICK:
         assert label in proc.stdout  # the tables were printed
+
+
+#: the ablation's rows, cumulative: Alg. 1 alone, then one search addition at a time (the last is dqn's default)
+ABLATION = {"Alg. 1 alone": {"episode": 0, "elite": 1, "mosaic_e": False, "polish": False},
+            "+ restarts": {"episode": 50, "elite": 1, "mosaic_e": False, "polish": False},
+            "+ elite pool": {"episode": 50, "elite": 8, "mosaic_e": False, "polish": False},
+            "+ MOSAIC-E start": {"episode": 50, "elite": 8, "mosaic_e": True, "polish": False},
+            "+ polish": {"episode": 50, "elite": 8, "mosaic_e": True, "polish": True}}
+VERDICTS = {"reproduced", "missed", "not checked"}
+
+
+@pytest.mark.timeout(900)
+def test_herti_quick_ablation_and_claims(quick):
+    tmp_path, proc = quick
+    out = tmp_path / "h.json"
+    doc = json.loads((tmp_path / "h-ablation.json").read_text())
+    assert doc["script"] == "herti" and doc["part"] == "ablation" and doc["args"]["workloads"] == ["MN-1.0"]
+    assert doc["args"]["deadline"] == "medium" and doc["args"]["steps_options"] == {"steps": 100}
+    assert len(doc["args"]["left_out"]) == 6 and "MN-1.0" not in doc["args"]["left_out"]
+    assert doc["command"].startswith("python benchmarks/herti.py --quick")
+    from hetcc.experiments.sweep import read_table
+
+    table = read_table(tmp_path / "h-ablation-sweep" / "cells.csv")
+    assert len(table) == doc["sweep"]["cells"] == 1 + len(ABLATION)      # exact and the five rows of dqn
+    assert {r["status"] for r in table} <= {"ok", "infeasible"}
+    # every row ran dqn with its options and the same step budget, judged against exact
+    rows = doc["runs"]
+    assert not [r for r in rows if "error" in r], rows
+    assert [r["config"] for r in rows] == list(ABLATION)
+    for r in rows:
+        assert r["options"] == {**ABLATION[r["config"]], "steps": 100}
+        assert r["stats"]["steps"] == 100 and r["optimum_mj"] > 0 and r["deadline_ms"] > 0
+        assert r["feasible"] == (r["latency_ms"] <= r["deadline_ms"] * (1 + RTOL)), r
+        if r["feasible"]:
+            assert r["gap_to_exact"] == pytest.approx(r["energy_mj"] / r["optimum_mj"] - 1)
+            assert r["gap_to_exact"] >= -1e-9        # nothing feasible beats the proven optimum
+        if not r["options"]["polish"]:
+            assert r["stats"]["polish_moves"] == 0
+    summary = doc["ablation"]
+    assert [a["config"] for a in summary] == list(ABLATION)
+    for a in summary:
+        gap = a["gap_by_workload"]["MN-1.0"]
+        assert a["median_gap"] == a["worst_gap"] == gap and a["runs"] == 1
+    # the target is judged on the first row (Alg. 1 alone)
+    t = doc["dqn_alone_target"]
+    assert t["alg1_alone_median_gap"] == summary[0]["median_gap"]
+    assert t["met"] == (t["alg1_alone_median_gap"] <= t["median_gap_at_most"] == 0.05)
+    # the claim table: every claim placed in the paper, with both values, a verdict, a cause for each miss
+    claims = doc["claims"]
+    assert doc["claims_from"] == str(out) and doc["figures_here"] is None   # the quick run has Figs. 8 and 10
+    ids = [c["id"] for c in claims]
+    assert len(ids) == len(set(ids)) >= 20
+    assert {"fig5-tfl-npu-p", "fig5-autoscale", "fig8-cpu+gpu-vs-mosaic-p", "table4-first-npu",
+            "fig6-optimal"} <= set(ids)
+    for c in claims:
+        assert set(c) == {"id", "where", "claim", "paper", "ours", "verdict", "cause"}, c
+        assert c["where"].startswith("Sec. ") and c["claim"] and c["paper"] and c["ours"], c
+        assert c["verdict"] in VERDICTS
+        assert bool(c["cause"]) == (c["verdict"] != "reproduced"), c     # a cause exactly when it is not reproduced
+    counts = doc["claim_counts"]
+    verdicts = [c["verdict"] for c in claims]
+    assert counts == {"claims": len(claims), "checked": len(claims) - verdicts.count("not checked"),
+                      "reproduced": verdicts.count("reproduced"), "missed": verdicts.count("missed"),
+                      "not_checked": verdicts.count("not checked")}
+    # the claims the quick run has data for are checked (it lacks the short and long deadlines only)
+    checked = {c["id"] for c in claims if c["verdict"] != "not checked"}
+    assert {"fig5-herti", "fig6-vs-mosaic-p", "fig8-cpu+gpu-vs-mosaic-p", "fig10-optimal", "table4-first-npu",
+            "fig6-optimal"} <= checked
+    assert {"fig7-growth", "fig9-generality"}.isdisjoint(checked)
+    assert "ablation" in proc.stdout and "claims" in proc.stdout
