@@ -31,7 +31,7 @@ from _common import (add_io_args, bench_each, machine_info, make_console, median
                      out_path, print_errors, select_models, utc_now, write_json)
 
 SCRIPT = Path(__file__).stem
-PASSES = ("shapes", "constants", "layers", "legality", "costs", "partition", "codegen")
+PASSES = ("shapes", "constants", "canonical", "layers", "legality", "costs", "partition", "codegen")
 TARGET = "hikey970"
 DP_TARGET_MS = 10.0
 EXACT_TARGET_MS = 100.0

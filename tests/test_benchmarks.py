@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs
+
 pytestmark = pytest.mark.zoo
-pytest.importorskip("torch")
-pytest.importorskip("torchvision")
+needs("zoo", "torch", "torchvision")
 pytest.importorskip("rich")
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 QUICK_MODEL = "squeezenet1_1"
-PASSES = ("shapes", "constants", "layers", "legality", "costs", "partition", "codegen")
+PASSES = ("shapes", "constants", "canonical", "layers", "legality", "costs", "partition", "codegen")
 
 
 @pytest.fixture(scope="session")
