@@ -271,6 +271,14 @@ def reconstruct(stem: str, doc: dict[str, Any]) -> list[str]:
         if isinstance(mem, str) and not mem.endswith("targets/observations/hikey970-mosaic.csv"):
             argv += ["--memory", rel(mem)]
         _opt(argv, "--herti-planner", a.get("herti_planner"), "exact")
+        _opt(argv, "--folds", a.get("folds"), 2 if a.get("quick") else 5)
+        bps = a.get("base_powers")
+        if isinstance(bps, list) and bps != (["0", "1000"] if a.get("quick") else ["0", "250", "free", "1000", "2000"]):
+            argv += ["--base-powers", ",".join(bps) or "none"]
+        prior = a.get("prior")
+        if isinstance(prior, str) and not prior.endswith("targets/hikey970.toml" if a.get("quick")
+                                                          else "targets/observations/hikey970-prior.toml"):
+            argv += ["--prior", rel(prior)]
         out = _out_flag(script, stem, "--json")
     elif script == "herti":
         q = bool(a.get("quick"))
@@ -513,6 +521,24 @@ def _fid_value(row: dict[str, Any], key: str) -> str:
     return short(v) if key == "paper" else sig(v, 4)
 
 
+def _fid_counts(c: Any) -> str:
+    if not isinstance(c, dict):
+        return DASH
+    return f"{cell(c.get('ok'))} ok, {cell(c.get('MISS'))} MISS" + (f", {c['n/a']} n/a" if c.get("n/a") else "") \
+        + f" (of {cell(c.get('rows'))})"
+
+
+def _fid_held(row: dict[str, Any]) -> list[str]:
+    """The held-out cells of a row: value, verdict, where it comes from."""
+    if row.get("fit") == "held out":
+        return ["=", str(row.get("verdict", DASH)), "never fitted"]
+    h = row.get("held_out") if isinstance(row.get("held_out"), dict) else {}
+    src = ": ".join(str(x) for x in (h.get("scheme"), h.get("fold")) if x)
+    if h.get("ours") is None and h.get("note"):
+        src += f" ({h['note']})"
+    return [_fid_value({**h, "part": row.get("part")}, "ours"), str(h.get("verdict", DASH)), src]
+
+
 def r_fidelity(doc: dict[str, Any]) -> list[Section]:
     rows = [r for r in doc.get("rows") or [] if isinstance(r, dict)]
     verdicts: dict[str, int] = {}
@@ -520,11 +546,87 @@ def r_fidelity(doc: dict[str, Any]) -> list[Section]:
         verdicts[str(r.get("verdict"))] = verdicts.get(str(r.get("verdict")), 0) + 1
     tol = doc.get("tolerance")
     summary = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
-    out: list[Section] = [("Summary", f"Board `{doc.get('target', '?')}`; {len(rows)} rows: {summary}"
-                           + (f" (ok = within {pct(tol, 0)} relative)." if is_num(tol) else "."))]
-    out.append(("Rows", table(["what", "paper", "ours", "ours / paper", "verdict", "note"], [
-        [r.get("what", ""), _fid_value(r, "paper"), _fid_value(r, "ours"), fix(r.get("ratio"), 3),
-         str(r.get("verdict", DASH)), r.get("note") or ""] for r in rows])))
+    s = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+    a = doc.get("args") or {}
+    text = (f"Board `{doc.get('target', '?')}`; {len(rows)} rows: {summary}"
+            + (f" (ok = within {pct(tol, 0)} relative)." if is_num(tol) else "."))
+    if s:
+        t1 = s.get("table1_mape") or {}
+        text += ("\n\n" + kv_table([
+            ("held out, every row (the README's headline)", _fid_counts(s.get("held_out"))),
+            ("fitted rows (in the CSV), on the fitted board", _fid_counts(s.get("fitted"))),
+            ("fitted rows, predicted by refits that did not see them", _fid_counts(s.get("held_out_of_fitted"))),
+            (f"… by model ({cell(a.get('folds'))} folds)", _fid_counts(s.get("by_model"))),
+            ("… by kind of row", _fid_counts(s.get("by_kind"))),
+            ("rows never fitted (Fig. 5, Figs. 10/11, HERTI)", _fid_counts(s.get("never_fitted"))),
+            ("Table I MAPE: fitted board / held out", f"{pct(t1.get('fitted'), 1)} / {pct(t1.get('held_out'), 1)}"),
+        ], ("", "verdicts")))
+    out: list[Section] = [("Summary", text)]
+    if any("fit" in r for r in rows):
+        out.append(("Rows", "**fitted**: the row's numbers are in the CSV the board was fitted to; **held out**: "
+                    "predicted by a refit of the prior that did not see them (by model for one model's numbers, "
+                    "by kind of row for the gains), or never fitted (`=`: the fitted board's value is the "
+                    "prediction).\n\n" + table(
+                        ["what", "row", "paper", "ours (fitted)", "verdict", "held out", "verdict", "held out by",
+                         "note"],
+                        [[r.get("what", ""), r.get("fit", ""), _fid_value(r, "paper"), _fid_value(r, "ours"),
+                          str(r.get("verdict", DASH)), *_fid_held(r), r.get("note") or ""] for r in rows])))
+    else:
+        out.append(("Rows", table(["what", "paper", "ours", "ours / paper", "verdict", "note"], [
+            [r.get("what", ""), _fid_value(r, "paper"), _fid_value(r, "ours"), fix(r.get("ratio"), 3),
+             str(r.get("verdict", DASH)), r.get("note") or ""] for r in rows])))
+    bp = doc.get("base_power") if isinstance(doc.get("base_power"), dict) else {}
+    values = [v for v in bp.get("values") or [] if isinstance(v, dict)]
+    if values:
+        refs = [str(r.get("what", "")).split(" below ")[-1].split(" (")[0] for r in values[0].get("rows") or []]
+        heads = [h for i, ref in enumerate(refs)
+                 for h in (f"below {ref} (paper {pct((values[0]['rows'][i]).get('paper'), 1)})", "verdict")]
+        body = []
+        for v in values:
+            f = (v.get("refit") or {}).get("fit") or {}
+            lat, gain, uses = f.get("latency") or {}, f.get("gain") or {}, f.get("plan_uses") or {}
+            cells = [c for r in v.get("rows") or [] for c in (pct(r.get("ours"), 1), str(r.get("verdict", DASH)))]
+            cells += [DASH] * (len(heads) - len(cells))
+            built_in = is_num(bp.get("built_in_mw")) and is_num(v.get("base_power_mw")) and \
+                float(v["base_power_mw"]) == float(bp["built_in_mw"]) and v.get("base_power") != "free"
+            kept = (v.get("refit") or {}).get("kept_at_prior") or []
+            note = ((v.get("rows") or [{}])[0].get("note") or "") if v.get("rows") else \
+                ((v.get("refit") or {}).get("error") or "")
+            if kept:
+                note += ("; " if note else "") + f"kept at the prior's value: {', '.join(kept)}"
+            mw = sig(v.get("base_power_mw"), 3) if is_num(v.get("base_power_mw")) else cell(v.get("base_power"))
+            body.append([("fitted: " + mw if is_num(v.get("base_power_mw")) else "fitted") if v.get("base_power") == "free"
+                         else mw + (" (built in)" if built_in else ""), fix(lat.get("mape_pct"), 1),
+                         fix(gain.get("mean_abs_error_pp"), 1),
+                         f"{uses['agree']} / {uses['rows']}" if uses else DASH, *cells, note])
+        out.append(("Base-power sensitivity (held-out HERTI rows)",
+                    "The HERTI rows are never fitted; the board's base power (`base_power_mw`, drawn for the "
+                    "whole inference) moves them. Each row refits the prior to all of MOSAIC's rows with "
+                    "`--set base_power_mw=X` (\"fitted\": `--free base_power_mw`), then plans HERTI's Fig. 6. "
+                    "Table I MAPE, the gains' mean |error| and the plan states reproduced are that fit's quality "
+                    "on MOSAIC's rows.\n\n"
+                    + table(["base_power_mw", "Table I MAPE %", "gains mean abs error, points", "plan states",
+                             *heads, "note"], body)))
+    refits = [f for f in doc.get("refits") or [] if isinstance(f, dict)]
+    if refits:
+        body = []
+        for f in refits:
+            fit = f.get("fit") or {}
+            lat, gain, uses = fit.get("latency") or {}, fit.get("gain") or {}, fit.get("plan_uses") or {}
+            held = f.get("held_out")
+            body.append([f.get("scheme"), f.get("fold"), ", ".join(map(str, held)) if isinstance(held, list) else cell(held),
+                         cell(f.get("rows")), cell(f.get("free")), cell(f.get("evaluations")),
+                         fix(lat.get("mape_pct"), 1), fix(gain.get("mean_abs_error_pp"), 1),
+                         f"{uses['agree']} / {uses['rows']}" if uses else DASH, fix(f.get("seconds"), 0),
+                         ", ".join(f.get("kept_at_prior") or []),
+                         f.get("error") or ("" if f.get("converged", True) else "stopped at its evaluation limit")])
+        out.append(("Leave-out refits", "Each a refit of `" + rel(a.get("prior")) + "` with `" + str(a.get("refit_args", ""))
+                    + "`, without the rows it holds out; its fit on the rows it kept. A parameter the fit pushed to a "
+                    "bound is kept at the prior's value and the fit repeated (as `hetcc calibrate` does when it "
+                    "chooses the free set).\n\n"
+                    + table(["scheme", "fold", "holds out", "rows fitted", "free", "evaluations", "Table I MAPE %",
+                             "gains mean abs error, points", "plan states", "s", "kept at the prior's value",
+                             "error"], body)))
     models = doc.get("models") or {}
     if isinstance(models, dict) and models:
         mem = doc.get("memory_mb") or {}
@@ -985,8 +1087,20 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
                 f"optimum at most {pct(max(hw))}")
 
     def fidelity(d: dict[str, Any]) -> str:
-        return (f"{sum(1 for r in d['rows'] if r['verdict'] == 'ok')} of {len(d['rows'])} rows of MOSAIC's evaluation "
-                f"ok (tolerance {pct(d['tolerance'], 0)})")
+        if not any("held_out" in r for r in d["rows"]):      # a file from before the leave-out refits
+            return (f"{sum(1 for r in d['rows'] if r['verdict'] == 'ok')} of {len(d['rows'])} rows of MOSAIC's "
+                    f"evaluation ok (tolerance {pct(d['tolerance'], 0)})")
+        # held-out rows only: each fitted row as a refit that did not see it predicts it, the rest never fitted
+        held = [r["held_out"]["verdict"] for r in d["rows"]]
+        bp = [v for v in (d.get("base_power") or {}).get("values") or [] if v.get("rows")]
+        text = (f"held out: {held.count('ok')} of {len(held)} rows of MOSAIC's evaluation ok, each predicted by a fit "
+                f"that did not see it (tolerance {pct(d['tolerance'], 0)})")
+        if len(bp) > 1:
+            saving, mw = [v["rows"][0]["ours"] for v in bp], [v["base_power_mw"] for v in bp]
+            text += (f"; HERTI's medium-deadline saving over MOSAIC-P {pct(min(saving), 1)} to {pct(max(saving), 1)} "
+                     f"with base power {short(min(mw))} to {short(max(mw))} mW (paper "
+                     f"{pct(d['paper']['herti_fig6_saving_vs']['MOSAIC-P'], 1)})")
+        return text
 
     def verify(d: dict[str, Any]) -> str:
         r = d["results"]
