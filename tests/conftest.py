@@ -1,9 +1,10 @@
 """Shared fixtures: tiny ONNX-text models written to tmp files and loaded as Programs, small
 test boards (``board_toml``), and the cache every test runs against: a temporary directory of the
-session (``HETCC_CACHE_DIR``, shared by the xdist workers so zoo exports are made once), with a
-check after each test that the user's own cache was not touched."""
+session (``HETCC_CACHE_DIR``, shared by the xdist workers so zoo exports are made once), checked
+at each test's start, and a run that fails if the user's own cache changed while it ran."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -24,19 +25,53 @@ REAL_CACHES = sorted({Path(os.path.expanduser("~")) / ".cache" / "hetcc",
                       *([Path(os.environ["HETCC_CACHE_DIR"])] if os.environ.get("HETCC_CACHE_DIR") else [])})
 
 
-def snapshot(root: Path) -> list[tuple[str, int, int]] | None:
-    """(path, size, mtime) of everything under ``root``; None if it does not exist."""
+def snapshot(root: Path) -> dict[str, tuple[int, int]] | None:
+    """path -> (size, mtime) of everything under ``root``; None if it does not exist."""
     if not root.exists():
         return None
-    out = []
+    out = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
-            st = os.lstat(os.path.join(dirpath, name))
-            out.append((os.path.relpath(os.path.join(dirpath, name), root), st.st_size, st.st_mtime_ns))
-    return sorted(out)
+            path = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                out[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
-REAL_BEFORE = {root: snapshot(root) for root in REAL_CACHES}
+def changes(before: dict | None, after: dict | None) -> list[str]:
+    """What differs between two snapshots, as ``+path`` / ``-path`` / ``~path``."""
+    if before == after:
+        return []
+    before, after = before or {}, after or {}
+    return sorted([f"+{p}" for p in after.keys() - before.keys()] + [f"-{p}" for p in before.keys() - after.keys()]
+                  + [f"~{p}" for p in before.keys() & after.keys() if before[p] != after[p]]) or ["(created or removed)"]
+
+
+REAL_KEY = pytest.StashKey[dict]()
+
+
+def pytest_sessionstart(session) -> None:
+    """The user's caches as the run begins (once: in the controller, not in each xdist worker)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        session.config.stash[REAL_KEY] = {root: snapshot(root) for root in REAL_CACHES}
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """The run fails if the user's caches changed while it ran (every hetcc the tests start uses
+    the session's cache, so a change is a test that escaped it, or another program on the machine
+    using hetcc at the same time, which the message says)."""
+    before = session.config.stash.get(REAL_KEY, None)
+    if before is None:
+        return
+    for root, was in before.items():
+        diff = changes(was, snapshot(root))
+        if diff:
+            session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+                f"\nERROR: the user's cache {root} changed while the tests ran (a test escaped the session's "
+                f"HETCC_CACHE_DIR, or another hetcc ran meanwhile): {', '.join(diff[:10])}"
+                + (f" and {len(diff) - 10} more" if len(diff) > 10 else ""), red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def session_cache_root(tmp_path_factory) -> Path:
@@ -60,11 +95,11 @@ def hetcc_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def real_cache_untouched():
-    """After each test, the user's caches are as they were when the session began."""
-    yield
-    for root, before in REAL_BEFORE.items():
-        assert snapshot(root) == before, f"a test wrote into the user's cache {root}"
+def cache_is_temporary(hetcc_cache):
+    """Each test starts with hetcc's cache in the session's temporary directory."""
+    from hetcc.core.paths import cache_dir
+
+    assert cache_dir() == hetcc_cache, f"HETCC_CACHE_DIR is {os.environ.get('HETCC_CACHE_DIR')!r}"
 
 
 def _write_text_model(text: str, path: Path) -> Path:

@@ -12,6 +12,8 @@ import tempfile
 
 import pytest
 
+from extras import needs
+
 import hetcc
 from hetcc.compiler.api import limits
 from hetcc.cli import main
@@ -74,6 +76,7 @@ def test_api_and_cli_agree_on_the_same_words(chain, capsys):
         session.plan("latency", power_cap=2)
 
 
+@pytest.mark.slow
 def test_public_names_from_hetcc_without_heavy_imports():
     probe = ("import sys, hetcc; names = sorted(hetcc.__all__); "
              "heavy = sorted(m for m in ('numpy', 'onnx', 'torch', 'onnxruntime') if m in sys.modules); "
@@ -108,8 +111,9 @@ def _hetcc_temp_entries(root: str) -> set[str]:
     return {n for n in os.listdir(root) if not n.startswith("torchinductor_")}
 
 
+@pytest.mark.zoo
 def test_a_torch_module_under_any_input_name_leaves_no_temp_files(tmp_path, monkeypatch):
-    torch = pytest.importorskip("torch")
+    torch = needs("zoo", "torch")
 
     class Net(torch.nn.Module):
         def __init__(self) -> None:

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.zoo
-for _mod in ("torch", "torchvision", "matplotlib", "rich"):
-    pytest.importorskip(_mod)
+from extras import needs
+
+pytestmark = [pytest.mark.zoo, pytest.mark.plot, pytest.mark.slow, pytest.mark.timeout(2400)]
+needs("zoo", "torch", "torchvision")
+needs("plot", "matplotlib")
 
 ROOT = Path(__file__).resolve().parents[1]
 ALGORITHMS = ("evosh", "evolution", "random")

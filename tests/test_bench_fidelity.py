@@ -21,6 +21,8 @@ from extras import needs
 from hetcc.planners.baselines import device_preferred
 from hetcc.planners.problem import PlanningProblem, Slice, StateTable
 
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(1800)]
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import fidelity  # noqa: E402

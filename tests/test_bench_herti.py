@@ -16,7 +16,7 @@ import pytest
 
 from extras import needs
 
-pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot]
+pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot, pytest.mark.slow, pytest.mark.timeout(1800)]
 needs("zoo", "torch", "torchvision")
 needs("learn", "torchrl", "gymnasium")
 needs("plot", "matplotlib")

@@ -14,7 +14,7 @@ import pytest
 
 from extras import needs
 
-pytestmark = pytest.mark.zoo
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(1800)]
 needs("zoo", "torch", "torchvision")
 pytest.importorskip("rich")
 

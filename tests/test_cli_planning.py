@@ -35,6 +35,7 @@ def summary(capsys, chain, *flags):
     return json.loads(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planner", ["single:big", "single:gpu", "single:little", "dp", "even:2", "random"])
 def test_baselines_that_miss_the_deadline_exit_3_naming_the_amount(capsys, chain, tmp_path, planner):
     out = tmp_path / "o"

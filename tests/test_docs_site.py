@@ -5,13 +5,14 @@ skipped. The README checks need nothing.
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from extras import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -52,9 +53,10 @@ def test_readme_first_bash_block_is_the_two_setup_lines():
     assert "pytest" in lines[1]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                    reason="mkdocs is not installed (the docs extra: pip install -e '.[docs]')")
+@pytest.mark.docs
+@pytest.mark.slow
 def test_docs_site_builds_strictly(tmp_path):
+    needs("docs", "mkdocs", "material", "mkdocstrings")
     out = tmp_path / "site"
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
                            "-d", str(out)],

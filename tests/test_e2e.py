@@ -9,14 +9,16 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from extras import needs
+
 import hetcc
 from hetcc.planners.problem import problem_from_costs_json
 from hetcc.planners import Objective, Slice
 from hetcc.planners.exact import exact
 from hetcc.runtime import Executor, random_inputs, verify
 
-pytestmark = pytest.mark.zoo
-torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(900)]
+torch = needs("zoo", "torchvision", "torch")
 
 MODELS = ["squeezenet1_1", "mobilenet_v2", "googlenet"]
 
@@ -203,9 +205,10 @@ def test_jetson_plan_carries_its_hardware_configuration(zoo_models, tmp_path):
     assert verify(out).ok
 
 
+@pytest.mark.learn
 def test_dqn_compiles_meets_the_deadline_verifies_and_repeats_its_plan(zoo_models, tmp_path):
     """HERTI's planner from the CLI and the API: same seed, same plan; an artifact like any other."""
-    pytest.importorskip("torchrl")
+    needs("learn", "torchrl")
     from hetcc.cli import main
 
     model = str(zoo_models["squeezenet1_1"])

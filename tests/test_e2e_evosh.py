@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pytest
 
+from extras import needs
+
 import hetcc
 from hetcc.core.errors import UsageError
 from hetcc.planners import Objective, PlanContext, plan
@@ -13,8 +15,8 @@ from hetcc.planners.evosh import optimum
 from hetcc.planners.evosh.space import ConfigSpace
 from hetcc.runtime import verify
 
-pytestmark = pytest.mark.zoo
-torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(900)]
+torch = needs("zoo", "torchvision", "torch")
 
 
 @pytest.fixture(scope="module")

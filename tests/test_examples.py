@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.zoo
-pytest.importorskip("torch")
+from extras import needs
+
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(1200)]
+needs("zoo", "torch", "torchvision")
 ROOT = Path(__file__).resolve().parents[1]
 
 

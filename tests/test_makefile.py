@@ -15,7 +15,7 @@ from hetcc.compiler.depfile import version_stamp
 from hetcc.targets import load_target
 from text_models import CHAIN
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 HETCC = f"HETCC={sys.executable} -m hetcc.cli"
 

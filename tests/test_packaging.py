@@ -27,6 +27,7 @@ def tree_files() -> set[str]:
     return want
 
 
+@pytest.mark.slow
 def test_wheel_holds_every_module_and_data_file(tmp_path):
     pytest.importorskip("setuptools")
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",

@@ -11,6 +11,8 @@ import onnx
 import onnx.parser
 import pytest
 
+from extras import needs
+
 from hetcc.cli.plot import MIN_BAR_FRACTION, plot_schedule, schedule_figure
 from hetcc.compiler.frontend import load_model
 from hetcc.passes.codegen import emit_artifact
@@ -20,7 +22,8 @@ from hetcc.planners import Objective, Slice
 from hetcc.runtime.manifest import load_manifest
 from hetcc.targets import load_target
 
-pytest.importorskip("matplotlib")
+pytestmark = pytest.mark.plot
+needs("plot", "matplotlib")
 
 LAYERS = 60
 

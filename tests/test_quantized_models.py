@@ -17,36 +17,42 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from extras import needs
+
 import hetcc
 from hetcc.cli import main
 from hetcc.compiler.flops import QDQ_OPS
 from hetcc.compiler.program import LAYERS
 
-pytestmark = pytest.mark.zoo
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(900)]
 
-torch = pytest.importorskip("torch")
-torchvision = pytest.importorskip("torchvision")
+torch = needs("zoo", "torch")
+torchvision = needs("zoo", "torchvision")
 quantization = pytest.importorskip("onnxruntime.quantization")
 
 SHAPE = (1, 3, 64, 64)
 
 
-class SmallNet(torch.nn.Module):
-    """conv-bn-relu, a residual add, a strided conv, pooling and a classifier."""
+def small_net():
+    """A SmallNet (torch is imported when a test first needs it, not when the file is collected)."""
+    class SmallNet(torch.nn.Module):
+        """conv-bn-relu, a residual add, a strided conv, pooling and a classifier."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
-        self.conv3 = torch.nn.Conv2d(8, 16, 3, padding=1, stride=2)
-        self.fc = torch.nn.Linear(16, 10)
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.conv3 = torch.nn.Conv2d(8, 16, 3, padding=1, stride=2)
+            self.fc = torch.nn.Linear(16, 10)
 
-    def forward(self, x):
-        x = torch.relu(self.bn(self.conv1(x)))
-        x = torch.relu(x + self.conv2(x))
-        x = torch.relu(self.conv3(x))
-        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+        def forward(self, x):
+            x = torch.relu(self.bn(self.conv1(x)))
+            x = torch.relu(x + self.conv2(x))
+            x = torch.relu(self.conv3(x))
+            return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+    return SmallNet()
 
 
 class _Calibration(quantization.CalibrationDataReader):
@@ -87,7 +93,7 @@ def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("quantised")
     torch.manual_seed(0)
     out = {}
-    for name, module in (("small", SmallNet()), ("resnet18", torchvision.models.resnet18(weights=None))):
+    for name, module in (("small", small_net()), ("resnet18", torchvision.models.resnet18(weights=None))):
         fp32 = _export(module, d / f"{name}.onnx")
         out[name, "float"] = fp32
         for fmt in ("QDQ", "QOperator"):

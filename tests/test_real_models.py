@@ -17,36 +17,42 @@ import numpy as np
 import onnx
 import pytest
 
+from extras import needs
+
 from hetcc.cli import main
 from hetcc.compiler.frontend import load_model
 from hetcc.passes import codegen
 from hetcc.runtime import Executor
 
-pytestmark = pytest.mark.zoo
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(900)]
 
-torch = pytest.importorskip("torch")
+torch = needs("zoo", "torchvision", "torch")
 
 
-class TinyCNN(torch.nn.Module):
-    """conv-bn-relu, a strided conv, global pooling, a classifier: weights over and under 1024
-    elements (the frontend keeps the small ones for shape inference)."""
+def tiny_cnn():
+    """A TinyCNN (torch is imported when a test first needs it, not when the file is collected)."""
+    class TinyCNN(torch.nn.Module):
+        """conv-bn-relu, a strided conv, global pooling, a classifier: weights over and under 1024
+        elements (the frontend keeps the small ones for shape inference)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1, stride=2)
-        self.fc = torch.nn.Linear(16, 10)
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1, stride=2)
+            self.fc = torch.nn.Linear(16, 10)
 
-    def forward(self, x):
-        x = torch.relu(self.bn(self.conv1(x)))
-        x = torch.relu(self.conv2(x))
-        return self.fc(x.mean(dim=(2, 3)))
+        def forward(self, x):
+            x = torch.relu(self.bn(self.conv1(x)))
+            x = torch.relu(self.conv2(x))
+            return self.fc(x.mean(dim=(2, 3)))
+
+    return TinyCNN()
 
 
 def _export(path: Path, **kwargs) -> Path:
     torch.manual_seed(0)
-    module = TinyCNN().eval()
+    module = tiny_cnn().eval()
     with warnings.catch_warnings():  # the TorchScript exporter is deprecated; older exports are its output
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(module, (torch.randn(1, 3, 16, 16),), str(path), input_names=["input"],

@@ -26,7 +26,7 @@ import hetcc.passes
 import hetcc.runtime
 import hetcc.targets
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="symlinked site-packages")
+pytestmark = [pytest.mark.skipif(os.name != "posix", reason="symlinked site-packages"), pytest.mark.slow, pytest.mark.timeout(900)]
 
 MODEL = """<ir_version: 8, opset_import: ["" : 17]>
 g (float[2,8] x) => (float[2,8] y) {

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import ray  # noqa: E402  (the sweep extra)
+from extras import needs
+
+pytestmark = [pytest.mark.sweep, pytest.mark.slow, pytest.mark.timeout(900)]
+ray = needs("sweep", "ray")
 
 import hetcc  # noqa: E402
 from hetcc.core.errors import UsageError  # noqa: E402
@@ -224,6 +227,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
     if ray.is_initialized():
         ray.shutdown()
@@ -231,20 +236,20 @@ def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
     ray_bin = Path(sys.executable).with_name("ray")
     # token authentication off for this throw-away local head (Ray turns it on when a token file exists)
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
-    head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
-                             "--include-dashboard=false", "--block", "--disable-usage-stats"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    log = tmp_path / "head.log"
+    with open(log, "w") as sink:
+        head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
+                                 "--include-dashboard=false", "--block", "--disable-usage-stats"],
+                                env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     try:
+        # drivers are accepted once the head says it started (or it failed: then its log says why)
+        while "Ray runtime started" not in log.read_text() and head.poll() is None:
+            time.sleep(0.05)
+        assert head.poll() is None, log.read_text()[-3000:]
         spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "addr.toml")
         out = tmp_path / "out"
-        deadline = time.monotonic() + 180
-        while True:                                  # the head takes a few seconds to accept drivers
-            p = subprocess.run([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
-                                "--address", f"127.0.0.1:{port}"], capture_output=True, text=True, env=env,
-                               timeout=300)
-            if p.returncode == 0 or time.monotonic() > deadline or head.poll() is not None:
-                break
-            time.sleep(2)
+        p = subprocess.run([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
+                            "--address", f"127.0.0.1:{port}"], capture_output=True, text=True, env=env, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
         rows = read_table(out / "cells.csv")
         assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}

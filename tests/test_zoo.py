@@ -6,13 +6,15 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from extras import needs
+
 from hetcc.compiler import zoo
 from hetcc.core.errors import UsageError
 
-pytestmark = pytest.mark.zoo
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(900)]
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
+needs("zoo", "torchvision")
+torch = needs("zoo", "torch")
 
 CORE = [
     "resnet50", "mobilenet_v2", "mobilenet_v2_1.3", "mobilenet_v2_1.4", "mnasnet0_5",

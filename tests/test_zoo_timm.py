@@ -9,14 +9,15 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from extras import needs
+
 from hetcc.compiler import zoo
 from hetcc.core.errors import UsageError
 
-pytestmark = pytest.mark.zoo
+pytestmark = [pytest.mark.zoo, pytest.mark.slow, pytest.mark.timeout(900)]
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
-pytest.importorskip("timm")
+needs("zoo", "torchvision", "timm")
+torch = needs("zoo", "torch")
 
 TIMM = {"inception_v4": (1, 3, 299, 299), "resnetv2_152": (1, 3, 224, 224)}
 

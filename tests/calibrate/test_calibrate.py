@@ -16,6 +16,11 @@ from hetcc.cli import main
 from hetcc.measure.observations import read_observations, write_observations
 from hetcc.targets import load_target
 
+from extras import needs
+
+pytestmark = pytest.mark.calibrate
+needs("calibrate", "scipy", "tomlkit")
+
 #: the board these tests fit (as conftest.BOARD): the hand-set prior of hikey970, a file that stays put
 BOARD = str(Path(__file__).resolve().parents[2] / "targets" / "observations" / "hikey970-prior.toml")
 
@@ -145,10 +150,19 @@ def test_refuses_a_parameter_at_its_bound(synthetic, capsys, tmp_path):
             "it with --bound gpu.peak_gflops.conv=LO:HI or fix it with --fix gpu.peak_gflops.conv") in msg
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_without_free_the_fit_keeps_what_the_data_cannot_pin_down_at_the_files_value(synthetic, capsys, tmp_path):
     """No --free: every parameter a row moves is a candidate, and those the fit pushes to a bound
     or cannot separate are kept at the file's value, each named with why (a fit over all of them
-    is refused); the rest are fitted and the written board predicts what was printed."""
+    is refused); the rest are fitted and the written board predicts what was printed.
+
+    The synthetic rows cannot tell the NPU's matmul and other rates apart (no row prices them
+    separately), so some parameter is always dropped as not separated or not determined. Whether
+    a first fit over all candidates also wanders to a bound along those undetermined directions
+    depends on the floating-point path of the solver (numpy, scipy, BLAS): it did where this test
+    was written and does not with numpy 2.4 / scipy 1.15-1.17 here, so the bound branch is checked
+    where it is certain instead (the next test: the truth lies outside the bounds)."""
     d = synthetic["dir"]
     out = tmp_path / "auto.toml"
     rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", out, "--json")
@@ -157,7 +171,7 @@ def test_without_free_the_fit_keeps_what_the_data_cannot_pin_down_at_the_files_v
     params = {p["name"]: p for p in doc["parameters"]}
     dropped = {n: p for n, p in params.items() if p["status"] == "dropped"}
     assert dropped and all(p["why"] for p in dropped.values())
-    assert any("pushed it to its bound" in p["why"] for p in dropped.values())
+    assert all(re.search("pushed it to its bound|not separated from|not determined", p["why"]) for p in dropped.values())
     assert any("not separated from" in p["why"] or "not determined" in p["why"] for p in dropped.values())
     for name, p in dropped.items():
         assert p["after"] == p["before"], name
@@ -179,6 +193,31 @@ def test_without_free_the_fit_keeps_what_the_data_cannot_pin_down_at_the_files_v
     assert "the fit pushed" in msg or "not separated" in msg or "not determined" in msg
 
 
+@pytest.mark.slow
+def test_without_free_a_parameter_pushed_to_its_bound_is_kept_at_the_files_value(synthetic, capsys, tmp_path):
+    """The truth is outside the bounds (--range 1.2; the GPU's conv rate is 1.3 x and its layer
+    overhead 1.5 x the file's): the bare fit pushes such parameters to a bound, keeps them at the
+    file's value with why, and fits the rest (the CPU and NPU fixed keep it small)."""
+    d = synthetic["dir"]
+    out = tmp_path / "bound.toml"
+    fix = ["--fix", "big.*", "--fix", "little.*", "--fix", "npu.*"]
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", out, "--json", "--range", "1.2", *fix)
+    assert rc == 0, err
+    params = {p["name"]: p for p in json.loads(text)["parameters"]}
+    dropped = {n: p for n, p in params.items() if p["status"] == "dropped"}
+    at_bound = {n for n, p in dropped.items() if "pushed it to its bound" in p["why"]}
+    assert at_bound and any(p["status"] == "fitted" for p in params.values())
+    board = Board.load(out)
+    for name, p in dropped.items():
+        assert p["after"] == p["before"] == board.x0[board.index(name)], name
+    rc, text, err = run(capsys, BOARD, d / "synth.csv", "-o", tmp_path / "bound2.toml", "--range", "1.2", *fix)
+    assert rc == 0, err
+    line = next(x for x in text.splitlines() if x.startswith("kept at the file's value (no --free"))
+    assert all(n in line for n in at_bound), line
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_without_free_a_bounded_parameter_is_still_refused_at_its_bound(synthetic, capsys, tmp_path):
     """A --bound names a parameter the caller wants fitted: the default set never drops it."""
     msg = one_line_refusal(capsys, tmp_path / "f.toml", BOARD, synthetic["dir"] / "synth.csv",
@@ -276,6 +315,7 @@ def test_memory_rows_set_what_the_capacity_rule_charges_a_model(synthetic, capsy
     assert "line 4: a second memory row for c on npu; give one" in msg
 
 
+@pytest.mark.slow
 def test_with_reported_memory_scales_slices_in_proportion():
     from hetcc.planners.problem import PlanningProblem  # noqa: F401  (the method under test)
     from hetcc.compiler.api import analyse

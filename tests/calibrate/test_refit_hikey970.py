@@ -11,12 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs
+
 from hetcc.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 OBS = ROOT / "targets" / "observations"
 
-pytestmark = pytest.mark.zoo    # the observations name zoo models (exported with torch)
+# zoo: the observations name zoo models (exported with torch)
+pytestmark = [pytest.mark.zoo, pytest.mark.calibrate, pytest.mark.slow, pytest.mark.timeout(3600)]
+needs("calibrate", "scipy", "tomlkit")
+needs("zoo", "torch", "torchvision")
 
 
 def _numbers(doc, path=""):

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs
+
 from hetcc.cli import main
 from models import BY_NAME, CORPUS
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.slow, pytest.mark.timeout(1200)]
 
-for _module in ("torch", "onnxscript", "timm", "transformers", "ultralytics"):
-    pytest.importorskip(_module, reason="the corpus extra: pip install -e '.[corpus]'")
+needs("corpus")
 
 PLANS = {
     "hikey970": ("--target", "hikey970"),

@@ -176,7 +176,7 @@ CASES = [
     Case("artifacts/manifest-17-mib", INSPECT, 2, ["manifest.json", "16 MiB"],
          setup=replace('"schema"', " " * (17 * BIG) + '"schema"')),
     Case("artifacts/manifest-100k-slices", INSPECT, 2, ["manifest.json", "16 MiB"],
-         setup=_many_slices(100_000), child=True, timeout=60),
+         setup=_many_slices(100_000), child=True, timeout=60, slow=True),
     Case("artifacts/manifest-5000-slices", INSPECT, 2, ["manifest.json", "5000 slices", "at most 4096"],
          setup=_many_slices(5000), child=True, timeout=60),
     Case("artifacts/manifest-1000-slices-3-files", INSPECT, 2, ["manifest.json", "lists 1000 slice files",

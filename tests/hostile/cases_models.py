@@ -264,7 +264,7 @@ CASES = [
     Case("models/tensor-limit-not-a-number", ["compile", "m.onnx", "-o", "out"], 2, ["HETCC_MAX_TENSOR_BYTES", "lots"],
          child=True, env={"HETCC_MAX_TENSOR_BYTES": "lots"}, setup=M),
     Case("models/chain-20k-nodes-dp", ["compile", "m.onnx", "--planner", "dp", "-o", "art", "-q"], 0, outputs=ART,
-         child=True, timeout=240, setup=_big_chain(20_000)),
+         child=True, timeout=240, setup=_big_chain(20_000), slow=True),
     # ------------------------------------------------------------ --input-shape
     Case("models/input-shape-20-digits", _input_shape("x=1x3x99999999999999999999x8"), 2,
          ["99999999999999999999", "2147483647"], setup=text_model(DYNAMIC)),

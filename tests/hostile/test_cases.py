@@ -5,12 +5,20 @@ from __future__ import annotations
 import pytest
 
 from catalogue import all_cases
-from harness import describe, run_case
+from harness import child_limit, describe, run_case
 
 CASES = all_cases()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def marks(case) -> list:
+    """slow for a slow case; a child case's test limit is the child's own plus time for the set-up."""
+    out = [pytest.mark.slow] if case.slow else []
+    if case.child:
+        out.append(pytest.mark.timeout(child_limit(case) + 120))
+    return out
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=marks(c)) for c in CASES])
 def test_hostile_case(case, tmp_path):
     outcome, found = run_case(case, tmp_path)
     assert not found, describe(case, outcome, found)

@@ -310,6 +310,7 @@ def _telemetry_files(home: Path) -> list[str]:
     return sorted(str(p.relative_to(home)) for p in home.rglob("*") if "Microsoft" in p.parts or "onnxruntime" in p.name)
 
 
+@pytest.mark.slow
 def test_compile_and_run_touch_no_network_and_no_telemetry_files(tmp_path, write_text_model):
     home = tmp_path / "home"
     home.mkdir()

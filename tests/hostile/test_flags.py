@@ -116,6 +116,7 @@ def default_signals() -> None:
         signal.signal(s, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc/PID/status (Linux)")
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("start", list(COMMANDS))

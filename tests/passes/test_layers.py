@@ -269,6 +269,7 @@ def _random_dag(rng, n):
     return _FakeDeps(outputs, reads)
 
 
+@pytest.mark.slow
 def test_linear_cut_order_equals_the_ancestor_matrix_one():
     import numpy as np
 

@@ -62,6 +62,7 @@ def test_merge_runs_joins_one_states_slices_within_its_memory():
     assert merge_runs(p, split) == [Slice(0, 0, 0), Slice(1, 2, 0), Slice(3, 3, 1)]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_hca_is_never_better_than_dp_and_believes_the_transfer_free_optimum(problem):

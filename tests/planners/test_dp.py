@@ -122,6 +122,7 @@ def test_energy_is_optimal_over_all_states(problem):
     assert close(dp(problem, Objective("energy")).energy_mj, best)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_device_power_only_energy_is_optimal_without_the_base_power_and_priced_with_it(problem):
@@ -183,6 +184,7 @@ def _same_as_dense(problem, metric, exact_ties):
     assert path_sum(cost, mine) == pytest.approx(total, rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems(max_layers=9, max_states=5), st.sampled_from(["latency", "energy"]))
 def test_linear_memory_dp_equals_the_dense_one(problem, metric):
@@ -204,6 +206,7 @@ def test_linear_memory_dp_breaks_ties_like_the_dense_one():
         _same_as_dense(p, "energy", exact_ties=True)
 
 
+@pytest.mark.slow
 def test_dp_memory_is_linear_in_layers():
     """5k layers x 8 states: the dense tables would take (L+1)^2 S = 2e8 cells (1.6 GB per tensor)."""
     import tracemalloc

@@ -5,11 +5,13 @@ import copy
 
 import numpy as np
 import pytest
+
+from extras import needs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("gymnasium")
-pytest.importorskip("torchrl")
+pytestmark = [pytest.mark.learn, pytest.mark.slow, pytest.mark.timeout(900)]
+needs("learn", "gymnasium", "torchrl")
 
 from hetcc.core.errors import InfeasibleError, UsageError  # noqa: E402
 from hetcc.planners import Objective, PlanContext, Slice, plan  # noqa: E402

@@ -50,6 +50,8 @@ def spaces(draw):
     return space, cap, draw(st.integers(0, 2**16)), draw(st.integers(3, 60))
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 @settings(max_examples=120, deadline=None)
 @given(spaces())
 def test_shaving_never_removes_a_configuration_better_than_the_best_feasible_one(case):
@@ -67,6 +69,8 @@ def test_shaving_never_removes_a_configuration_better_than_the_best_feasible_one
         assert res.best_latency == (min(feasible) if feasible else np.inf)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 @settings(max_examples=80, deadline=None)
 @given(spaces())
 def test_children_are_never_duplicates_or_shaved(case):

@@ -75,6 +75,7 @@ def constrained(draw):
     return problem, Objective(metric, deadline, cap), draw(st.booleans())
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(constrained())
 def test_optimal_under_any_deadline_and_cap(case):
@@ -84,6 +85,7 @@ def test_optimal_under_any_deadline_and_cap(case):
         assert plan.latency_ms <= objective.deadline_ms * (1 + 1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=constrained())
 def test_optimal_with_a_coarse_hull_and_a_narrow_beam(case, monkeypatch):
@@ -99,6 +101,7 @@ def test_optimal_with_a_coarse_hull_and_a_narrow_beam(case, monkeypatch):
     check_against_brute(problem, objective, stream)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pruned_search_equals_the_plain_label_dp_on_a_board(seed):
     p = synthetic_problem(10, seed=seed)
@@ -267,6 +270,8 @@ def test_the_budget_running_out_is_not_a_proof_of_infeasibility():
         assert objective.feasible(plan.latency_ms, plan.energy_mj)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_at_scale_streamed_and_enumerated_searches_agree_and_prove_optimality():
     # 250 layers x 25 states (the plain label DP takes minutes here; it is checked against the
     # bounded search on smaller boards above): streamed open labels and enumerated slices are
@@ -282,6 +287,7 @@ def test_at_scale_streamed_and_enumerated_searches_agree_and_prove_optimality():
     assert lean.energy_mj <= a.energy_mj <= fast.energy_mj
 
 
+@pytest.mark.slow
 def test_at_scale_latency_under_cap_and_deadline_agrees_with_the_enumerated_search():
     # iterative deepening for latency under a cap (guessed cuts below the incumbent) must still
     # return the optimum: the enumerated search (no open labels) is a different search
@@ -331,6 +337,7 @@ def test_edp_dominance_applies_only_to_edp_under_a_deadline_without_a_cap():
         assert not exact_module.dominance.applies(build(p, objective))
 
 
+@pytest.mark.slow
 def test_the_edp_bound_never_exceeds_a_plan_through_the_label_with_nearly_parallel_lines():
     """A label's bound must not exceed the value of any feasible plan through it. Lines of
     nearly equal weights (two hull probes 2e-14 apart once did this) put the computed breakpoints
@@ -357,6 +364,7 @@ def test_the_edp_bound_never_exceeds_a_plan_through_the_label_with_nearly_parall
             assert not dead[0] and lb[0] <= value * (1 + 1e-12), (s, lb[0], value)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(problems(), st.floats(0.05, 0.95))
 def test_the_walk_finds_hull_vertices_and_the_edge_over_the_deadline(problem, where):
@@ -420,6 +428,7 @@ def test_the_hull_explores_the_rising_part_when_the_fastest_plan_is_also_the_lea
 
 # seeds whose binding cap (1 % under the deadline-alone plan's draw) still leaves a plan within the
 # deadline: on hikey970 refitted with no board draw, seeds 1, 2 and 4 at 0.8 have none (InfeasibleError)
+@pytest.mark.slow
 @pytest.mark.parametrize("seed, where", [(0, 0.6), (3, 0.8)])
 def test_an_idle_cap_is_proved_by_the_deadline_alone(seed, where):
     """Energy under both limits whose cap no plan near the deadline reaches: the deadline-alone
@@ -446,6 +455,7 @@ def _limits(m):
     return ("deadline",) * bool(np.isfinite(m.deadline)) + ("power cap",) * m.has_cap
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("drop", [lambda m, h: _limits(m), lambda m, h: ("power cap",) if m.has_cap else ()],
                          ids=["every limit", "the cap"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -458,6 +468,7 @@ def test_optimal_when_a_relaxation_is_always_tried_first(drop, case, monkeypatch
     check_against_brute(problem, objective, stream)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_edp_within_loose_limits_is_the_unconstrained_optimum_proved_by_the_hull(seed):
     """edp whose unconstrained optimum meets the limits: that optimum (found by the hull alone) is
@@ -492,6 +503,7 @@ def test_a_tiny_budget_spent_in_a_relaxation_still_gives_a_legal_plan_and_a_soun
         assert got.stats["optimal"] or got.stats["gap"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_under_both_limits_without_an_incumbent_the_fastest_plan_within_the_cap_is_one(seed, monkeypatch):
     """When the hull and its repairs find no feasible plan under both limits (forced here), the

@@ -28,6 +28,7 @@ def edp_under_a_deadline(draw):
     return problem, Objective("edp", deadline_ms=deadline), draw(st.booleans())
 
 
+@pytest.mark.slow
 @QUICK
 @given(case=st.one_of(edp_under_a_deadline(), constrained()), depth=st.integers(1, 4),
        group=st.sampled_from([1, 2, 32]))
@@ -77,6 +78,7 @@ def test_best_join_is_the_least_feasible_sum(group, monkeypatch):
         assert np.all(got[~within] > limit)                      # else only known to be over
 
 
+@pytest.mark.slow
 def test_at_scale_the_joins_find_the_same_optimum_with_fewer_labels(monkeypatch):
     p = synthetic_problem(160, seed=1)
     fast = exact(p, Objective("latency"))
@@ -94,6 +96,7 @@ def test_at_scale_the_joins_find_the_same_optimum_with_fewer_labels(monkeypatch)
     assert joined.stats["labels"] < 0.8 * plain.stats["labels"], (joined.stats, plain.stats)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric,with_deadline", [("energy", True), ("edp", True), ("latency", True),
                                                   ("latency", False)])
 def test_at_scale_under_a_cap_the_joins_find_the_same_optimum(metric, with_deadline, monkeypatch):

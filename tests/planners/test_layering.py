@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+
+from extras import needs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -156,6 +158,7 @@ def assert_never_worse(coarse: PlanningProblem, fine: PlanningProblem) -> int:
     return better
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("k_coarse,k_fine", [(1, 2), (2, 3), (1, 3)])
 def test_finer_layering_keeps_costs_and_never_worsens_the_optimum(analyses, name, k_coarse, k_fine) -> None:
@@ -173,9 +176,10 @@ def test_the_models_do_layer_finer(analyses) -> None:
     assert analyses("two_skip", 2).problem.num_layers < analyses("two_skip", 3).problem.num_layers
 
 
+@pytest.mark.slow
 @pytest.mark.zoo
 def test_resnet18_k1_vs_k2(analyses) -> None:
-    pytest.importorskip("torchvision")
+    needs("zoo", "torch", "torchvision")
     coarse, fine = analyses("resnet18", 1), analyses("resnet18", 2)
     assert fine.problem.num_layers > coarse.problem.num_layers
     spans = refinement(coarse, fine)

@@ -44,7 +44,7 @@ def test_plan_records_name_options_and_seconds(chain3):
     result = plan(chain3, Objective("latency"), "random", {"samples": "7"})
     assert result.planner == "random" and result.options == {"samples": 7}
     assert result.stats["samples"] == 7
-    assert 0 < result.seconds < 5
+    assert result.seconds > 0
 
 
 def test_single_device_planner_by_name(chain3):

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("scipy")
-pytest.importorskip("tomlkit")
+from extras import needs
+
+pytestmark = [pytest.mark.calibrate, pytest.mark.slow, pytest.mark.timeout(900)]
+needs("calibrate", "scipy", "tomlkit")
 
 ROOT = Path(__file__).resolve().parents[2]
 

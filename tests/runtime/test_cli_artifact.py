@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+
+from extras import needs
 from runtime_artifacts import CHAIN, SMALL, TARGET, build_program, plan_of
 
 from hetcc.cli.artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
@@ -113,8 +115,9 @@ def test_inspect_workload(capsys, workload):
         call(capsys, "inspect", workload, "--model", "big")
 
 
+@pytest.mark.plot
 def test_inspect_plot(capsys, variants, workload, tmp_path):
-    pytest.importorskip("matplotlib")
+    needs("plot", "matplotlib")
     png = tmp_path / "v.png"
     assert call(capsys, "inspect", variants, "--variant", "edge", "--plot", png)[0] == 0 and png.stat().st_size
     with pytest.raises(UsageError, match="pick one with --model"):

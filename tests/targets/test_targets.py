@@ -534,6 +534,7 @@ def _mutated_board(draw):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_mutated_board())
 def test_a_mutated_builtin_board_loads_or_fails_on_one_line(tmp_path: Path, text: str) -> None:
