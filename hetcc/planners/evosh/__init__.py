@@ -4,9 +4,9 @@ configuration within a power cap, one evaluated configuration per step.
 ``space=mapping`` searches N blocks x {CPU, GPU} at the top frequencies, ``hardware`` the board's
 knobs and DVFS levels for a fixed mapping, ``joint`` both (``space.py``). ``search=`` picks the
 algorithm: ``evosh`` (the paper), ``evolution`` (the same without shaving), ``random``, or
-``optimum`` — the exact optimum of the space: ``exact`` on the block problem for mappings (any
-N), enumeration for the hardware space (vectorised over DVFS levels); the joint space has no
-optimum here (2^N x 308,880 configurations).
+``optimum`` — the exact optimum of the space: a dynamic program over runs of same-device blocks
+for mappings (any N; ``mapping.py``), enumeration for the hardware space (vectorised over DVFS
+levels); the joint space has no optimum here (2^N x 308,880 configurations).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ..context import PlanContext
 from ..metrics import Objective
 from ..problem import Plan, PlanningProblem
 from ..registry import PlannerSpec
+from .mapping import best_mapping
 from .search import search
 from .space import ConfigSpace
 
@@ -97,16 +98,14 @@ def optimum(space: ConfigSpace, cap: float, base: dict | None = None) -> Plan:
     benchmark's reference); ``base`` goes into its stats."""
     base = dict(base or {})
     if space.kind == "mapping":
-        from ..exact import exact          # the power-cap Pareto DP over the blocks
-        block = space.block_problem()
-        objective = Objective("latency", power_cap_mw=cap if np.isfinite(cap) else None)
-        bp = exact(block, objective)
-        bits = [0] * len(space.starts)
-        for sl in bp.slices:
-            for b in range(sl.first, sl.last + 1):
-                bits[b] = int(space.devices.index(block.states.device[sl.state]))
-        config = tuple(bits)
-        stats = dict(base, method="exact over blocks", optimal=True)
+        config, _, least = best_mapping(space, cap)
+        if config is None:
+            if not np.isfinite(least):
+                raise InfeasibleError("no block mapping can run the model: some block has layers neither "
+                                      f"{space.devices[0]} nor {space.devices[1]} can run; use other blocks")
+            raise InfeasibleError(f"no block mapping meets the {cap:g} mW power cap: the lowest average "
+                                  f"power of any mapping is {least:.0f} mW; relax --power-cap")
+        stats = dict(base, method="dp over runs of blocks", optimal=True)
     elif space.kind == "hardware":
         config, _ = space.exhaustive(cap)
         if config is None:
