@@ -168,6 +168,7 @@ def boundary_comment(csv: Path) -> str:
     return next(line for line in csv.read_text().splitlines() if "boundary_delta_ms=" in line)
 
 
+@pytest.mark.slow
 def test_profile_reprofile_measures_the_cached_boundary_again(capsys, cache, chain, tmp_path):
     out = tmp_path / "a.csv"
     assert main(["profile", str(chain), "-o", str(out), "--freqs", "current", "--repeats", "1", "-q"]) == 0

@@ -109,7 +109,7 @@ def test_a_row_with_the_models_sha256_applies_however_the_model_is_named(setup):
 def test_without_rows_the_artifact_is_todays(setup, tmp_path, capsys):
     """No rows for the model (a board without its own, or the built-in hikey970 and a model its rows
     do not name, or --observations none): the same bytes, no reported_memory anywhere."""
-    d, model, board = setup
+    _, model, board = setup
     for target in (str(board), "hikey970"):
         outs = []
         for extra in ([], ["--observations", "none"]):
@@ -135,8 +135,8 @@ def test_the_artifact_records_the_rule_and_inspect_names_the_reported_size(setup
     assert costs["capacity_bytes"][acc[0]] == int(120000 * N * LAYER_BYTES / 200000)   # what the planner used
     assert main(["inspect", str(out), "--why", "--json"]) == 0
     why = json.loads(capsys.readouterr().out)
-    assert why["capacity"] == ["acc: charged the 0.2 MB its runtime reports for the model (rows.csv line 2), not the "
-                               "board's 0.1 MB; a slice fits where its share is within 0.1 MB"]
+    assert why["capacity"] == [("acc: charged the 0.2 MB its runtime reports for the model (rows.csv line 2), not the "
+                                "board's 0.1 MB; a slice fits where its share is within 0.1 MB")]
     notes = [s["note"] for v in why["variants"].values() for s in v["slices"]]
     assert any("acc cannot hold" in n and "0.2 MB acc's runtime reports" in n and "rows.csv line 2" in n
                for n in notes), notes
@@ -214,6 +214,21 @@ def test_mosaics_model_compiled_by_zoo_name_gets_the_fidelity_plan(capsys):
     assert [(s["first_layer"], s["last_layer"], s["device"]) for s in doc["slices"]] == \
         [(a, b, dev) for a, b, dev, _ in slices(plain, theirs)]
     assert doc["energy_mj"] == pytest.approx(theirs.energy_mj)
+
+
+@pytest.mark.zoo
+def test_hetccs_own_export_is_the_zoo_model_another_file_is_not(tmp_path):
+    """A sweep compiles the zoo model's export in hetcc's cache: the rows apply there as to the
+    name (so its cells agree with hetcc compile NAME); a copy elsewhere (fidelity.py's model
+    files, which apply the rows themselves) gets none unless a row names it or its sha256."""
+    needs("zoo", "torch", "torchvision")
+    from hetcc.compiler.api import resolve_model
+
+    export = resolve_model("mnasnet1_0", None, 0)
+    assert analyse(export, "hikey970").reported_memory["npu"].reported_bytes == 321.9e6
+    copy = tmp_path / "mnasnet1_0-seed0.onnx"
+    shutil.copyfile(export, copy)
+    assert analyse(copy, "hikey970").reported_memory == {}
 
 
 @pytest.mark.slow

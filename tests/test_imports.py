@@ -37,6 +37,7 @@ def test_import_hetcc_and_its_planners_loads_neither_torch_nor_onnxruntime():
     assert got == {"loaded": [], "runtime": False}
 
 
+@pytest.mark.slow
 def test_compile_with_dp_does_not_import_torch(tmp_path, write_text_model):
     model = write_text_model("""
         <ir_version: 8, opset_import: ["" : 17]>

@@ -124,6 +124,7 @@ def test_head_one_in_a_real_pipe(argv, artifact, tmp_path):
     assert code in (0, CLOSED_PIPE_EXIT) and err == "", err
 
 
+@pytest.mark.slow
 def test_a_reader_gone_before_the_first_line(artifact, tmp_path):
     """A compile whose stdout reader left at once: the artifact is written (the summary comes
     after it), the process ends 141, and nothing reaches stderr, not even at the interpreter's

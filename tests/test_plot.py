@@ -61,6 +61,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_slices", [1, 50])
 def test_plot_writes_a_png_with_every_slice_visible(program, tmp_path, n_slices):
     m = artifact(program, tmp_path / "a", n_slices, deadline_ms=None if n_slices == 1 else 1e3)

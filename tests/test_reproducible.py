@@ -72,6 +72,7 @@ def _external_model(directory: Path, name: str = "m.onnx", location: str = "m.on
     ["--objective", "latency", "--variants", "dp,exact"],
     ["--objective", "edp", "--target", "jetson-tx2", "--max-cut-tensors", "2"],
 ], ids=["exact", "dp", "variants", "jetson-k2"])
+@pytest.mark.slow
 def test_two_compiles_write_byte_identical_artifacts(capsys, tmp_path, model, flags):
     for out in ("a", "b"):
         code, _, err = cli(capsys, "compile", model, *flags, "-o", tmp_path / out)
@@ -84,6 +85,7 @@ def test_two_compiles_write_byte_identical_artifacts(capsys, tmp_path, model, fl
     assert "timings.json" not in files
 
 
+@pytest.mark.slow
 def test_identical_across_processes_and_hash_seeds(tmp_path, model):
     # string hashing differs between the two processes: no set order may leak into a file
     for out, seed in (("a", "1"), ("b", "2")):

@@ -109,6 +109,7 @@ except SystemExit:
 """
 
 
+@pytest.mark.slow
 def test_the_reported_time_is_the_process_wall_time(chain, tmp_path):
     """Time spent before hetcc's entry (here a sleep; in life the interpreter's start-up and the
     console script's imports) is time the user waited: the reported compile_seconds counts it,

@@ -53,6 +53,7 @@ def test_parameters_are_enumerated_from_the_document():
     assert static.x0 == 10.0 and [s for _, s in static.slots] == [0.5, 1.0]   # one factor on every level
 
 
+@pytest.mark.slow
 def test_fit_recovers_known_parameters_and_the_file_round_trips(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
     out = tmp_path / "fitted.toml"
@@ -85,6 +86,7 @@ def test_fit_recovers_known_parameters_and_the_file_round_trips(synthetic, capsy
     assert load_target(out).device("gpu").int8_speedup("conv") == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_set_puts_a_parameter_at_a_value_and_the_fit_recovers_the_rest(synthetic, capsys, tmp_path):
     """--set NAME=VALUE: the parameter is written at VALUE, noted as set (not fitted), and the
     fit runs around it: with it set to its true value the others are recovered exactly."""
@@ -371,6 +373,7 @@ def test_forced_optima_are_exact_against_enumeration():
                 assert not any(s.state == t for s in not_sl)
 
 
+@pytest.mark.slow
 def test_plan_uses_hinge_flips_the_plan_and_gain_is_matched(synthetic, capsys, tmp_path):
     d = synthetic["dir"]
     board = Board.load(BOARD)

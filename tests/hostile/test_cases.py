@@ -10,9 +10,15 @@ from harness import child_limit, describe, run_case
 CASES = all_cases()
 
 
+#: cases of several seconds each (measured with --durations): out of pytest -m "not slow" too
+SLOW = {"models/nonzero-cut-seed-3", "models/tensor-limit-not-a-number", "models/tensor-limit-lowered",
+        "models/intermediate-40gb", "models/input-shape-40gb", "models/declared-input-40gb", "flags/plot-ok",
+        "flags/input-huge-header-right-rank", "artifacts/manifest-5000-slices"}
+
+
 def marks(case) -> list:
     """slow for a slow case; a child case's test limit is the child's own plus time for the set-up."""
-    out = [pytest.mark.slow] if case.slow else []
+    out = [pytest.mark.slow] if case.slow or case.id in SLOW else []
     if case.child:
         out.append(pytest.mark.timeout(child_limit(case) + 120))
     return out

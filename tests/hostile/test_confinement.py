@@ -85,6 +85,7 @@ def outside(tmp_path) -> Path:
 
 
 # ------------------------------------------------------------------------------------ M5: cwd
+@pytest.mark.slow
 def test_symbolic_shape_inference_writes_nothing_into_the_cwd(tmp_path, write_text_model, capsys, monkeypatch):
     from onnxruntime.tools import symbolic_shape_infer as ssi
 

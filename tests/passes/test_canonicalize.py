@@ -396,6 +396,7 @@ def test_old_why_json_reads_and_a_bad_rewrites_entry_is_one_line():
         check_why({**old, "rewrites": {}}, "why.json")
 
 
+@pytest.mark.slow
 def test_verbose_lists_every_rewrite(tmp_path):
     model = tmp_path / "se.onnx"
     onnx.save(onnx.parser.parse_model(SE), str(model))
@@ -409,6 +410,7 @@ def test_verbose_lists_every_rewrite(tmp_path):
 
 
 # ---------------------------------------------------------------- the benchmark
+@pytest.mark.slow
 def test_exporters_benchmark_quick(tmp_path):
     out = tmp_path / "exporters-quick.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "exporters.py"), "--quick", "--out", str(out)],

@@ -87,6 +87,7 @@ def test_hca_is_never_better_than_dp_and_believes_the_transfer_free_optimum(prob
         assert believed <= value(hca, metric) + 1e-9 * max(1.0, believed)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_hca_equals_dp_when_transfers_are_free(problem):
@@ -99,6 +100,7 @@ def test_hca_equals_dp_when_transfers_are_free(problem):
             assert close(value(hca, metric), value(dp, metric), 1e-7)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_hca_without_dvfs_keeps_maximum_frequency(problem):
@@ -112,6 +114,7 @@ def test_hca_without_dvfs_keeps_maximum_frequency(problem):
 
 # ---- hcca ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_hcca_is_dps_optimum_over_maximum_frequency_states(problem):

@@ -97,6 +97,7 @@ def test_synthetic_board_plan_is_legal_and_fast():
             assert plan.latency_ms <= p.slice_cost(0, p.num_layers - 1, s).latency_ms
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_latency_is_optimal_over_max_frequency_states(problem):
@@ -111,6 +112,7 @@ def test_latency_is_optimal_over_max_frequency_states(problem):
     assert close(plan.latency_ms, best)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(problems())
 def test_energy_is_optimal_over_all_states(problem):

@@ -305,6 +305,7 @@ def test_at_scale_latency_under_cap_and_deadline_agrees_with_the_enumerated_sear
         assert close(a.latency_ms, b.latency_ms)
 
 
+@pytest.mark.slow
 def test_edp_dominance_keeps_the_optimum_and_drops_labels(monkeypatch):
     # edp under a deadline: a slower label that a faster one beats on every completion goes; the
     # search must find the same optimum with fewer labels than without the rule (summed over four

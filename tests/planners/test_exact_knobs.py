@@ -106,6 +106,7 @@ def limits(problem: PlanningProblem, rng: np.random.Generator) -> tuple[float, f
     return float(np.quantile(T, rng.uniform(0.05, 0.9))), float(np.quantile(P, rng.uniform(0.05, 0.9)))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), metric=st.sampled_from(["latency", "energy", "edp"]),
        kind=st.sampled_from(["none", "deadline", "cap", "both"]), layers=st.integers(1, 4), gpu_knob=st.booleans())
@@ -134,6 +135,7 @@ def test_knob_search_is_the_optimum_over_knobs_and_plans(seed, metric, kind, lay
     assert close(again.latency_ms, plan.latency_ms) and close(again.energy_mj, plan.energy_mj)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), metric=st.sampled_from(["latency", "energy", "edp"]),
        emc=st.sampled_from([400.0, 800.0]))
@@ -212,6 +214,7 @@ def test_problem_without_knobs_is_planned_as_before():
     assert {k: v for k, v in got.stats.items() if k not in drop} == {k: v for k, v in want.stats.items() if k not in drop}
 
 
+@pytest.mark.slow
 def test_jetson_tx2_plan_records_the_knobs_it_chose(tmp_path):
     """Under a 3 W cap the default knobs are not the best on the TX2 model: the plan's knobs
     reach the manifest, and no configuration of EvoSh's hardware space beats the plan."""

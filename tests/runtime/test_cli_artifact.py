@@ -115,6 +115,7 @@ def test_inspect_workload(capsys, workload):
         call(capsys, "inspect", workload, "--model", "big")
 
 
+@pytest.mark.slow
 @pytest.mark.plot
 def test_inspect_plot(capsys, variants, workload, tmp_path):
     needs("plot", "matplotlib")
