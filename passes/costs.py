@@ -44,7 +44,7 @@ class ReportedMemory:
                 f"({self.capacity_bytes / 1e6:.1f} MB)")
 
     def to_json(self) -> dict[str, Any]:
-        return {"device": self.device, "reported_bytes": int(round(self.reported_bytes)),
+        return {"device": self.device, "reported_bytes": round(self.reported_bytes),
                 "board_bytes": int(self.board_bytes), "capacity_bytes": int(self.capacity_bytes),
                 "source": self.source}
 

@@ -180,14 +180,22 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequ
 
 
 def zoo_name(model: Any) -> str | None:
-    """The zoo name ``model`` stands for when ``resolve_model`` exports it from the zoo (a name,
-    not a file), else None: memory rows without a sha256 name a model this way."""
+    """The zoo name ``model`` stands for: a zoo name ``resolve_model`` exports, or the file it
+    exports it to (hetcc's cache, ``zoo/seedN/NAME.onnx``, as a sweep compiles it); else None.
+    Memory rows without a sha256 name a model this way."""
     if not isinstance(model, (str, Path)):
-        return None
-    if Path(model).exists() or str(model).endswith(".onnx") or "/" in str(model):
         return None
     from hetcc.compiler import zoo
 
+    if Path(model).exists() or str(model).endswith(".onnx") or "/" in str(model):
+        from hetcc.core.paths import cache_dir
+
+        try:
+            seed, name = Path(model).resolve().relative_to((cache_dir() / "zoo").resolve()).parts
+        except ValueError:
+            return None
+        stem = name[:-len(".onnx")] if name.endswith(".onnx") else None
+        return stem if seed.startswith("seed") and stem in zoo.ZOO else None
     return str(model) if str(model) in zoo.ZOO else None
 
 

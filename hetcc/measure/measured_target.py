@@ -31,8 +31,8 @@ observations file, each the size a device's runtime reports for a whole model (M
 what TensorFlow Lite reports), which that device's capacity rule then charges the model instead
 of the board's own estimate, each slice its share (``PlanningProblem.with_reported_memory``).
 A row applies to the model being compiled when its ``model_sha256`` is the model's; a row
-without one, when it names the model as compiled: the zoo name given as MODEL, or the same
-file. A row that names the model but gives another sha256 is refused (exit 2), as is a second
+without one, when it names the model as compiled: the zoo name given as MODEL (or hetcc's own
+export of it in the cache, as a sweep compiles it), or the same file. A row that names the model but gives another sha256 is refused (exit 2), as is a second
 row for one model and device. By default a built-in board fitted with memory rows
 (``BOARD_OBSERVATIONS``: hikey970, to MOSAIC's) applies its own, on the board exactly as shipped
 (a copy or a calibrated variant does not: give ``--observations``).
