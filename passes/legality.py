@@ -6,6 +6,9 @@ element type it does not compute in (integer index types are not checked, see
 than the device's per-slice capacity on its own: its parameters, plus its activations on a device
 that counts them (``hetcc.planners.problem.capacity_charge``; the capacity of a whole slice is
 the planners' check). A layer legal on no device makes the model infeasible on the target.
+A memory row (``--observations``: the size a device's runtime reports for the model) can take
+more layers off a device; the costs pass, which applies it to the capacities, adds those cells
+to ``Legality`` with their reason (``passes.costs.apply_reported_memory``).
 """
 from __future__ import annotations
 
