@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from hetcc.compiler.passmanager import Pass, PassResult
+from hetcc.core.errors import InfeasibleError
 from hetcc.compiler.program import COSTS, LAYERS, LEGALITY, TENSORS, Program
 from hetcc.passes.legality import Legality
 
@@ -121,6 +122,11 @@ def apply_reported_memory(program: Program, table: Any, sizes: Mapping[str, Any]
             if before.legal[i, cols].any() and not problem.legal[i, cols].any():
                 mask[i, di] = False
                 reasons[(layer.id, device)] = rule.reason(problem.memory_bytes[i, cols[0]])
+    for i, layer in enumerate(program.get(LAYERS)):
+        if not mask[i].any():       # as the legality pass refuses such a layer, naming each device's reason
+            per_dev = "; ".join(f"{d}: {reasons.get((layer.id, d), '?')}" for d in legality.devices)
+            raise InfeasibleError(f"layer {layer.name} is legal on no device: {per_dev}; drop the memory row "
+                                  "(--observations none) or compile for a board with more room")
     program.put(LEGALITY, Legality(devices=legality.devices, mask=mask, reasons=reasons))
     program.put(REPORTED_MEMORY, rules)
     return dataclasses.replace(table, capacity_bytes=np.array(problem.capacity_bytes, dtype=np.float64),

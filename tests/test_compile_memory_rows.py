@@ -159,6 +159,20 @@ def test_a_layer_the_reported_size_takes_off_a_device_says_why(setup, tmp_path, 
     assert "its share of the 1 MB acc's runtime reports for the model" in text and "big.csv line 2" in text
 
 
+def test_a_layer_the_reported_size_leaves_nowhere_is_infeasible(setup, tmp_path, capsys):
+    """Only the accelerator runs MatMul and the reported size takes every MatMul off it: exit 3,
+    one line naming a layer and the reported size."""
+    d, model, _ = setup
+    only = tmp_path / "only.toml"
+    only.write_text(BOARD.replace('[devices.cpu]', '[devices.cpu]\nsupported_ops = ["Relu", "Identity"]', 1))
+    csv = rows(d, "memory,chain.onnx,,acc,1.0,MB,test\n", "nowhere.csv")
+    assert main(["compile", str(model), "--target", str(only), "--observations", "none", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["compile", str(model), "--target", str(only), "--observations", str(csv)]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "legal on no device" in err and "nowhere.csv line 2" in err, err
+
+
 @pytest.mark.parametrize("body, line, words", [
     ("memory,chain.onnx,{bad},acc,0.2,MB,x\n", 2, "sha256"),                     # names the model, another hash
     ("memory,chain.onnx,,acc,lots,MB,x\n", 2, "column 'value'"),                  # malformed
