@@ -716,6 +716,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="B0 only, 9 blocks, 3 seeds / runs, 50 steps, hardware space with 5 runs")
     ap.add_argument("--parts", default="fig4,fig5,hardware", help="comma list of fig4, fig5, hardware (Figs. 6-7)")
+    ap.add_argument("--models", default=None,
+                    help="comma list of B0, B2, B4: only these in Fig. 4 and the hardware space (default: all)")
     ap.add_argument("--steps", type=int, default=None, help="steps per run (default 200; quick 50)")
     ap.add_argument("--fig4-seeds", type=int, default=None, help="runs per algorithm and case in Fig. 4 (default 5)")
     ap.add_argument("--fig5-runs", type=int, default=None, help="runs per algorithm and cap in Fig. 5 (default 20)")
@@ -745,6 +747,12 @@ def main(argv: list[str] | None = None) -> int:
     args.fig6_cap = (args.hw_caps - 1) // 2
     fig4_models = {"B0": FIG5_BLOCKS} if q else FIG4_BLOCKS
     hw_models = ("B0",) if q else HW_MODELS
+    if args.models is not None:
+        keep = [m.strip() for m in args.models.split(",") if m.strip()]
+        if not keep or any(m not in MODELS for m in keep):
+            raise SystemExit(f"--models {args.models!r}: give a comma list of {', '.join(MODELS)}")
+        fig4_models = {m: b for m, b in fig4_models.items() if m in keep}
+        hw_models = tuple(m for m in hw_models if m in keep)
     console, date, t0, machine = make_console(), utc_now(), time.perf_counter(), machine_info()
     log = lambda m: print(f"[{time.perf_counter() - t0:6.1f} s] {m}", file=sys.stderr, flush=True)  # noqa: E731
     bench, cases, part_s = Bench(args, log), [], {}
