@@ -2,8 +2,8 @@
 
 Three searches of the ``evosh`` planner (``hetcc.planners.evosh.search``): ``evosh`` (evolution with
 shaving, the paper), ``evolution`` (the same without shaving) and ``random``, each run for 200
-evaluated configurations (steps) under a power cap, beside the space's exact optimum (``exact`` over
-the blocks for the mapping space, enumeration for the hardware space) and, for context, the
+evaluated configurations (steps) under a power cap, beside the space's exact optimum (a DP over
+runs of same-device blocks for the mapping space, enumeration for the hardware space) and, for context, the
 layer-granularity optimum with a DVFS level per slice (``--planner exact``: what no block-level
 search can beat).
 
@@ -31,6 +31,7 @@ its curve is padded with it.
     python benchmarks/evosh.py                   # everything (~9 min on 2 cores)
     python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 5 hardware runs
     python benchmarks/evosh.py --parts fig5 --fig5-runs 50 --markdown /tmp/evosh.md
+    python benchmarks/evosh.py --parts fig4 --models B4   # Fig. 4's B4 rows only
 
 The runs (and the time-boxed layer-level ``exact`` plans) are the cells of one ``hetcc sweep``
 (embedded Ray, ``--workers``; its table ``<out>-sweep/cells.csv``, resumed by a rerun unless
@@ -545,7 +546,7 @@ def show(rep: Report, cases: list[dict], args: argparse.Namespace, tg: list[dict
                      str(c.get("blocks", "–")), f"{c['cap_mw']:.0f}", f"{o['latency_ms']:.2f}", f"{o['fps']:.1f}",
                      o["method"], "–" if enum is None else f"{enum:.2f}",
                      str(c.get("feasible_configs", "–")), layer_cell(c["layer_exact"])])
-    rep.table("Optima (ms): the space's (exact over blocks / enumeration), cross-checked by enumeration where "
+    rep.table("Optima (ms): the space's (DP over runs of blocks / enumeration), cross-checked by enumeration where "
               "small enough, and the layer-granularity optimum with DVFS per slice (`exact`, the problem's knobs)",
               ["part", "model", "space", "blocks", "cap mW", "optimum ms", "FPS", "method", "enumerated ms",
                "feasible configs", "layer exact ms"], body)
