@@ -969,6 +969,48 @@ def r_verify_zoo(doc: dict[str, Any]) -> list[Section]:
     return out
 
 
+def r_herti_ablation(doc: dict[str, Any]) -> list[Section]:
+    """herti.py's ablation of `dqn` (its own JSON, ``herti-ablation``) and its table of HERTI's claims."""
+    out: list[Section] = []
+    rows = [r for r in doc.get("ablation") or [] if isinstance(r, dict)]
+    a = doc.get("args") or {}
+    wls = [str(w) for w in a.get("workloads") or []]
+    if rows:
+        steps = (a.get("steps_options") or {}).get("steps")
+        t = doc.get("dqn_alone_target") or {}
+        head = (f"`dqn`'s energy above `exact` (the proven optimum) under the {a.get('deadline', 'medium')} deadline, "
+                f"{cell(steps) + ' steps' if steps else 'the default steps'} for every row; each row adds one "
+                "search addition to the one above (the last is `dqn`'s default). Median and worst over "
+                f"{len(wls)} workloads; a missed deadline counts as no plan.\n\n")
+        body = [[r.get("config"), " ".join(f"{k}={str(v).lower()}" for k, v in (r.get("options") or {}).items())]
+                + [pct((r.get("gap_by_workload") or {}).get(w)) for w in wls]
+                + [pct(r.get("median_gap")), pct(r.get("worst_gap")), f"{cell(r.get('feasible'))} / {cell(r.get('runs'))}",
+                   cell(r.get("walk_improved")), cell(r.get("polish_moves")), fix(r.get("wall_s"), 1)]
+                for r in rows]
+        text = head + table(["row", "options", *wls, "median", "worst", "deadlines met", "walk beat its start",
+                             "polish moves", "wall s"], body)
+        if t:
+            text += (f"\n\nThe DQN alone (Alg. 1, every addition off): median {pct(t.get('alg1_alone_median_gap'))} "
+                     f"above the optimum; target at most {pct(t.get('median_gap_at_most'), 0)}: "
+                     f"{'met' if t.get('met') else 'missed'}.")
+        if a.get("left_out"):
+            text += f"\n\nLeft out of the ablation: {', '.join(map(str, a['left_out']))}."
+        if doc.get("note"):
+            text += f" {doc['note']}" if a.get("left_out") else f"\n\n{doc['note']}"
+        out.append(("Ablation of `dqn`", text))
+    claims = [r for r in doc.get("claims") or [] if isinstance(r, dict)]
+    if claims:
+        c = doc.get("claim_counts") or {}
+        text = (f"{cell(c.get('reproduced'))} of {cell(c.get('checked'))} checked claims reproduce "
+                f"({cell(c.get('not_checked'))} not checked), from `{rel(doc.get('claims_from'))}` and the ablation. "
+                "A number reproduces within 20% of the paper's, a count or a yes/no when equal.\n\n")
+        text += table(["where", "claim", "paper", "ours", "verdict", "cause of a miss"],
+                      [[r.get("where"), r.get("claim"), r.get("paper"), r.get("ours"), r.get("verdict"),
+                        r.get("cause") or ""] for r in claims], right=set())
+        out.append(("HERTI's claims", text))
+    return out
+
+
 def r_generic(doc: dict[str, Any]) -> list[Section]:
     """A script this file does not know: its scalars, and each list of flat records as a table."""
     skip = {"script", "date", "started", "machine", "args", "command", "argv"}
@@ -992,6 +1034,8 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], list[Section]]] = {
     "verify_zoo": r_verify_zoo,
 }
 
+#: results whose stem, not their script, picks the renderer (a second JSON of one script)
+STEM_RENDERERS: dict[str, Callable[[dict[str, Any]], list[Section]]] = {"herti-ablation": r_herti_ablation}
 
 # ---- figures -------------------------------------------------------------------------------------
 
@@ -1034,7 +1078,7 @@ def render_page(stem: str, doc: dict[str, Any], scripts: Path, figs: list[tuple[
              f"- **Data**: `benchmarks/results/{stem}.json`",
              "", "## Machine", "", machine_table(doc.get("machine")), ""]
     try:
-        sections = RENDERERS.get(script, r_generic)(doc)
+        sections = (STEM_RENDERERS.get(stem) or RENDERERS.get(script, r_generic))(doc)
     except SHAPE_ERRORS as exc:  # a file whose shape changed still gets a page, and says so
         sections = [("Results", (f"This file's structure is not the one `benchmarks/tables.py` reads for "
                                  f"`{script}` ({type(exc).__name__}: {exc}); its values as found:"))]
