@@ -87,6 +87,9 @@ def hetcc_cache(tmp_path_factory) -> Path:
     cache.mkdir(exist_ok=True)
     saved = os.environ.get("HETCC_CACHE_DIR")
     os.environ["HETCC_CACHE_DIR"] = str(cache)
+    # progress lines on a non-terminal start after a task has run 5 s: under load a planner of the
+    # suite would print them and a test of a command's one-line error would see two lines
+    os.environ["HETCC_PROGRESS_AFTER"] = "never"
     yield cache
     if saved is None:
         os.environ.pop("HETCC_CACHE_DIR", None)

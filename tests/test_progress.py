@@ -19,7 +19,8 @@ import pytest
 
 import hetcc
 from hetcc.cli import main
-from hetcc.planners.context import Progress, ProgressTask, RichProgress, current_progress, default_progress
+from hetcc.planners.context import (LineProgress, Progress, ProgressTask, RichProgress, current_progress,
+                                   default_progress)
 from text_models import CHAIN
 
 
@@ -178,7 +179,7 @@ def test_default_progress_only_on_a_terminal_and_not_quiet(monkeypatch):
     assert isinstance(default_progress(), RichProgress)
     assert type(default_progress(quiet=True)) is Progress
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert type(default_progress()) is Progress
+    assert type(default_progress()) is LineProgress          # plain lines on a non-terminal
 
 
 def test_rich_lines_nest_in_one_display():

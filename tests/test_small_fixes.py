@@ -173,3 +173,15 @@ def test_a_planner_of_the_wrong_kind_is_refused_before_the_models_are_analysed(c
         hetcc.compile(absent, planner="independent")
     assert main(["compile", str(chain), str(absent), "--planner", "exact"]) == 2
     assert "plans a model, not a workload" in capsys.readouterr().err
+
+
+def test_progress_lines_start_after_the_environment_s_seconds(monkeypatch):
+    """HETCC_PROGRESS_AFTER: seconds before the first line off a terminal, or never (the suite's
+    setting, so that no command's output depends on the machine's load); 5 s otherwise."""
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    for text, want in (("never", float("inf")), ("0", 0.0), ("2.5", 2.5), ("", 5.0), ("junk", 5.0), ("-1", 5.0)):
+        monkeypatch.setenv("HETCC_PROGRESS_AFTER", text)
+        assert default_progress().after == want

@@ -7,6 +7,8 @@ a progress reporter, a budget (steps and/or seconds), a cache/checkpoint directo
 from __future__ import annotations
 
 import logging
+import math
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -219,7 +221,21 @@ def default_progress(quiet: bool = False) -> Progress:
     of a long task's total when it is not (``LineProgress``)."""
     if quiet:
         return Progress()
-    return RichProgress() if _isatty(sys.stderr) else LineProgress()
+    return RichProgress() if _isatty(sys.stderr) else LineProgress(after=_lines_after())
+
+
+def _lines_after() -> float:
+    """Seconds a task runs before ``LineProgress`` writes its first line: 5, or
+    ``$HETCC_PROGRESS_AFTER`` (seconds, or ``never``; the test suite sets ``never`` so that what a
+    command prints does not depend on how busy the machine is)."""
+    text = os.environ.get("HETCC_PROGRESS_AFTER", "").strip().lower()
+    if text == "never":
+        return math.inf
+    try:
+        value = float(text)
+    except ValueError:
+        return 5.0
+    return value if value >= 0 else 5.0
 
 
 _current: ContextVar[Progress | None] = ContextVar("hetcc_progress", default=None)

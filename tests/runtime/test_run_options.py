@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from runtime_artifacts import CHAIN, SMALL, TARGET, build_program, plan_of
 
-from hetcc.cli.artifact import REPEAT_MAX, add_run_arguments, cmd_run, safe_file_name
+from hetcc.cli.artifact import REPEAT_DEFAULT, REPEAT_MAX, add_run_arguments, cmd_run, safe_file_name
 from hetcc.core.errors import UsageError
 from hetcc.passes.codegen import emit_artifact, emit_workload
 from hetcc.planners import Objective, WorkloadPlan
@@ -72,7 +72,7 @@ def test_warmup_zero_times_the_cold_run(capsys, artifact, cold_first):
 
 def test_warmup_default_and_text(capsys, artifact, cold_first):
     code, out = call(capsys, artifact)
-    assert code == 0 and len(cold_first) == 4 and "after 3 warm-up run(s)" in out
+    assert code == 0 and len(cold_first) == 3 + REPEAT_DEFAULT and "after 3 warm-up run(s)" in out
     code, out = call(capsys, artifact, "--warmup", 0)
     assert "no warm-up" in out
 
