@@ -35,6 +35,19 @@ import sys  # noqa: E402  (after the handler, on purpose)
 import time  # noqa: E402
 
 _T0 = time.perf_counter()
+_unraisable = sys.unraisablehook
+
+
+def _early_unraisable(unraisable) -> None:  # noqa: ANN001
+    """A KeyboardInterrupt raised where Python ignores exceptions (a weakref callback of the import
+    system) while hetcc.cli.signals is imported: the signal is recorded and ``main`` reports it
+    right after that import, so nothing is printed ("Exception ignored ... Traceback" was)."""
+    if _early and unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        return
+    _unraisable(unraisable)
+
+
+sys.unraisablehook = _early_unraisable
 
 
 def _early_exit() -> int:
