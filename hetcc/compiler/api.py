@@ -395,6 +395,12 @@ class Analysis:
 
             cache_dir = root() / "planners"
         ctx = PlanContext(check_seed(seed), budget=budget, progress=progress, cache_dir=cache_dir)
+        if hardware and "knobs" not in (options or {}):
+            from hetcc.planners.registry import resolve
+
+            if resolve(planner, obj, "model").split(":")[0] == "exact":
+                # knobs the user set are kept: exact's default (knobs=search) would choose its own
+                options = {**(options or {}), "knobs": "fixed"}
         return run_planner(self.problem_at(hardware), obj, planner, options, ctx, allow_infeasible=allow_infeasible)
 
     def emit(self, plans: Plan | Mapping[str, Plan], output_dir: str | Path, *,
