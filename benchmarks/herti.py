@@ -952,16 +952,18 @@ def run_ablation(args: argparse.Namespace, out: Path, console: Any, evaluation: 
         missing = [p for p, row_part in (("edp", "edp"), ("subsets", "subset")) if row_part not in have]
     if missing:
         herti = (FIGURES_SLOT, {})
-        fig_args = argparse.Namespace(**{**vars(args), "parts": missing, "workloads": args.ablation_workloads,
+        fig_args = argparse.Namespace(**{**vars(args), "parts": missing, "workloads": evaluation["args"]["workloads"],
                                          "deadlines": [ABLATION_DEADLINE]})
-        fig_doc, fig_dir = sweep_spec(fig_args, herti, paths), out.with_name(f"{out.stem}-ablation-figs-sweep")
-        infos, fig_rows = judged_rows(run_sweep_grid(args, fig_doc, fig_dir), fig_args, herti, paths)
+        fig_paths = workload_paths(args, fig_args.workloads)      # the figures' workloads, not the ablation's
+        fig_doc, fig_dir = sweep_spec(fig_args, herti, fig_paths), out.with_name(f"{out.stem}-ablation-figs-sweep")
+        infos, fig_rows = judged_rows(run_sweep_grid(args, fig_doc, fig_dir), fig_args, herti, fig_paths)
         if "subsets" in missing:    # Fig. 8's "all devices" are the figures' own medium-deadline cells
             fig_rows = [r for r in fig_rows if not (r["part"] == "subset" and r.get("subset") == "all")]
             fig_rows += [{k: v for k, v in r.items() if k not in ("deadline", "energy_norm", "gap_to_exact")}
                          | {"part": "subset", "subset": "all"} for r in evaluation["runs"]
                          if r["part"] == "main" and r.get("deadline") == ABLATION_DEADLINE and "error" not in r
-                         and r["workload"] in paths and r["version"] in ("MOSAIC-P", "AutoScale", "exhaustive", "HERTI")]
+                         and r["workload"] in fig_paths and r["version"] in ("MOSAIC-P", "AutoScale", "exhaustive",
+                                                                             "HERTI")]
         add_derived(fig_rows)
         fig_s = summarise(fig_rows, infos, fig_args)
         keys = (["subsets"] if "subsets" in missing else []) + (
@@ -978,6 +980,8 @@ def run_ablation(args: argparse.Namespace, out: Path, console: Any, evaluation: 
               "date": utc_now(), "machine": machine_info(), "target": args.target,
               "args": {"quick": args.quick, "workloads": args.ablation_workloads, "deadline": ABLATION_DEADLINE,
                        "seeds": args.seed_list, "dqn_steps": args.dqn_steps, "steps_options": steps,
+                       "steps_per_row": steps.get("steps") or next(f[2] for f in option_fields(get_spec("dqn"))
+                                                                   if f[0] == "steps"),
                        "left_out": [w for w in WORKLOADS if w not in args.ablation_workloads]},
               "note": args.note,
               "sweep": {"dir": str(sweep_dir), "spec": doc, "cells": len(table)},

@@ -976,7 +976,7 @@ def r_herti_ablation(doc: dict[str, Any]) -> list[Section]:
     a = doc.get("args") or {}
     wls = [str(w) for w in a.get("workloads") or []]
     if rows:
-        steps = (a.get("steps_options") or {}).get("steps")
+        steps = a.get("steps_per_row") or (a.get("steps_options") or {}).get("steps")
         t = doc.get("dqn_alone_target") or {}
         head = (f"`dqn`'s energy above `exact` (the proven optimum) under the {a.get('deadline', 'medium')} deadline, "
                 f"{cell(steps) + ' steps' if steps else 'the default steps'} for every row; each row adds one "
