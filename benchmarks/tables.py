@@ -602,7 +602,8 @@ def r_fidelity(doc: dict[str, Any]) -> list[Section]:
         out.append(("Base-power sensitivity (held-out HERTI rows)",
                     "The HERTI rows are never fitted; the board's base power (`base_power_mw`, drawn for the "
                     "whole inference) moves them. Each row refits the prior to all of MOSAIC's rows with "
-                    "`--set base_power_mw=X` (\"fitted\": `--free base_power_mw`), then plans HERTI's Fig. 6. "
+                    "`--set base_power_mw=X` (\"fitted\": `--free base_power_mw`; the built-in board for its own "
+                    "value, being that refit), then plans HERTI's Fig. 6. "
                     "Table I MAPE, the gains' mean |error| and the plan states reproduced are that fit's quality "
                     "on MOSAIC's rows.\n\n"
                     + table(["base_power_mw", "Table I MAPE %", "gains mean abs error, points", "plan states",
