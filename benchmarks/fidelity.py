@@ -1,6 +1,6 @@
 """How faithful is a board model? MOSAIC's evaluation (PACT'19) replayed on it, beside the paper.
 
-One script of ~800 lines: the parts, the leave-out refits that re-run them and the table share the board, the judge and the printer.
+One script of ~900 lines: the parts, the leave-out refits that re-run them and the table share the board, the judge and the printer.
 
 MOSAIC published its HiKey 970 measurements as a handful of numbers (Table I's GPU latencies,
 the headline gains of Sec. VI-B/C/E, the plans of Tables III/IV, the 34.1 % of Fig. 5 and the
