@@ -991,9 +991,12 @@ def r_herti_ablation(doc: dict[str, Any]) -> list[Section]:
         text = head + table(["row", "options", *wls, "median", "worst", "deadlines met", "walk beat its start",
                              "polish moves", "wall s"], body)
         if t:
-            text += (f"\n\nThe DQN alone (Alg. 1, every addition off): median {pct(t.get('alg1_alone_median_gap'))} "
-                     f"above the optimum; target at most {pct(t.get('median_gap_at_most'), 0)}: "
-                     f"{'met' if t.get('met') else 'missed'}.")
+            on = t.get("workloads") or []
+            gaps = t.get("gap_by_workload") or {}
+            text += (f"\n\nThe DQN alone (Alg. 1, every addition off)"
+                     + (f" on {len(on)} workloads ({', '.join(f'{w} {pct(gaps.get(w))}' for w in on)})" if on else "")
+                     + f": median {pct(t.get('alg1_alone_median_gap'))} above the optimum; target at most "
+                     f"{pct(t.get('median_gap_at_most'), 0)}: {'met' if t.get('met') else 'missed'}.")
         if a.get("left_out"):
             text += f"\n\nLeft out of the ablation: {', '.join(map(str, a['left_out']))}."
         if doc.get("note"):
