@@ -128,7 +128,7 @@ def test_a_signal_at_any_moment_after_start_is_one_line(art, start, sig):
     signum = getattr(signal, sig)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     for delay in DELAYS:
-        p = subprocess.Popen([*COMMANDS[start], "run", str(art), "--repeat", "1000000"], cwd=art.parent, env=env,
+        p = subprocess.Popen([*COMMANDS[start], "run", str(art), "--repeat", "100000"], cwd=art.parent, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
         try:
             while catches_sigterm(p.pid) is False:
