@@ -64,3 +64,46 @@ def feeds_for(ex_or_pipe, seed=0):
     from hetcc.runtime import random_inputs
 
     return random_inputs(ex_or_pipe.inputs, seed=seed)
+
+
+def run_parser():
+    """``hetcc run``'s arguments alone, parsed as the CLI parses them (errors raise, no exit)."""
+    import argparse
+
+    from hetcc.cli.artifact import add_run_arguments, cmd_run
+
+    p = argparse.ArgumentParser(prog="hetcc", exit_on_error=False)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    add_run_arguments(sub.add_parser("run", exit_on_error=False)).set_defaults(func=cmd_run)
+    return p
+
+
+def run_call(capsys, *argv):
+    """``hetcc run ARGV``: (exit code, stdout)."""
+    args = run_parser().parse_args(["run", *map(str, argv)])
+    code = args.func(args)
+    return code, capsys.readouterr().out
+
+
+def chain_artifact(tmp_path, target):
+    """Two slices (cpu, gpu) of a chain of identities."""
+    from hetcc.passes.codegen import emit_artifact
+
+    program = build_program(tmp_path, CHAIN, "chain", target)
+    return emit_artifact(tmp_path / "a", program, target, {"dp": plan_of(program, [(0, 1, "cpu"), (2, 4, "gpu")])})
+
+
+def refuse_opens(monkeypatch, exc, when=lambda path, mode: "w" in mode):
+    """The sysfs layer's ``open`` raises ``exc`` for the paths and modes ``when`` picks (a write,
+    by default): the OS refusing a value, as a board's sysfs does."""
+    import builtins
+
+    from hetcc.runtime import sysfs
+
+    real = builtins.open
+
+    def fake_open(path, mode="r", *a, **kw):
+        if when(str(path), mode):
+            raise exc
+        return real(path, mode, *a, **kw)
+    monkeypatch.setattr(sysfs, "open", fake_open, raising=False)

@@ -21,6 +21,7 @@ import hetcc
 from hetcc.cli import main
 from hetcc.runtime import Executor
 from hetcc.runtime import sysfs as S
+from runtime_artifacts import refuse_opens
 from hetcc.runtime.hardware import Hardware, apply_hardware, offline_cpus
 from hetcc.runtime.manifest import load_manifest
 from text_models import IDENTITY_CHAIN
@@ -174,13 +175,7 @@ def test_a_cpu_without_an_online_file_is_one_the_kernel_keeps_online(tx2, tmp_pa
 
 
 def _refuse(monkeypatch, exc, when=lambda path, mode: "w" in mode):
-    real = open
-
-    def fake_open(path, mode="r", *a, **kw):
-        if when(str(path), mode):
-            raise exc
-        return real(path, mode, *a, **kw)
-    monkeypatch.setattr(S, "open", fake_open, raising=False)
+    refuse_opens(monkeypatch, exc, when)
 
 
 @pytest.mark.parametrize("exc, reason, fix", [

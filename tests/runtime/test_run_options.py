@@ -7,27 +7,22 @@ import os
 
 import numpy as np
 import pytest
-from runtime_artifacts import CHAIN, SMALL, TARGET, build_program, plan_of
+from runtime_artifacts import chain_artifact, run_call, run_parser, CHAIN, SMALL, TARGET, build_program, plan_of
 
-from hetcc.cli.artifact import REPEAT_DEFAULT, REPEAT_MAX, add_run_arguments, cmd_run, safe_file_name
+from hetcc.cli.artifact import REPEAT_DEFAULT, REPEAT_MAX, safe_file_name
 from hetcc.core.errors import UsageError
-from hetcc.passes.codegen import emit_artifact, emit_workload
+from hetcc.passes.codegen import emit_workload
 from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import Executor, Pipeline, random_inputs
 from hetcc.targets import load_target
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="hetcc", exit_on_error=False)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    add_run_arguments(sub.add_parser("run", exit_on_error=False)).set_defaults(func=cmd_run)
-    return p
+    return run_parser()
 
 
 def call(capsys, *argv):
-    args = _parser().parse_args(["run", *map(str, argv)])
-    code = args.func(args)
-    return code, capsys.readouterr().out
+    return run_call(capsys, *argv)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +32,7 @@ def target():
 
 @pytest.fixture
 def artifact(tmp_path, target):
-    program = build_program(tmp_path, CHAIN, "chain", target)
-    return emit_artifact(tmp_path / "a", program, target, {"dp": plan_of(program, [(0, 1, "cpu"), (2, 4, "gpu")])})
+    return chain_artifact(tmp_path, target)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hetcc.runtime import sysfs as S
+from runtime_artifacts import refuse_opens
 from hetcc.runtime.sysfs import Change, Refused, Sysfs
 
 CPU = "/sys/devices/system/cpu"
@@ -47,13 +48,7 @@ def writes(monkeypatch) -> list[tuple[str, str]]:
 
 
 def refuse(monkeypatch, exc, when=lambda path, mode: "w" in mode):
-    real = open
-
-    def fake_open(path, mode="r", *a, **kw):
-        if when(str(path), mode):
-            raise exc
-        return real(path, mode, *a, **kw)
-    monkeypatch.setattr(S, "open", fake_open, raising=False)
+    refuse_opens(monkeypatch, exc, when)
 
 
 def test_paths_are_read_and_written_under_the_root(tree):
