@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-ray = pytest.importorskip("ray")  # the sweep extra
+pytestmark = pytest.mark.sweep
+ray = pytest.importorskip("ray", reason="needs the 'sweep' extra: pip install 'hetcc[sweep]'")
 
 from hetcc.core.errors import HetccError, UsageError  # noqa: E402
 from hetcc.experiments.sweep import START_TIMEOUT_ENV, START_TIMEOUT_S, init_ray, start_timeout  # noqa: E402
