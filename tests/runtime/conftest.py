@@ -198,3 +198,20 @@ def wrong_slice() -> onnx.ModelProto:
     """A drop-in for slice 2 that computes the wrong function (fixtures, not imports: other
     test folders have their own conftest.py)."""
     return wrong_last_slice()
+
+
+@pytest.fixture(scope="module")
+def target():
+    """The board the run tests' artifacts are compiled for (``runtime_artifacts.TARGET``)."""
+    from hetcc.targets import load_target
+    from runtime_artifacts import TARGET
+
+    return load_target(TARGET)
+
+
+@pytest.fixture
+def artifact(tmp_path, target):
+    """Two slices (cpu, gpu) of a chain of identities: what ``hetcc run``'s tests run."""
+    from runtime_artifacts import chain_artifact
+
+    return chain_artifact(tmp_path, target)

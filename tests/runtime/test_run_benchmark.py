@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 import pytest
-from runtime_artifacts import chain_artifact, run_call, run_parser, CHAIN, SMALL, TARGET, build_program, plan_of
+from runtime_artifacts import run_call, run_parser, CHAIN, SMALL, build_program, plan_of
 
 from hetcc.cli.app import main
 from hetcc.cli.artifact import DURATION_MAX_S, REPEAT_DEFAULT, duration_seconds
@@ -21,25 +21,6 @@ from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import Executor, Pipeline, random_inputs
 from hetcc.runtime import executor as executor_module
 from hetcc.runtime.__main__ import main as runtime_main
-from hetcc.targets import load_target
-
-
-def _parser():
-    return run_parser()
-
-
-def call(capsys, *argv):
-    return run_call(capsys, *argv)
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
-
-
-@pytest.fixture
-def artifact(tmp_path, target):
-    return chain_artifact(tmp_path, target)
 
 
 @pytest.fixture
@@ -99,7 +80,7 @@ def strict(text):
 
 # ---------------------------------------------------------------- the numbers, from the recorded samples
 def test_percentiles_throughput_and_slices_come_from_the_samples(capsys, artifact, fake):
-    code, out = call(capsys, artifact, "--repeat", 101, "--warmup", 0, "--json")
+    code, out = run_call(capsys, artifact, "--repeat", 101, "--warmup", 0, "--json")
     doc = strict(out)
     assert code == 0 and fake.calls == 101 and doc["runs"] == 101 and doc["repeat"] == 101
     assert doc["latency_ms"] == {"p50": 51.0, "p90": 91.0, "p99": 100.0, "mean": 51.0, "min": 1.0, "max": 101.0}
@@ -113,7 +94,7 @@ def test_percentiles_throughput_and_slices_come_from_the_samples(capsys, artifac
 
 
 def test_text_shows_the_percentiles_throughput_and_slice_columns(capsys, artifact, fake):
-    code, out = call(capsys, artifact, "--repeat", 101, "--warmup", 0)
+    code, out = run_call(capsys, artifact, "--repeat", 101, "--warmup", 0)
     assert code == 0
     assert "p50 51.000 ms, p90 91.000 ms, p99 100.000 ms, mean 51.000 ms" in out
     assert "over 101 run(s) (no warm-up" in out
@@ -124,14 +105,14 @@ def test_text_shows_the_percentiles_throughput_and_slice_columns(capsys, artifac
 
 
 def test_warmup_runs_are_not_samples(capsys, artifact, fake):
-    code, out = call(capsys, artifact, "--repeat", 2, "--warmup", 3, "--json")
+    code, out = run_call(capsys, artifact, "--repeat", 2, "--warmup", 3, "--json")
     doc = strict(out)
     assert code == 0 and fake.calls == 5 and doc["runs"] == 2 and doc["warmup"] == 3
     assert doc["latency_ms"]["min"] == min(SAMPLES[3:5]) and doc["latency_ms"]["max"] == max(SAMPLES[3:5])
 
 
 def test_default_times_several_runs(capsys, artifact, fake):
-    code, out = call(capsys, artifact, "--json")
+    code, out = run_call(capsys, artifact, "--json")
     doc = strict(out)
     assert REPEAT_DEFAULT > 1 and code == 0 and doc["runs"] == REPEAT_DEFAULT == doc["repeat"]
     assert fake.calls == 3 + REPEAT_DEFAULT and doc["warmup"] == 3
@@ -139,22 +120,22 @@ def test_default_times_several_runs(capsys, artifact, fake):
 
 # ---------------------------------------------------------------- --duration
 def test_duration_runs_until_the_time_has_passed(capsys, artifact, fake):
-    code, out = call(capsys, artifact, "--duration", "1s", "--warmup", 0, "--json")
+    code, out = run_call(capsys, artifact, "--duration", "1s", "--warmup", 0, "--json")
     doc = strict(out)
     # the clock reads 0 s at the start and 0.125 s more after each run: the 8th run ends at 1 s
     assert code == 0 and fake.calls == 8 and doc["runs"] == 8 and doc["stopped"] == "duration"
     assert doc["duration_s"] == 1.0 and doc["repeat"] is None and doc["timed_s"] == 1.0
     assert doc["latency_ms"]["p50"] == float(np.median(SAMPLES[:8]))
-    code, out = call(capsys, artifact, "--duration", "1s", "--warmup", 0)
+    code, out = run_call(capsys, artifact, "--duration", "1s", "--warmup", 0)
     assert "(8 run(s) in 1.000 s, --duration 1 s)" in out
 
 
 def test_duration_stops_at_the_run_limit(capsys, artifact, fake, monkeypatch):
     monkeypatch.setattr(executor_module, "BENCHMARK_RUNS_MAX", 5)
-    code, out = call(capsys, artifact, "--duration", "1h", "--warmup", 0, "--json")
+    code, out = run_call(capsys, artifact, "--duration", "1h", "--warmup", 0, "--json")
     doc = strict(out)
     assert code == 0 and doc["runs"] == 5 and doc["stopped"] == "max_runs"
-    code, out = call(capsys, artifact, "--duration", "1h", "--warmup", 0)
+    code, out = run_call(capsys, artifact, "--duration", "1h", "--warmup", 0)
     assert "stopped at 5 runs before --duration 3600 s" in out
 
 
@@ -162,7 +143,7 @@ def test_duration_stops_at_the_run_limit(capsys, artifact, fake, monkeypatch):
                                            ("1h", 3600.0), (" 1.5 S ", 1.5), ("1e-3s", 0.001)])
 def test_duration_values(text, seconds):
     assert duration_seconds(text) == seconds
-    assert _parser().parse_args(["run", "d", "--duration", text]).duration == seconds
+    assert run_parser().parse_args(["run", "d", "--duration", text]).duration == seconds
 
 
 @pytest.mark.parametrize("text, says", [("10", "has no unit"), ("0s", "out of range"), ("-1s", "out of range"),
@@ -184,7 +165,7 @@ def test_a_bad_duration_is_one_line_exit_2(capsys, artifact, fake):
 
 def test_repeat_with_duration_is_refused_before_running(capsys, artifact, fake):
     with pytest.raises(UsageError, match="--repeat and --duration both given"):
-        call(capsys, artifact, "--repeat", 5, "--duration", "1s")
+        run_call(capsys, artifact, "--repeat", 5, "--duration", "1s")
     assert fake.calls == 0
     assert main(["run", str(artifact), "--repeat", "5", "--duration", "1s"]) == 2
     err = capsys.readouterr().err
@@ -197,7 +178,7 @@ def test_repeat_with_duration_is_refused_before_running(capsys, artifact, fake):
 def test_ctrl_c_during_duration_reports_the_runs_so_far(capsys, artifact, fake):
     fake.interrupt_at = 3 + 4                                  # after 3 warm-up runs and 4 timed runs
     with pytest.raises(KeyboardInterrupt):
-        call(capsys, artifact, "--duration", "1h", "--json")
+        run_call(capsys, artifact, "--duration", "1h", "--json")
     doc = strict(capsys.readouterr().out)
     assert doc["runs"] == 4 and doc["stopped"] == "interrupted" and doc["timed_s"] == 0.5
     assert doc["latency_ms"]["max"] == max(SAMPLES[3:7])
@@ -210,18 +191,18 @@ def test_ctrl_c_during_duration_reports_the_runs_so_far(capsys, artifact, fake):
 def test_ctrl_c_before_any_timed_run_or_with_repeat_reports_nothing(capsys, artifact, fake):
     fake.interrupt_at = 3                                      # the first timed run
     with pytest.raises(KeyboardInterrupt):
-        call(capsys, artifact, "--duration", "1h")
+        run_call(capsys, artifact, "--duration", "1h")
     assert capsys.readouterr().out == ""
     fake.calls, fake.interrupt_at = 0, 5
     with pytest.raises(KeyboardInterrupt):
-        call(capsys, artifact, "--repeat", 10)
+        run_call(capsys, artifact, "--repeat", 10)
     assert capsys.readouterr().out == ""
 
 
 def test_ctrl_c_in_a_workload_reports_the_models_measured(capsys, workload, fake):
     fake.interrupt_at = 3 + 8 + 3 + 1          # model 1: 3 warm-up + 8 timed runs (1 s); model 2's second timed run
     with pytest.raises(KeyboardInterrupt):
-        call(capsys, workload, "--duration", "1s", "--json")
+        run_call(capsys, workload, "--duration", "1s", "--json")
     doc = strict(capsys.readouterr().out)
     assert list(doc["models"]) == ["chain", "small"]
     assert doc["models"]["chain"]["stopped"] == "duration" and doc["models"]["small"]["stopped"] == "interrupted"
@@ -243,7 +224,7 @@ def check_timing(doc, runs):
 
 
 def test_json_fields_present_and_finite(capsys, artifact):
-    code, out = call(capsys, artifact, "--repeat", 4, "--warmup", 1, "--json")
+    code, out = run_call(capsys, artifact, "--repeat", 4, "--warmup", 1, "--json")
     doc = strict(out)
     assert code == 0
     check_timing(doc, 4)
@@ -252,18 +233,18 @@ def test_json_fields_present_and_finite(capsys, artifact):
 
 
 def test_workload_is_timed_per_model(capsys, workload):
-    code, out = call(capsys, workload, "--warmup", 0, "--json")
+    code, out = run_call(capsys, workload, "--warmup", 0, "--json")
     doc = strict(out)
     assert code == 0 and set(doc["models"]) == {"chain", "small"}
     for m in doc["models"].values():
         check_timing(m, REPEAT_DEFAULT)
-    code, out = call(capsys, workload, "--warmup", 0, "--repeat", 2)
+    code, out = run_call(capsys, workload, "--warmup", 0, "--repeat", 2)
     assert code == 0 and out.count("throughput:") == 2 and out.count("over 2 run(s)") == 2
     assert "model chain" in out and "model small" in out
 
 
 def test_verify_keeps_its_meaning_and_the_timing_is_reported(capsys, artifact):
-    code, out = call(capsys, artifact, "--verify", "--repeat", 2, "--json")
+    code, out = run_call(capsys, artifact, "--verify", "--repeat", 2, "--json")
     doc = strict(out)
     assert code == 0 and doc["verify"]["ok"] and len(doc["verify"]["inputs"]) == 3
     check_timing(doc, 2)

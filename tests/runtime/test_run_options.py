@@ -7,32 +7,13 @@ import os
 
 import numpy as np
 import pytest
-from runtime_artifacts import chain_artifact, run_call, run_parser, CHAIN, SMALL, TARGET, build_program, plan_of
+from runtime_artifacts import run_call, run_parser, CHAIN, SMALL, build_program, plan_of
 
 from hetcc.cli.artifact import REPEAT_DEFAULT, REPEAT_MAX, safe_file_name
 from hetcc.core.errors import UsageError
 from hetcc.passes.codegen import emit_workload
 from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import Executor, Pipeline, random_inputs
-from hetcc.targets import load_target
-
-
-def _parser():
-    return run_parser()
-
-
-def call(capsys, *argv):
-    return run_call(capsys, *argv)
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
-
-
-@pytest.fixture
-def artifact(tmp_path, target):
-    return chain_artifact(tmp_path, target)
 
 
 @pytest.fixture
@@ -53,21 +34,21 @@ def cold_first(monkeypatch):
 
 
 def test_warmup_runs_are_not_timed(capsys, artifact, cold_first):
-    code, out = call(capsys, artifact, "--repeat", 3, "--warmup", 2, "--json")
+    code, out = run_call(capsys, artifact, "--repeat", 3, "--warmup", 2, "--json")
     doc = json.loads(out)
     assert code == 0 and len(cold_first) == 5 and doc["warmup"] == 2 and doc["repeat"] == 3
     assert doc["total_ms_median"] == 1.0            # the cold first run was a warm-up run
 
 
 def test_warmup_zero_times_the_cold_run(capsys, artifact, cold_first):
-    code, out = call(capsys, artifact, "--repeat", 1, "--warmup", 0, "--json")
+    code, out = run_call(capsys, artifact, "--repeat", 1, "--warmup", 0, "--json")
     assert code == 0 and len(cold_first) == 1 and json.loads(out)["total_ms_median"] == 1000.0
 
 
 def test_warmup_default_and_text(capsys, artifact, cold_first):
-    code, out = call(capsys, artifact)
+    code, out = run_call(capsys, artifact)
     assert code == 0 and len(cold_first) == 3 + REPEAT_DEFAULT and "after 3 warm-up run(s)" in out
-    code, out = call(capsys, artifact, "--warmup", 0)
+    code, out = run_call(capsys, artifact, "--warmup", 0)
     assert "no warm-up" in out
 
 
@@ -75,14 +56,14 @@ def test_warmup_default_and_text(capsys, artifact, cold_first):
 def test_warmup_and_repeat_are_bounded(value):
     for flag in ("--warmup", "--repeat"):
         with pytest.raises(argparse.ArgumentError, match="integer"):
-            _parser().parse_args(["run", "d", flag, value])
+            run_parser().parse_args(["run", "d", flag, value])
     with pytest.raises(argparse.ArgumentError, match="out of range"):
-        _parser().parse_args(["run", "d", "--repeat", "0"])
+        run_parser().parse_args(["run", "d", "--repeat", "0"])
 
 
 def test_save_outputs_writes_each_output(capsys, artifact, tmp_path):
     out_dir = tmp_path / "outs"
-    code, out = call(capsys, artifact, "--save-outputs", out_dir, "--seed", 7, "--warmup", 0)
+    code, out = run_call(capsys, artifact, "--save-outputs", out_dir, "--seed", 7, "--warmup", 0)
     assert code == 0 and f"in {out_dir}" in out and "y -> y.npy" in out
     assert sorted(os.listdir(out_dir)) == ["y.npy"]         # no temporary file left behind
     ex = Executor(artifact)
@@ -90,7 +71,7 @@ def test_save_outputs_writes_each_output(capsys, artifact, tmp_path):
     got = np.load(out_dir / "y.npy", allow_pickle=False)
     assert got.dtype == want.dtype and np.array_equal(got, want)
     # an existing directory is reused, its file replaced; --json says where
-    code, out = call(capsys, artifact, "--save-outputs", out_dir, "--seed", 8, "--json")
+    code, out = run_call(capsys, artifact, "--save-outputs", out_dir, "--seed", 8, "--json")
     assert json.loads(out)["saved_outputs"] == {"y": str(out_dir / "y.npy")}
     assert not np.array_equal(np.load(out_dir / "y.npy"), want)
 
@@ -98,14 +79,14 @@ def test_save_outputs_writes_each_output(capsys, artifact, tmp_path):
 def test_save_outputs_refuses_a_file_a_symlink_and_a_missing_parent(capsys, artifact, tmp_path, cold_first):
     (tmp_path / "f").write_text("keep")
     with pytest.raises(UsageError, match="--save-outputs .*not a directory"):
-        call(capsys, artifact, "--save-outputs", tmp_path / "f")
+        run_call(capsys, artifact, "--save-outputs", tmp_path / "f")
     assert (tmp_path / "f").read_text() == "keep" and not cold_first     # refused before running
     with pytest.raises(UsageError, match="create it first"):
-        call(capsys, artifact, "--save-outputs", tmp_path / "no" / "such")
+        run_call(capsys, artifact, "--save-outputs", tmp_path / "no" / "such")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "y.npy").symlink_to(tmp_path / "f")
     with pytest.raises(UsageError, match="symlink"):
-        call(capsys, artifact, "--save-outputs", tmp_path / "d")
+        run_call(capsys, artifact, "--save-outputs", tmp_path / "d")
     assert (tmp_path / "f").read_text() == "keep"
 
 
@@ -115,7 +96,7 @@ def test_save_outputs_of_a_workload_one_directory_per_model(capsys, tmp_path, ta
     wplan = WorkloadPlan(plans=(p1, p2), names=("chain", "small"), planner="independent",
                          objective=Objective("latency"))
     w = emit_workload(tmp_path / "w", target, [("chain", chain, p1), ("small", small, p2)], wplan)
-    code, _ = call(capsys, w, "--save-outputs", tmp_path / "o", "--warmup", 1)
+    code, _ = run_call(capsys, w, "--save-outputs", tmp_path / "o", "--warmup", 1)
     assert code == 0
     assert sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*.npy")) == [
         "chain/y.npy", "small/y.npy"]
