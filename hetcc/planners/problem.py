@@ -268,6 +268,10 @@ class PlanningProblem:
     activation_factor: np.ndarray | None = None
     #: the communication share of transfer_* (None: unknown, e.g. measured costs)
     communication: Communication | None = None
+    #: [S] float64 ms a state's device pays to switch from one model's work to another's when
+    #: several models share it (the target's ``devices.<name>.switch_ms``; None: not given, 0).
+    #: Only workload planners read it (hetcc.planners.multi); a model's own plan never switches.
+    switch_ms: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for key in ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj",
@@ -292,6 +296,10 @@ class PlanningProblem:
                 raise ValueError("activation_bytes and activation_factor must be >= 0")
         if self.communication is not None and self.communication.in_ms.shape != (L, S):
             raise ValueError("communication does not match the [L, S] tables")
+        if self.switch_ms is not None:
+            object.__setattr__(self, "switch_ms", _frozen(self.switch_ms, np.float64))
+            if self.switch_ms.shape != (S,) or not (np.isfinite(self.switch_ms).all() and (self.switch_ms >= 0).all()):
+                raise ValueError("switch_ms must be [S], finite and >= 0")
         charge = capacity_charge(self.param_bytes, self.activation_bytes, self.activation_factor, S)
         object.__setattr__(self, "_memory_bytes", _frozen(charge, np.int64))
 
@@ -314,6 +322,9 @@ class PlanningProblem:
             shape = np.shape(changes.get("latency_ms", self.latency_ms))
             if shape != self.communication.in_ms.shape:
                 changes["communication"] = None
+        if self.switch_ms is not None and "switch_ms" not in changes:
+            if np.shape(changes.get("latency_ms", self.latency_ms))[1] != self.switch_ms.shape[0]:
+                changes["switch_ms"] = None
         return dataclasses.replace(self, **changes)
 
     def layer_label(self, i: int) -> str:
