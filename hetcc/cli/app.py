@@ -129,10 +129,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if len(args.model) > 1:
         if variants or args.hardware:
             raise UsageError("--variants and --hardware apply to one model; compile the models one by one")
-        wresult = compile_workload(args.model, args.target, **common, **analyse_kw)
+        wresult = compile_workload(args.model, args.target, **common, **analyse_kw, budget=_budget(args))
         notes = _build_files(args, depfile, [a.program for a in wresult.analyses], wresult.analyses[0].target)
         notes = [*_memory_lines(wresult.analyses, True), *notes]
         return _compile_workload(args, console, wresult, progress, notes)
+    common["objective"] = args.objective or "latency"
     result = hetcc_compile(args.model[0], args.target, **common, **analyse_kw, budget=_budget(args),
                            hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after)
     plans = result.program.get("plan")
@@ -447,7 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("model", nargs="+", help="an .onnx file or a zoo name (hetcc zoo list); several = a workload")
     c.add_argument("--target", "-t", default="hikey970",
                    help="built-in target name (hetcc targets) or path/to/board.toml (default hikey970)")
-    c.add_argument("--objective", default="latency", help="latency|energy|edp (hetcc planners: what each optimises)")
+    c.add_argument("--objective", help="latency|energy|edp, or for several models throughput|fairness|overall "
+                   "(default latency; a workload planner's own first metric, e.g. overall for ga; hetcc planners: "
+                   "what each optimises)")
     c.add_argument("--observations", metavar="FILE.csv|NAME|none",
                    help="memory rows: the model sizes a device's runtime reports, which its capacity rule then charges "
                         "(default: the board's own; the built-in hikey970 has MOSAIC's Table I sizes; none: the "

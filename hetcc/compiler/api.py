@@ -28,8 +28,9 @@ from typing import Any, Callable, Mapping, Sequence
 from hetcc.core.errors import UsageError
 from hetcc.core.limits import check_seed
 from hetcc.compiler.passmanager import PassManager, PassTiming
-from hetcc.planners import METRICS, Budget, Objective, Plan, PlanContext, PlanningProblem, Progress, WorkloadPlan
+from hetcc.planners import Budget, Objective, Plan, PlanContext, PlanningProblem, Progress, WorkloadPlan
 from hetcc.planners import WorkloadProblem
+from hetcc.planners.metrics import WORKLOAD_METRICS, get_metric, metric_names
 from hetcc.planners import plan as run_planner
 from hetcc.planners import resolve as resolve_planner
 from hetcc.compiler.program import COSTS, PLAN, Program
@@ -326,10 +327,10 @@ class Analysis:
                   power_cap_mw: float | str | None = None) -> Objective:
         """An Objective with the deadline resolved to milliseconds (presets need ``dp`` runs);
         units as in the module docstring (``limits``)."""
-        if metric not in METRICS:
-            raise UsageError(f"unknown objective {metric!r}; choose one of {', '.join(METRICS)}")
+        if metric not in metric_names():
+            raise UsageError(f"unknown objective {metric!r}; choose one of {', '.join(metric_names())}")
         (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
-        if not self.target.has_power_model and (METRICS[metric].needs_power or cap is not None):
+        if not self.target.has_power_model and (get_metric(metric).needs_power or cap is not None):
             raise UsageError(f"target {self.target.name!r} has no power model (its costs are measured, not "
                              "modelled): use --objective latency without --power-cap, or a modelled target "
                              "such as hikey970")
@@ -616,22 +617,33 @@ class WorkloadResult:
     timings: list[PassTiming] = field(default_factory=list)
 
 
-def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970", objective: str = "latency", *,
+def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970", objective: str | None = None, *,
                      deadline: str | float | None = None, power_cap: str | None = None,
                      deadline_ms: float | str | None = None, power_cap_mw: float | str | None = None,
                      planner: str = "auto", planner_options: Mapping[str, Any] | None = None,
                      output_dir: str | Path | None = None, seed: int = 0, allow_infeasible: bool = False,
-                     progress: Progress | None = None, write_timings: bool = False,
+                     progress: Progress | None = None, write_timings: bool = False, budget: Budget | None = None,
                      **analyse_kw: Any) -> WorkloadResult:
     """Several models on one board: one analysis each, one workload plan, one artifact (limits
     in the units of ``compile``). A relative deadline (``medium``, ``1.3x``) is each model's own,
     from its fastest plan (and energy optimum), so the models are planned each with its own;
-    ``independent`` is the workload planner that takes one."""
+    ``independent`` is the workload planner that takes one.
+
+    ``objective`` None: the named planner's first metric (``overall`` for the contention planners:
+    ga, optimum, all-gpu, rr, mosaic), ``latency`` for ``auto``. ``auto`` is ``independent`` for
+    latency, energy or edp and ``ga`` for throughput, fairness or overall. ``budget`` bounds a
+    search planner (ga) as in ``compile``."""
     from hetcc.compiler.passmanager import step
 
     t0 = time.perf_counter()
+    objective = default_workload_objective(planner) if objective is None else objective
+    if objective not in metric_names():
+        raise UsageError(f"unknown objective {objective!r}; choose one of {', '.join(metric_names())}")
     (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
     _check_planner(planner, "workload", objective, planner_options)   # before minutes of analysis
+    if spec is not None and objective in WORKLOAD_METRICS:
+        raise UsageError(f"--deadline {spec} is relative, so each model's own: give --objective {objective} an "
+                         "absolute --deadline (e.g. 100ms), which bounds each model's latency while all run")
     if spec is not None and resolve_planner(planner, Objective(), "workload") != "independent":
         raise UsageError(f"--deadline {spec} is relative, so each model's own: only the independent workload planner "
                          f"plans models each with its own deadline; give {planner} an absolute --deadline (e.g. 100ms)")
@@ -642,7 +654,7 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
     if dup:
         raise UsageError(f"two models are named {dup[0]!r}; rename one file (the artifact keys models by name)")
     obj = analyses[0].objective(objective, deadline_ms=ms, power_cap_mw=cap)
-    ctx = PlanContext(seed, progress=progress)
+    ctx = PlanContext(seed, budget=budget, progress=progress)
     timings = [t for a in analyses for t in a.timings]
     t1 = time.perf_counter()
     with step(progress, f"planning the workload ({planner})"):
@@ -666,13 +678,21 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
     return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0, timings)
 
 
+def default_workload_objective(planner: str) -> str:
+    """The objective of a workload compiled without one: the named planner's first metric (so
+    ``--planner ga`` plans ``overall``), ``latency`` for ``auto``."""
+    from hetcc.planners.registry import get_spec
+
+    return "latency" if planner == "auto" else get_spec(planner).metrics[0]
+
+
 def _check_planner(planner: str, kind: str, metric: str, options: Mapping[str, Any] | None) -> None:
     """A named planner that plans another kind, does not optimise ``metric`` or has options it
     does not take is refused now, before the models are analysed (``auto`` is resolved later)."""
     from hetcc.planners.registry import check_planner, parse_options, split_name
 
     if planner != "auto":
-        spec = check_planner(planner, kind, metric if metric in METRICS else None)
+        spec = check_planner(planner, kind, metric if metric in metric_names() else None)
         parse_options(spec, split_name(planner, spec, options or {}))
 
 

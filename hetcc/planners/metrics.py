@@ -4,15 +4,24 @@ A metric is a registered object, not a string compared in ``if`` chains: it says
 value off a plan's summed costs, in which direction it improves and whether it needs a power
 model. ``latency``, ``energy`` and ``edp`` are built in; a planner family that needs another one
 (``throughput`` and ``fairness`` for several DNNs at once) registers it with ``register_metric``
-and the CLI, the manifest and ``hetcc planners`` pick it up from ``METRICS``.
+and the CLI, the manifest and ``hetcc planners`` pick it up from ``METRICS`` (a workload's from
+``WORKLOAD_METRICS``).
+
+A metric has a ``scope``. A ``plan`` metric is read off one plan's latency and energy
+(``value``). A ``workload`` metric (``throughput``, ``fairness``, ``overall``: FairBoost's
+Table 3) exists only for several models running at once: ``value`` cannot express it, so it reads
+its number off the workload's score instead (``score``: any object with ``throughput`` (T_w,
+inferences/s), ``normalised``, ``jain`` and ``overall``; ``hetcc.planners.multi.scores.Score``).
 
 Feasibility is one definition for every planner (``Objective.violations``): the deadline bounds
-the plan's latency; the power cap bounds its average power (energy / latency).
+the plan's latency; the power cap bounds its average power (energy / latency). A workload planned
+for contention is judged as a whole (``Objective.workload_violations``): the deadline bounds each
+model's latency while all models run, the power cap the board's average power while they run.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 #: relative tolerance of the deadline and power-cap checks (float sums of many cells)
 RTOL = 1e-9
@@ -21,7 +30,8 @@ RTOL = 1e-9
 @dataclass(frozen=True)
 class Metric:
     """One quantity a planner can optimise. ``value(latency_ms, energy_mj)`` reads it off a plan;
-    ``sense`` +1 = lower is better, -1 = higher is better."""
+    ``sense`` +1 = lower is better, -1 = higher is better. A ``scope="workload"`` metric reads its
+    value off a workload's score with ``score`` instead (its ``value`` refuses)."""
 
     name: str
     unit: str
@@ -29,19 +39,41 @@ class Metric:
     value: Callable[[float, float], float]
     sense: int = 1
     needs_power: bool = True
+    scope: str = "plan"
+    score: Callable[[Any], float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"metric {self.name!r}: scope must be one of {SCOPES}")
+        if (self.scope == "workload") != (self.score is not None):
+            raise ValueError(f"metric {self.name!r}: a workload metric reads a score, a plan metric does not")
 
     def key(self, latency_ms: float, energy_mj: float) -> float:
         """The number to minimise (the value, negated for a higher-is-better metric)."""
         return self.sense * self.value(latency_ms, energy_mj)
 
+    def score_key(self, score: Any) -> float:
+        """A workload metric's number to minimise, read off a workload's score."""
+        if self.score is None:
+            raise ValueError(f"metric {self.name!r} is read off one plan, not a workload's score")
+        return self.sense * self.score(score)
 
+
+#: what a metric is read off: one plan (latency, energy) or a workload of models running at once
+SCOPES = ("plan", "workload")
+#: the metrics of one plan (what model planners optimise)
 METRICS: dict[str, Metric] = {}
+#: the metrics of a workload of models running at once (what workload planners of contention optimise)
+WORKLOAD_METRICS: dict[str, Metric] = {}
 
 
 def register_metric(metric: Metric) -> Metric:
-    if metric.name in METRICS and METRICS[metric.name] != metric:
+    """Register ``metric`` once, in ``METRICS`` or (scope workload) ``WORKLOAD_METRICS``."""
+    table = WORKLOAD_METRICS if metric.scope == "workload" else METRICS
+    other = METRICS if table is WORKLOAD_METRICS else WORKLOAD_METRICS
+    if (metric.name in table and table[metric.name] != metric) or metric.name in other:
         raise ValueError(f"metric {metric.name!r} is registered twice")
-    METRICS[metric.name] = metric
+    table[metric.name] = metric
     return metric
 
 
@@ -51,11 +83,35 @@ register_metric(Metric("energy", "mJ", "energy of one inference, board base powe
 register_metric(Metric("edp", "mJ·ms", "energy-delay product", lambda t, e: e * t))
 
 
+def _per_plan(name: str) -> Callable[[float, float], float]:
+    def value(latency_ms: float, energy_mj: float) -> float:
+        raise ValueError(f"{name} is a workload metric: it scores several models running at once, not one plan")
+    return value
+
+
+# FairBoost's Table 3, for several models running at once (their scores come from the contention
+# model, hetcc.planners.multi): higher is better
+register_metric(Metric("throughput", "inf/s", "workload throughput T_w: mean inferences/s of the models running at once",
+                       _per_plan("throughput"), sense=-1, needs_power=False, scope="workload",
+                       score=lambda s: float(s.throughput)))
+register_metric(Metric("fairness", "", "Jain's index J of each model's throughput over its own alone on the GPU",
+                       _per_plan("fairness"), sense=-1, needs_power=False, scope="workload",
+                       score=lambda s: float(s.jain)))
+register_metric(Metric("overall", "", "overall gain O = normalised throughput x Jain's index",
+                       _per_plan("overall"), sense=-1, needs_power=False, scope="workload",
+                       score=lambda s: float(s.overall)))
+
+
+def metric_names() -> tuple[str, ...]:
+    """Every metric's name: a plan's, then a workload's."""
+    return (*METRICS, *WORKLOAD_METRICS)
+
+
 def get_metric(name: str) -> Metric:
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}") from None
+    found = METRICS.get(name) or WORKLOAD_METRICS.get(name)
+    if found is None:
+        raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(metric_names())}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -89,7 +145,7 @@ class Objective:
 
     @property
     def measure(self) -> Metric:
-        return METRICS[self.metric]
+        return get_metric(self.metric)
 
     @property
     def constraints(self) -> frozenset[str]:
@@ -128,6 +184,23 @@ class Objective:
                                  f"by {(avg - c) / 1e3:.4g} W"))
         return tuple(out)
 
+    def workload_violations(self, latency_ms: Mapping[str, float], power_mw: float | None,
+                            rtol: float = RTOL) -> tuple[str, ...]:
+        """The limits a workload planned for contention breaks, as sentences: the deadline bounds
+        each model's latency while all run (``latency_ms``: name -> ms), the power cap the board's
+        average power while they run (``power_mw``; None: unknown, so not judged)."""
+        out = []
+        d = self.deadline_ms
+        for name, ms in latency_ms.items():
+            if d is not None and ms > d * (1 + rtol):
+                out.append(f"{name}: {ms:.4g} ms while the models run at once misses the {d:.4g} ms deadline "
+                           f"by {ms - d:.4g} ms")
+        c = self.power_cap_mw
+        if c is not None and power_mw is not None and power_mw > c * (1 + rtol):
+            out.append(f"board: {power_mw / 1e3:.4g} W average while the models run at once exceeds the "
+                       f"{c / 1e3:.4g} W power cap by {(power_mw - c) / 1e3:.4g} W")
+        return tuple(out)
+
     def feasible(self, latency_ms: float, energy_mj: float, rtol: float = RTOL) -> bool:
         return not self.violations(latency_ms, energy_mj, rtol)
 
@@ -136,4 +209,5 @@ class Objective:
                 "power_cap_mw": self.power_cap_mw}
 
 
-__all__ = ["METRICS", "Metric", "Objective", "Violation", "get_metric", "register_metric", "RTOL"]
+__all__ = ["METRICS", "Metric", "Objective", "SCOPES", "Violation", "get_metric", "register_metric", "RTOL",
+           "WORKLOAD_METRICS", "metric_names"]

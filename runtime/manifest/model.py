@@ -266,12 +266,65 @@ class WorkloadModel(_Record):
 
 
 @dataclass(frozen=True)
+class ContentionDevice(_Record):
+    """One device shared by the workload's models: the one state it runs at, its predicted busy
+    fraction and the models with a stage on it."""
+
+    state: str = field(metadata=_meta("the device state it runs at (device@MHz), one for every model", minLength=1))
+    utilisation: float = field(metadata=_meta("predicted busy fraction while all models run", minimum=0, maximum=1))
+    models: tuple[str, ...] = field(metadata=_meta("the models with a stage on this device, in workload order"))
+
+
+@dataclass(frozen=True)
+class ContentionStage(_Record):
+    """One stage of a model's pipeline: layers first..stop-1 on one device (slice i = stage i)."""
+
+    device: str = field(metadata=_NONEMPTY)
+    first: int = field(metadata=_meta("first layer, inclusive (0-based)", minimum=0))
+    stop: int = field(metadata=_meta("one past the last layer", minimum=1))
+
+
+@dataclass(frozen=True)
+class ContentionModel(_Record):
+    """One model of the workload: its pipeline and its predicted throughputs (inferences/s)."""
+
+    pipeline: tuple[ContentionStage, ...] = field(metadata=_meta(minItems=1))
+    throughput_ips: float = field(metadata=_meta("while all models run at once", minimum=0))
+    alone_ips: float = field(metadata=_meta("its pipeline alone on the board", minimum=0))
+    ideal_ips: float = field(metadata=_meta("whole on the reference device (the GPU) alone: Jain's t_ideal",
+                                            minimum=0))
+
+
+@dataclass(frozen=True)
+class ContentionMetrics(_Record):
+    """The workload's predicted scores (FairBoost Table 3)."""
+
+    throughput_ips: float = field(metadata=_meta("T_w: mean inferences/s over the models", minimum=0))
+    normalised: float = field(metadata=_meta("T_w over T_w of every model whole on the reference device", minimum=0))
+    jain: float = field(metadata=_meta("Jain's index of throughput / ideal", minimum=0, maximum=1))
+    overall: float = field(metadata=_meta("O = normalised x jain", minimum=0))
+
+
+@dataclass(frozen=True)
+class Contention(_Record):
+    """What the contention model predicts for a workload planned for models running at once."""
+
+    devices: dict[str, ContentionDevice] = field(metadata=_meta("device name -> its share of the work",
+                                                                key_pattern=r"^\S"))
+    models: dict[str, ContentionModel] = field(metadata=_meta("model name -> its pipeline", key_pattern=r"^\S"))
+    metrics: ContentionMetrics
+
+
+@dataclass(frozen=True)
 class Workload(_Record):
     objective: ObjectiveInfo
     planner: PlannerInfo
     feasible: bool
     violations: tuple[str, ...]
     models: tuple[WorkloadModel, ...] = field(metadata=_meta(minItems=1))
+    contention: Contention | None = field(default=None, metadata=_meta(
+        "a workload planned for models running at once (ga, optimum, fairboost, ...): per device and model what "
+        "the contention model predicts; null for one planned model by model (independent)"))
 
 
 @dataclass(frozen=True)
