@@ -19,6 +19,7 @@ from hetcc.compiler.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, no
 from hetcc.compiler.graphutil import node_reads, walk
 from hetcc.compiler.passmanager import Pass, PassResult
 from hetcc.compiler.program import CONSTANTS, LAYERS, TENSORS, ConstantInfo, Layer, Program, TensorInfo
+from hetcc.passes.layer_vectors import layer_vector
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +211,8 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             output_bytes=int(sum(tensors[n].nbytes for n in outputs if n in tensors)),
             dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry,
             int8_flops_by_class=int8, fused_nodes=fused,
-            activation_bytes=int(sum(tensors[n].nbytes for n in produced if n in tensors))))
+            activation_bytes=int(sum(tensors[n].nbytes for n in produced if n in tensors)),
+            vector=layer_vector(li, [deps.nodes[j] for j in members], tensors)))
     return tuple(layers)
 
 

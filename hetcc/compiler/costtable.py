@@ -18,6 +18,10 @@ from hetcc.compiler.program import Layer
 from hetcc.targets import State
 
 
+#: the Eq. 2 columns of ``FEATURES`` (``Layer.vector``)
+EQ2 = tuple(name for name in FEATURES if name.startswith("eq2_"))
+
+
 def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
     """The named per-layer numbers of ``FEATURES`` (planners' layer vectors and states)."""
     rows = []
@@ -32,6 +36,8 @@ def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
         for k in ("kernel", "stride", "in_channels", "out_channels"):
             row[k] = g.get(k, 0)
         row["activation_bytes"] = l.activation_bytes
+        eq2 = l.vector or (float(l.id),) + (0.0,) * (len(EQ2) - 1)    # a Layer built without its vector
+        row.update(zip(EQ2, eq2))
         rows.append([float(row[name]) for name in FEATURES])
     return LayerFeatures(FEATURES, np.array(rows, dtype=np.float64).reshape(len(layers), len(FEATURES)))
 

@@ -78,6 +78,9 @@ class Layer:
     #: bytes of every tensor its nodes produce (not only those leaving it), as the model holds them:
     #: what a device that counts activations against its capacity charges (passes.layers.build_layers)
     activation_bytes: int = 0
+    #: FairBoost's Eq. 2 layer vector (22 numbers: index, type, ifm/ofm/weights 4-D shapes, biases,
+    #: activation, pad-stride) of its dominant node (``passes.layer_vectors``); () when not computed
+    vector: tuple[float, ...] = ()
 
     @property
     def name(self) -> str:

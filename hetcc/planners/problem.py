@@ -159,7 +159,11 @@ FEATURES = ("nodes", "conv_nodes", "matmul_nodes", "other_nodes", "flops", "conv
             "in_channels", "out_channels", "conv_int8_flops", "matmul_int8_flops", "other_int8_flops",
             "dwconv_nodes", "dwconv_flops", "dwconv_int8_flops", "activation_bytes",
             "pwconv_nodes", "pwconv_flops", "pwconv_int8_flops", "dwconv_large_nodes", "dwconv_large_flops",
-            "dwconv_large_int8_flops", "pool_nodes", "pool_flops", "pool_int8_flops")
+            "dwconv_large_int8_flops", "pool_nodes", "pool_flops", "pool_int8_flops",
+            # FairBoost's Eq. 2 layer vector (hetcc.passes.layer_vectors; hetcc.planners.fairboost.features)
+            "eq2_index", "eq2_type", "eq2_ifm_n", "eq2_ifm_c", "eq2_ifm_h", "eq2_ifm_w", "eq2_ofm_n", "eq2_ofm_c",
+            "eq2_ofm_h", "eq2_ofm_w", "eq2_w_out", "eq2_w_in", "eq2_w_h", "eq2_w_w", "eq2_biases", "eq2_activation",
+            "eq2_pad_top", "eq2_pad_left", "eq2_pad_bottom", "eq2_pad_right", "eq2_stride_h", "eq2_stride_w")
 
 
 @dataclass(frozen=True)
