@@ -23,6 +23,7 @@ EXTRAS = {
     "corpus": ("torch", "timm", "transformers", "ultralytics", "onnxscript"),
     "calibrate": ("scipy", "tomlkit"),
     "docs": ("mkdocs", "material", "mkdocstrings"),
+    "sim": ("simpy",),
 }
 
 

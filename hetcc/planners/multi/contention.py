@@ -22,8 +22,10 @@ is closed-form: no iteration, no tolerance.
 
 ``sharing="slice"`` (round-robin baselines): a device gives each model using it a time quantum
 (``quantum_ms``) of exclusive use in turn, paying ``switch_ms[d]`` per quantum when it hosts two
-models or more; time shares are max-min fair (a model limited elsewhere leaves its unused share to
-the others).
+models or more. Modelled for whole models only (one stage each, what the rr baselines run): a
+pipeline cut across time-sliced devices stalls whenever a neighbouring stage is out of its
+quantum, which no fluid model here captures (the simulation shows errors of 10-60%), so
+``predict`` refuses it.
 
 Closed forms (tests/planners/multi): one model alone = 1 / its slowest stage; k identical models
 whole on one device = 1 / (k (s + switch)) each under ``shared`` and q / ((q + switch) k s)
@@ -135,48 +137,18 @@ def _shared(s: np.ndarray, sw: np.ndarray) -> np.ndarray:
 
 
 def _slice(s: np.ndarray, sw: np.ndarray, quantum: float) -> np.ndarray:
-    """Max-min fair time shares (per ms rates) under round-robin time slicing."""
-    N, D = s.shape
+    """Rates (per ms) of whole models (one device each) under round-robin time slicing: a device
+    hosting n >= 2 models gives each n-th of its time less one switch per quantum."""
     on = s > 0
     n = on.sum(axis=0)
     useful = np.where(n >= 2, quantum / (quantum + sw), 1.0)
-    with np.errstate(divide="ignore"):
-        alone = np.where(on.any(axis=1), 1.0 / np.where(on, s, 0.0).max(axis=1), math.inf)
-    share = np.where(on, useful[None, :] / np.maximum(n, 1)[None, :], 0.0)
-    x = alone.copy()
-    for _ in range(200):
-        # the rate each model reaches on its other devices bounds what it asks of this one
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cap = np.where(on, share / np.where(on, s, 1.0), math.inf)     # [N, D] rate device d allows m
-        new_share = np.zeros_like(share)
-        for d in range(D):
-            ms = np.nonzero(on[:, d])[0]
-            if ms.size == 0:
-                continue
-            others = np.array([min(alone[m], float(np.delete(cap[m], d).min()) if D > 1 else math.inf) for m in ms])
-            demand = others * s[ms, d]
-            new_share[ms, d] = _water_fill(demand, float(useful[d]))
-        if np.allclose(new_share, share, rtol=1e-12, atol=1e-15):
-            share = new_share
-            break
-        share = 0.5 * (share + new_share)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cap = np.where(on, share / np.where(on, s, 1.0), math.inf)
-    x = np.minimum(alone, cap.min(axis=1))
+    x = np.full(s.shape[0], math.inf)
+    for m in range(s.shape[0]):
+        devs = np.nonzero(on[m])[0]
+        if devs.size:
+            d = int(devs[0])
+            x[m] = useful[d] / (n[d] * s[m, d])
     return x
-
-
-def _water_fill(demand: np.ndarray, capacity: float) -> np.ndarray:
-    """Max-min fair split of ``capacity`` among ``demand`` (each gets min(demand, level))."""
-    if float(demand.sum()) <= capacity:
-        return demand.copy()
-    order = np.sort(demand)
-    left, k = capacity, len(order)
-    for i, dm in enumerate(order):
-        if dm * (k - i) >= left:
-            return np.minimum(demand, left / (k - i))
-        left -= dm
-    return demand.copy()
 
 
 def predict(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "shared",
@@ -194,6 +166,11 @@ def predict(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "s
     if not (math.isfinite(q) and q > 0):
         raise ValueError(f"quantum_ms must be a positive number of ms, got {quantum_ms!r}")
     s = service(mix, pipelines)
+    if sharing == "slice":
+        for name, pipe in zip(mix.names, pipelines):
+            if len(pipe) > 1:
+                raise ValueError(f"time slicing is modelled for whole models (one stage each); model {name!r} "
+                                 f"has {len(pipe)} stages (use sharing='shared' for pipelines)")
     on = s > 0
     sw = np.asarray(mix.switch_ms, dtype=np.float64)
     x = _shared(s, sw) if sharing == "shared" else _slice(s, sw, q)        # per ms
