@@ -147,6 +147,9 @@ class Device:
     #: effective int8 GOP/s at f_max per op class for integer kernels, as the file gives them
     #: (None = peak_gflops: no speed-up; an optional class may be absent, see ``int8_speedup``)
     int8_peak_gops: Mapping[str, float] | None = None
+    #: ms the device pays to switch from one model's work to another's when models share it
+    #: (concurrent workloads; hetcc.planners.multi reads it through PlanningProblem.switch_ms)
+    switch_ms: float = 0.0
 
     @property
     def activation_factor(self) -> float:

@@ -248,6 +248,9 @@ KEYS: tuple[Key, ...] = (
     _num("devices.*.mem_bandwidth_gbps", "effective memory bandwidth", "GB/s", lo_open=True, required="modelled"),
     _num("devices.*.layer_overhead_ms", "fixed cost per layer", "ms", required="modelled"),
     _num("devices.*.node_overhead_ms", "fixed cost per ONNX node of a layer (kernel launches); default 0", "ms"),
+    _num("devices.*.switch_ms", "what the device pays to switch from one model's work to another's when several "
+         "models share it (a concurrent workload: reloading the incoming model's weights and data); default 0",
+         "ms"),
     Key("devices.*.transfer", "table", "C = beta x MB + delta for the tensors entering / leaving a slice "
         "(MOSAIC Eq. 1-2); optional on a device reached over a link", required="local"),
     _num("devices.*.transfer.beta_ms_per_mb", "per MB (10**6 bytes)", "ms/MB", required=True),
@@ -576,7 +579,8 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         layer_overhead_ms=float(d["layer_overhead_ms"]) if "layer_overhead_ms" in d else None,
         transfer_beta_ms_per_mb=float(tr["beta_ms_per_mb"]), transfer_delta_ms=float(tr["delta_ms"]),
         transfer_power_mw=float(tr["power_mw"]) if "power_mw" in tr else None,
-        node_overhead_ms=float(d.get("node_overhead_ms", 0.0)), capacity_bytes=d.get("capacity_bytes"),
+        node_overhead_ms=float(d.get("node_overhead_ms", 0.0)), switch_ms=float(d.get("switch_ms", 0.0)),
+        capacity_bytes=d.get("capacity_bytes"),
         supported_ops=frozenset(d["supported_ops"]) if "supported_ops" in d else None,
         unsupported_ops=frozenset(d.get("unsupported_ops", ())), dtypes=frozenset(d["dtypes"]),
         predicates=tuple(d.get("predicates", ())), link=d.get("link"), description=d.get("description", ""),
