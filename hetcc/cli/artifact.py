@@ -85,6 +85,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         help="with --apply-hardware: leave the board as set instead of restoring it on exit")
     parser.add_argument("--sysfs-root", default="/", metavar="DIR",
                         help="with --apply-hardware: prefix of every path written (a fake sysfs tree for tests)")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="workload artifact: run every model's pipeline at the same time (a worker per stage, "
+                        "pinned to its device's cores), each alone first, then all at once, for --duration each "
+                        "(default 10s); measured throughput, T, J, O beside the planner's prediction "
+                        "(docs/concurrent.md)")
     parser.add_argument("--json", action="store_true", help="print the timings (and verify results) as JSON")
     return parser
 
@@ -334,6 +339,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``hetcc run DIR``: run (and with --verify check) a model artifact's variant or a workload's models."""
     from hetcc.runtime import Executor
 
+    if getattr(args, "concurrent", False):
+        from hetcc.cli.concurrent import cmd_run_concurrent
+
+        return cmd_run_concurrent(args)
     variant = getattr(args, "variant", None)
     model = getattr(args, "model", None)
     _timed_runs(args)          # --repeat with --duration: refused before anything is read

@@ -53,12 +53,14 @@ def machine_fingerprint() -> str:
     return f"{platform.machine()}|{cpu_model()}|{os.cpu_count()}|ort{ort.__version__}"
 
 
-def session_options(threads: int | None = None, spinning: bool = False, level: str = "all") -> Any:
-    """The runtime's own session options (so what is profiled is what will run), quiet."""
+def session_options(threads: int | None = None, spinning: bool = False, level: str = "all",
+                    affinity: Sequence[int] | None = None) -> Any:
+    """The runtime's own session options (so what is profiled is what will run), quiet;
+    ``affinity``: the cores the intra-op pool's threads are pinned to, as the runtime pins them."""
     from hetcc.runtime.executor import make_session_options
 
     so = make_session_options({"allow_spinning": spinning, "graph_optimization_level": level,
-                               "intra_op_num_threads": threads}, shared_cpu=False)
+                               "intra_op_num_threads": threads}, shared_cpu=False, affinity=affinity)
     so.log_severity_level = 3
     return so
 
@@ -351,19 +353,62 @@ def costs_from_profile(layers: Sequence[Layer], target: Any, legal_dev: np.ndarr
                      capacity_bytes=np.full(n_s, np.inf), base_power_mw=0.0, source=source)
 
 
+def pinned_cores(target: Any) -> tuple[int, ...] | None:
+    """The cores a measured target's layers are profiled on: when every device of the board is a
+    group of this machine's cores of one size (``host-cores``: one core each), the first device's
+    (the cores are one model, so one profile serves them all); None for ``host`` (all cores,
+    the runtime's default threads) or a board whose devices differ in size or lack an affinity."""
+    groups = [d.affinity for d in target.devices]
+    if not groups or any(not g for g in groups) or len({len(g) for g in groups}) != 1:
+        return None
+    return tuple(groups[0])
+
+
+class pinned_thread:
+    """Inside, the calling thread runs on ``cores`` only (Linux ``sched_setaffinity`` of the
+    thread); nothing where ``cores`` is None, the OS cannot pin or those cores are not here."""
+
+    def __init__(self, cores: Sequence[int] | None) -> None:
+        self.cores, self.before = cores, None
+
+    def __enter__(self) -> "pinned_thread":
+        if self.cores and hasattr(os, "sched_setaffinity"):
+            before = os.sched_getaffinity(0)
+            if set(self.cores) <= before:
+                os.sched_setaffinity(0, self.cores)
+                self.before = before
+            else:
+                logger.warning("cores %s are not all on this machine (it has %s): profiled unpinned",
+                               list(self.cores), sorted(before))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.before is not None:
+            os.sched_setaffinity(0, self.before)
+
+
 def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats: int | None = None,
                    use_cache: bool = True) -> CostTable:
     """Cost table for a measured target: every state is this machine's CPU. Profiles are cached
-    per model and machine (``~/.cache/hetcc/profiles``); ``use_cache=False`` measures afresh."""
+    per model and machine (``~/.cache/hetcc/profiles``); ``use_cache=False`` measures afresh.
+    A board of core groups (``pinned_cores``) is profiled with one thread per core of a group,
+    pinned to the first group's cores."""
     layers: tuple[Layer, ...] = program.get(LAYERS)
     fp = machine_fingerprint()
-    threads = None
-    so = session_options(threads)
+    pin = pinned_cores(target)
+    threads = None if pin is None else len(pin)
+    so = session_options(threads, affinity=pin)
     min_seconds = 0.05 if repeats is None else 0.01 * repeats
-    layer_key = hashlib.sha256(json.dumps([program.source_sha256, [l.nodes for l in layers], fp, CACHE_VERSION,
-                                           min_seconds]).encode()).hexdigest()[:32]
-    profile = _cached(f"layers-{layer_key}",
-                      lambda: {"layers_ms": [t.ms for t in layer_timings(program, layers, so, min_seconds)],
-                               "model_ms": model_timing(program, so, min_seconds).ms}, use_cache)
+    what = [program.source_sha256, [l.nodes for l in layers], fp, CACHE_VERSION, min_seconds]
+    if pin is not None:   # host's key unchanged
+        what.append(["pinned", list(pin)])
+    layer_key = hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
+
+    def measure() -> dict[str, Any]:
+        with pinned_thread(pin):
+            return {"layers_ms": [t.ms for t in layer_timings(program, layers, so, min_seconds)],
+                    "model_ms": model_timing(program, so, min_seconds).ms}
+
+    profile = _cached(f"layers-{layer_key}", measure, use_cache)
     return costs_from_profile(layers, target, legal_dev, profile["layers_ms"], float(profile["model_ms"]),
                               boundary_fit(use_cache))

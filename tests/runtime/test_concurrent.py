@@ -1,0 +1,213 @@
+"""``hetcc run DIR --concurrent`` and ``hetcc.runtime.concurrent.run_concurrent``: every model of a
+workload at once, a worker per stage, measured throughput beside the prediction; Ctrl-C; the
+one-line errors; the pinned-core board (host-cores) it is checked on. Tiny models, short phases:
+no timing is asserted, only what was counted and reported."""
+from __future__ import annotations
+
+import _thread
+import hashlib
+import json
+import math
+import os
+import shutil
+import threading
+import types
+
+import pytest
+from runtime_artifacts import CHAIN, SMALL, build_program, plan_of, run_call
+
+from hetcc.cli.app import main
+from hetcc.core.errors import UsageError
+from hetcc.passes.codegen import emit_workload
+from hetcc.planners import Objective, WorkloadPlan
+from hetcc.runtime import ManifestError
+from hetcc.runtime import concurrent as C
+
+SHORT = 0.1   # seconds per phase
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory, target):
+    """chain: two stages (cpu, gpu); small: one stage (gpu), on mi8pro-edge-cloud (its cpu's
+    cores 4-7 are not on a 2-core machine). Built once: tests that edit it edit a copy (``own``)."""
+    tmp = tmp_path_factory.mktemp("concurrent")
+    chain, small = build_program(tmp, CHAIN, "chain", target), build_program(tmp, SMALL, "small", target)
+    p1, p2 = plan_of(chain, [(0, 1, "cpu"), (2, 4, "gpu")]), plan_of(small, [(0, 2, "gpu")])
+    wplan = WorkloadPlan(plans=(p1, p2), names=("chain", "small"), planner="independent",
+                         objective=Objective("latency"))
+    return emit_workload(tmp / "w", target, [("chain", chain, p1), ("small", small, p2)], wplan)
+
+
+@pytest.fixture
+def own(workload, tmp_path):
+    """A copy of the workload artifact this test may edit."""
+    return shutil.copytree(workload, tmp_path / "w")
+
+
+def pin_first_stage(workload, cores):
+    """Give slice 0 of model chain the affinity ``cores`` (its manifest and the workload's sha256 follow)."""
+    sub = workload / "models" / "chain" / "manifest.json"
+    doc = json.loads(sub.read_text())
+    doc["variants"][next(iter(doc["variants"]))]["slices"][0]["affinity"] = list(cores)
+    sub.write_text(json.dumps(doc))
+    top = json.loads((workload / "manifest.json").read_text())
+    for m in top["workload"]["models"]:
+        if m["name"] == "chain":
+            m["manifest_sha256"] = hashlib.sha256(sub.read_bytes()).hexdigest()
+    (workload / "manifest.json").write_text(json.dumps(top))
+
+
+def test_every_model_runs_alone_then_at_once(workload):
+    r = C.run_concurrent(workload, SHORT, warmup=1)
+    assert [m.name for m in r.models] == ["chain", "small"] and r.stopped == "duration"
+    assert [m.devices for m in r.models] == [("cpu", "gpu"), ("gpu",)]
+    for m in r.models:
+        assert m.alone_runs > 0 and m.shared_runs > 0 and m.alone_ips > 0 and m.shared_ips > 0
+        assert m.predicted_ips is None and m.error is None
+    assert [(s.model, s.index, s.device) for s in r.stages] == [("chain", 0, "cpu"), ("chain", 1, "gpu"),
+                                                                 ("small", 0, "gpu")]
+    assert all(s.alone_runs > 0 and s.shared_runs > 0 and s.shared_ms > 0 for s in r.stages)
+    # no prediction from the independent planner, and it says so
+    assert r.predicted is None and r.prediction.startswith("none") and "independent" in r.prediction
+    assert r.measured.throughput_ips == pytest.approx((r.models[0].shared_ips + r.models[1].shared_ips) / 2)
+    assert 0.5 <= r.measured.jain_alone <= 1.0
+    doc = r.to_json()
+    json.dumps(doc, allow_nan=False)
+    assert set(doc["window_s"]["alone"]) == {"chain", "small"} and doc["window_s"]["shared"] >= SHORT
+
+
+def test_stages_are_pinned_where_the_board_gives_cores_that_are_here(own, monkeypatch):
+    workload = own
+    usable = sorted(os.sched_getaffinity(0))
+    pin_first_stage(workload, [usable[0]])
+    calls = []
+    real = os.sched_setaffinity
+    monkeypatch.setattr(C.os, "sched_setaffinity",
+                        lambda pid, cores: (calls.append((pid, tuple(cores), threading.current_thread().name)),
+                                            real(pid, cores)))
+    r = C.run_concurrent(workload, SHORT, warmup=0, alone=False)
+    first = r.stages[0]
+    assert first.cores == (usable[0],) and first.threads == 1 and first.note == ""
+    # the worker thread pins itself (pid 0: that thread), never the main thread
+    assert calls and all(c == (0, (usable[0],), "hetcc-chain-0") for c in calls)
+    assert all(s.cores is None and s.note.startswith("not pinned") for s in r.stages[1:])
+    assert r.models[0].alone_ips is None and r.models[0].shared_ips > 0
+
+
+def test_cores_that_are_not_here_are_not_pinned_and_it_says_so(own):
+    workload = own
+    pin_first_stage(workload, [max(os.sched_getaffinity(0)) + 1])
+    r = C.run_concurrent(workload, SHORT, warmup=0, alone=False)
+    assert r.stages[0].cores is None and "are not all here" in r.stages[0].note
+    assert any("are not all here" in n for n in r.notes)
+
+
+def test_the_prediction_is_compared(workload):
+    block = {"models": {"chain": {"pipeline": [], "throughput_ips": 1000.0, "alone_ips": 2000.0, "ideal_ips": 2000.0},
+                        "small": {"pipeline": [], "throughput_ips": 500.0, "alone_ips": 500.0, "ideal_ips": 1000.0}},
+             "metrics": {"throughput_ips": 750.0, "normalised": 1.5, "jain": 0.9, "overall": 1.35}}
+    r = C.run_concurrent(workload, SHORT, warmup=0, prediction=block)
+    chain, small = r.models
+    assert chain.error == pytest.approx((1000.0 - chain.shared_ips) / chain.shared_ips)
+    assert small.alone_error == pytest.approx((500.0 - small.alone_ips) / small.alone_ips)
+    assert r.median_error == pytest.approx(float(sorted([abs(chain.error), abs(small.error)])[0] / 2
+                                                 + sorted([abs(chain.error), abs(small.error)])[1] / 2))
+    p = r.predicted
+    assert (p.throughput_ips, p.normalised, p.jain, p.overall) == (750.0, 1.5, 0.9, 1.35)
+    assert p.jain_alone == pytest.approx(C.jain([0.5, 1.0]))
+    # measured T_norm divides by the predicted all-on-the-reference throughput (750 / 1.5 = 500)
+    assert r.measured.normalised == pytest.approx(r.measured.throughput_ips / 500.0)
+    assert r.measured.overall == pytest.approx(r.measured.normalised * r.measured.jain)
+    assert r.prediction == "given by the caller"
+
+
+def test_read_prediction_takes_the_manifest_block():
+    block = {"models": {}, "metrics": {"throughput_ips": 1.0}}
+    typed = types.SimpleNamespace(to_json=lambda: block)
+    assert C.read_prediction(types.SimpleNamespace(workload=types.SimpleNamespace(contention=typed))) == block
+    assert C.read_prediction(types.SimpleNamespace(workload=types.SimpleNamespace(contention=block))) == block
+    assert C.read_prediction(types.SimpleNamespace(workload=types.SimpleNamespace())) is None
+
+
+def test_jain_closed_forms():
+    assert C.jain([2.0, 2.0, 2.0]) == pytest.approx(1.0)
+    assert C.jain([1.0, 0.0]) == pytest.approx(0.5)
+    assert C.jain([]) is None and C.jain([0.0, 0.0]) is None
+
+
+def interrupt_when(label):
+    """An on_phase that sends the main thread a Ctrl-C shortly after phase ``label`` starts."""
+    def on_phase(now):
+        if now == label:
+            threading.Timer(0.05, _thread.interrupt_main).start()
+    return on_phase
+
+
+def test_ctrl_c_returns_what_was_measured(workload):
+    r = C.run_concurrent(workload, 30.0, alone_s=SHORT, warmup=0, on_phase=interrupt_when("shared"))
+    assert r.stopped == "interrupted" and r.window_s["shared"] < 30.0
+    assert all(m.alone_ips > 0 for m in r.models)
+    assert all(t.name.startswith("hetcc-") is False for t in threading.enumerate())   # every worker joined
+    r = C.run_concurrent(workload, 30.0, warmup=0, on_phase=interrupt_when("alone:chain"))
+    assert r.stopped == "interrupted" and r.models[1].alone_ips is None and r.models[1].shared_ips is None
+    assert r.measured.throughput_ips is None
+
+
+def test_cli_ctrl_c_prints_then_exits_130(workload, capsys, monkeypatch):
+    real = C.run_concurrent
+    monkeypatch.setattr(C, "run_concurrent",
+                        lambda *a, **kw: real(*a, **{**kw, "on_phase": interrupt_when("alone:chain")}))
+    assert main(["run", str(workload), "--concurrent", "--duration", "30s", "--warmup", "0"]) == 130
+    out, err = capsys.readouterr()
+    assert "concurrent run" in out and "interrupted" in out and err.strip() == "hetcc: interrupted"
+
+
+def test_cli_table_and_json(workload, capsys):
+    code, out = run_call(capsys, workload, "--concurrent", "--duration", "100ms", "--warmup", "0")
+    assert code == 0 and "chain" in out and "cpu > gpu" in out and "T_w" in out and "prediction: none" in out
+    assert "load:" in out
+    code, out = run_call(capsys, workload, "--concurrent", "--duration", "100ms", "--warmup", "0", "--json")
+    doc = json.loads(out)
+    assert code == 0 and [m["name"] for m in doc["models"]] == ["chain", "small"]
+    assert all(m["measured"]["shared_ips"] > 0 for m in doc["models"]) and doc["predicted"] is None
+    assert doc["duration_s"] == pytest.approx(0.1) and doc["stopped"] == "duration"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--duration", "0s"], "out of range"),
+    (["--duration=-2s"], "out of range"),
+    (["--duration", "soon"], "not a duration"),
+    (["--verify"], "--verify is not taken with --concurrent"),
+    (["--model", "chain"], "--model is not taken with --concurrent"),
+    (["--repeat", "3"], "--repeat is not taken with --concurrent"),
+])
+def test_cli_errors_are_one_line_exit_2(workload, capsys, argv, says):
+    assert main(["run", str(workload), "--concurrent", *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_model_artifact_is_refused(workload, capsys):
+    model_dir = workload / "models" / "chain"
+    assert main(["run", str(model_dir), "--concurrent", "--duration", "1s"]) == 2
+    err = capsys.readouterr().err
+    assert "a model artifact" in err and "workload" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(ManifestError, match="a model artifact"):
+        C.run_concurrent(model_dir, 1.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, "1s", True])
+def test_bad_durations_in_the_api(workload, bad):
+    with pytest.raises(ValueError, match="give a finite number of seconds above 0"):
+        C.run_concurrent(workload, bad)
+    with pytest.raises(ValueError, match="alone_s"):
+        C.run_concurrent(workload, 1.0, alone_s=bad)
+
+
+def test_refuse_with_concurrent_names_the_option():
+    from hetcc.cli.concurrent import refuse_with_concurrent
+
+    args = types.SimpleNamespace(input=["x=a.npy"])
+    with pytest.raises(UsageError, match="^--input is not taken"):
+        refuse_with_concurrent(args)
+    refuse_with_concurrent(types.SimpleNamespace(repeat=None, verify=False))
