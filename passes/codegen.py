@@ -44,6 +44,8 @@ from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMING
                                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,
                                     TargetInfo, TensorSpec, Variant, Workload, WorkloadModel, parse_manifest,
                                     sha256_file)
+from hetcc.runtime.manifest import (Contention, ContentionDevice, ContentionMetrics, ContentionModel,
+                                    ContentionStage)
 
 logger = logging.getLogger(__name__)
 
@@ -487,6 +489,35 @@ def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Map
     return out
 
 
+def _unit(x: Any) -> float:
+    """A fraction the schema bounds to [0, 1], float rounding clipped."""
+    return min(max(float(x), 0.0), 1.0)
+
+
+def contention_block(wplan: Any) -> Contention | None:
+    """The manifest's ``contention`` block from a workload planner of contention's stats
+    (``hetcc.planners.multi.plans``: pipelines, prediction, score, states); None for a workload
+    planned model by model."""
+    stats = wplan.stats or {}
+    if "prediction" not in stats or "pipelines" not in stats:
+        return None
+    pred, sc = stats["prediction"], stats["score"]
+    pipes = stats["pipelines"]
+    on = {d: [n for n in wplan.names if any(st["device"] == d for st in pipes[n])] for d in pred["utilisation"]}
+    busy = pred.get("busy", {})
+    devices = {d: ContentionDevice(state=str(stats.get("states", {}).get(d, d)), utilisation=_unit(u),
+                                   models=tuple(on[d]), busy={n: _unit(b) for n, b in busy.get(d, {}).items()})
+               for d, u in pred["utilisation"].items()}
+    models = {n: ContentionModel(pipeline=tuple(ContentionStage(device=str(st["device"]), first=int(st["first"]),
+                                                                stop=int(st["stop"])) for st in pipes[n]),
+                                 throughput_ips=float(pred["throughput"][n] or 0.0),
+                                 alone_ips=float(pred["alone"][n] or 0.0),
+                                 ideal_ips=float(pred["ideal"][n] or 0.0)) for n in wplan.names}
+    metrics = ContentionMetrics(throughput_ips=float(sc["T_w"]), normalised=float(sc["T_norm"]),
+                                jain=_unit(sc["J"]), overall=float(sc["O"]))
+    return Contention(devices=devices, models=models, metrics=metrics)
+
+
 def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str, Program, Any]], wplan: Any, *,
                   runtime: RuntimeInfo | None = None, has_power_model: bool | None = None,
                   timings: Sequence[Any] | None = None) -> Path:
@@ -525,7 +556,7 @@ def emit_workload(out_dir: str | Path, target: Any, entries: Sequence[tuple[str,
             model=None, default_variant=None, variants={}, policy=None,
             workload=Workload(objective=_objective_info(wplan.objective), planner=_planner_info(wplan),
                               feasible=bool(wplan.feasible), violations=tuple(str(v) for v in wplan.violations),
-                              models=tuple(members)),
+                              models=tuple(members), contention=contention_block(wplan)),
         )
         _write_manifest(tmp, manifest)
         if timings is not None:

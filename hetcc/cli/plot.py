@@ -164,3 +164,73 @@ def _plot_html(manifest: Any, v: Any, name: str, svg: str) -> bytes:
             "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}</style></head>\n<body>\n"
             f"<h3>{title}</h3>\n{svg}\n<table>\n<tr><th>slice</th><th>layers</th><th>device</th><th>MHz</th>"
             f"<th>latency ms</th><th>energy mJ</th></tr>\n{rows}</table>\n</body></html>\n").encode("utf-8")
+
+
+def plot_contention(manifest: Any, path: Path) -> None:
+    """Draw a workload planned for models running at once (its manifest's ``contention`` block):
+    a row per device, a bar per model (each model a colour) as long as the share of the device's
+    time the contention model predicts it takes, stacked to the device's utilisation; each
+    model's shared and alone throughput in the legend, T_w, T_norm, J and O in the title. Same
+    formats as ``plot_schedule`` (``.html``: the SVG and a table of the models)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install matplotlib") from None
+    c = manifest.workload.contention
+    devices = list(c.devices)
+    names = list(c.models)
+    colours = {n: plt.get_cmap("tab10")(k % 10) for k, n in enumerate(names)}
+    fig, ax = plt.subplots(figsize=(11.0, 1.9 + 0.75 * len(devices)))
+    for row, d in enumerate(devices):
+        left = 0.0
+        for n in names:
+            share = c.devices[d].busy.get(n, 0.0)
+            if share <= 0:
+                continue
+            ax.barh(row, share * 100, left=left, height=0.6, color=colours[n], edgecolor="white", linewidth=0.6)
+            if share >= 0.06:
+                ax.text(left + share * 50, row, f"{share:.0%}", ha="center", va="center", fontsize=7, color="white")
+            left += share * 100
+    for n in names:
+        m = c.models[n]
+        ax.barh([], [], color=colours[n], label=f"{n}: {m.throughput_ips:.3g} inf/s shared, {m.alone_ips:.3g} alone")
+    ax.set_yticks(range(len(devices)), [f"{d} ({c.devices[d].state})\nbusy {c.devices[d].utilisation:.0%}"
+                                        for d in devices], fontsize=8)
+    ax.set_ylim(len(devices) - 0.5, -0.6)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("predicted share of the device's time while all models run (%)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=min(3, len(names)))
+    met = c.metrics
+    title = (f"workload of {len(names)} models on {manifest.target.name}; planner {manifest.workload.planner.name}, "
+             f"objective {manifest.workload.objective.metric}\nT_w {met.throughput_ips:.3g} inf/s, T_norm "
+             f"{met.normalised:.3f}, J {met.jain:.3f}, O {met.overall:.3f}")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    kind = path.suffix[1:].lower()
+    image = io.BytesIO()
+    fig.savefig(image, format="svg" if kind == "html" else kind)
+    plt.close(fig)
+    if kind == "html":
+        from html import escape
+
+        svg = image.getvalue().decode("utf-8")
+        svg = svg[svg.index("<svg"):]
+        rows = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in (
+            n, " > ".join(f"{s.device}[L{s.first}-L{s.stop - 1}]" for s in c.models[n].pipeline),
+            fmt(c.models[n].alone_ips, 3), fmt(c.models[n].throughput_ips, 3), fmt(c.models[n].ideal_ips, 3))) + "</tr>\n"
+            for n in names)
+        head = escape(title.replace("\n", "; "))
+        data = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{head}</title>"
+                "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+                "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}</style></head>\n<body>\n"
+                f"<h3>{head}</h3>\n{svg}\n<table>\n<tr><th>model</th><th>pipeline</th><th>alone inf/s</th>"
+                f"<th>shared inf/s</th><th>ideal inf/s</th></tr>\n{rows}</table>\n</body></html>\n").encode("utf-8")
+    else:
+        data = image.getvalue()
+    from hetcc.files.atomic import write_file
+
+    write_file(path, data, "--plot", "name a writable file")

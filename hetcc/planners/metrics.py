@@ -20,6 +20,7 @@ model's latency while all models run, the power cap the board's average power wh
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -184,7 +185,7 @@ class Objective:
                                  f"by {(avg - c) / 1e3:.4g} W"))
         return tuple(out)
 
-    def workload_violations(self, latency_ms: Mapping[str, float], power_mw: float | None,
+    def workload_violations(self, latency_ms: Mapping[str, float | None], power_mw: float | None,
                             rtol: float = RTOL) -> tuple[str, ...]:
         """The limits a workload planned for contention breaks, as sentences: the deadline bounds
         each model's latency while all run (``latency_ms``: name -> ms), the power cap the board's
@@ -192,6 +193,7 @@ class Objective:
         out = []
         d = self.deadline_ms
         for name, ms in latency_ms.items():
+            ms = math.inf if ms is None else ms        # a model that never completes
             if d is not None and ms > d * (1 + rtol):
                 out.append(f"{name}: {ms:.4g} ms while the models run at once misses the {d:.4g} ms deadline "
                            f"by {ms - d:.4g} ms")

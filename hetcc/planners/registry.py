@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 from hetcc.core.errors import InfeasibleError, UsageError
 from .context import PlanContext
-from .metrics import Objective
+from .metrics import METRICS, WORKLOAD_METRICS, Objective
 from .problem import Plan, PlanningProblem, WorkloadPlan, WorkloadProblem
 
 #: bounds every integer option takes (counts, sizes, steps; docs/limits.md); a float option is finite
@@ -87,9 +87,18 @@ BUILTIN: dict[str, str] = {
     "autoscale-static": "hetcc.planners.autoscale_static",
     "hca": "hetcc.planners.ablations",
     "hcca": "hetcc.planners.ablations",
+    "all-gpu": "hetcc.planners.multi.baselines",
+    "rr": "hetcc.planners.multi.baselines",
+    "mosaic": "hetcc.planners.multi.baselines",
+    "ga": "hetcc.planners.multi.ga",
+    "optimum": "hetcc.planners.multi.optimum",
 }
 #: ``auto`` picks the first of these whose capabilities cover the objective
 AUTO_ORDER = ("dp", "exact")
+#: ``auto`` for a workload: ``independent`` for a plan metric (latency, energy, edp); for a workload
+#: metric (throughput, fairness, overall) the planner below, which answers for a mix of any size
+#: (``optimum`` refuses mixes beyond its bound)
+AUTO_WORKLOAD = "ga"
 _SPECS: dict[str, PlannerSpec] = {}
 
 
@@ -136,16 +145,25 @@ def resolve(name: str, objective: Objective, kind: str = "model") -> str:
     if name != "auto":
         return name
     if kind == "workload":
-        return "independent"
+        return AUTO_WORKLOAD if objective.metric in WORKLOAD_METRICS else "independent"
+    refuse_workload_metric(objective.metric, kind)
     for cand in AUTO_ORDER:
         if get_spec(cand).supports(objective):
             return cand
     raise UsageError(f"no exact planner supports {objective.metric} with {sorted(objective.constraints)}")
 
 
+def refuse_workload_metric(metric: str | None, kind: str) -> None:
+    """A workload metric (throughput, fairness, overall) asked of one model: a UsageError."""
+    if kind == "model" and metric in WORKLOAD_METRICS:
+        raise UsageError(f"objective {metric!r} scores several models running at once; compile two or more "
+                         f"models, or use {'|'.join(METRICS)} for one")
+
+
 def check_planner(name: str, kind: str, metric: str | None = None) -> PlannerSpec:
     """The spec of ``name`` (not ``auto``) if it plans a ``kind`` (``model``/``workload``) and
     optimises ``metric``; else the UsageError ``run`` would raise, before any model is loaded."""
+    refuse_workload_metric(metric, kind)
     spec = get_spec(name)
     if spec.kind != kind:
         raise UsageError(f"planner {spec.name!r} plans a {spec.kind}, not a {kind}; "
@@ -340,8 +358,12 @@ def parse_planner_entry(entry: str, defaults: Mapping[str, Mapping[str, Any]] | 
 
 def apply_policy(plan: Plan | WorkloadPlan, objective: Objective, allow_infeasible: bool) -> Any:
     """The feasibility policy: stamp ``feasible``/``violations``; raise unless allowed. A
-    workload is feasible when each of its models' plans is."""
-    if isinstance(plan, WorkloadPlan):
+    workload planned for contention (its stats hold ``shared_latency_ms``: each model's latency
+    while all run) is judged as a whole (``Objective.workload_violations``); any other workload is
+    feasible when each of its models' plans is."""
+    if isinstance(plan, WorkloadPlan) and "shared_latency_ms" in plan.stats:
+        found = list(objective.workload_violations(plan.stats["shared_latency_ms"], plan.stats.get("power_mw")))
+    elif isinstance(plan, WorkloadPlan):
         found = [f"{n}: {v}" for n, p in zip(plan.names, plan.plans) for v in p.violations]
     else:
         found = [v.message for v in objective.violations(plan.latency_ms, plan.energy_mj)]
@@ -370,6 +392,6 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     return apply_policy(result, objective, allow_infeasible)
 
 
-__all__ = ["BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "check_planner", "get_spec",
+__all__ = ["AUTO_WORKLOAD", "BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "check_planner", "get_spec",
            "option_fields", "parse_option_args", "parse_options", "parse_planner_entry", "planner_names", "register",
-           "resolve", "run", "type_name"]
+           "refuse_workload_metric", "resolve", "run", "type_name"]

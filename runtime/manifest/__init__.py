@@ -39,6 +39,7 @@ from .model import (COSTS_NAME, DTYPES, FILES_CHECKED_ABOVE, MANIFEST_NAME, MAX_
                     DeviceControl, DType, FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec, TargetInfo,
                     TensorSpec, Variant, Workload, WorkloadModel, to_json)
+from .model import Contention, ContentionDevice, ContentionMetrics, ContentionModel, ContentionStage
 from .parse import parse_manifest, validate_manifest
 from .read import (artifact_file, artifact_root, check_costs, load_manifest, read_json, read_manifest, read_timings,
                    sha256_file, slice_path)
@@ -52,6 +53,11 @@ __all__ = [
     "NAME_PATTERN",
     "DTYPES",
     "TensorSpec",
+    "Contention",
+    "ContentionDevice",
+    "ContentionMetrics",
+    "ContentionModel",
+    "ContentionStage",
     "SliceInput",
     "SlicePredicted",
     "SliceSpec",

@@ -273,6 +273,8 @@ class ContentionDevice(_Record):
     state: str = field(metadata=_meta("the device state it runs at (device@MHz), one for every model", minLength=1))
     utilisation: float = field(metadata=_meta("predicted busy fraction while all models run", minimum=0, maximum=1))
     models: tuple[str, ...] = field(metadata=_meta("the models with a stage on this device, in workload order"))
+    busy: dict[str, float] = field(default_factory=dict, metadata=_meta(
+        "model -> the predicted fraction of this device's time it takes (switches included)", key_pattern=r"^\S"))
 
 
 @dataclass(frozen=True)
