@@ -9,6 +9,9 @@
   affinity and this machine has those cores; ``StageInfo.note`` says when it could not be pinned;
 * each model a closed loop: as many inferences in flight as it has stages (one per stage), handed
   from stage to stage through bounded queues; the last stage hands the slot back to the first;
+* the stages placed on one device share it through the device's queue (``sharing="queue"``, the
+  default: one execution at a time, first come first served, as the contention model describes
+  a device) or as the OS schedules their threads on its cores (``sharing="os"``: time sharing);
 * first each model alone (its pipeline alone: ``alone_ips``, the t_ideal of the measured Jain
   index), then all models at once (``shared_ips``); each phase fills the pipelines, then counts
   the inferences completed within its window;
@@ -24,6 +27,7 @@ Standard library, numpy and onnxruntime only (``hetcc.runtime``'s rule).
 """
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import os
@@ -42,7 +46,7 @@ from .manifest import SliceSpec, read_manifest, slice_path
 from .verification import random_inputs
 
 __all__ = ["run_concurrent", "ConcurrentResult", "ModelResult", "StageInfo", "Metrics", "jain",
-           "read_prediction", "WARMUP_DEFAULT", "SETTLE_MAX_S"]
+           "read_prediction", "run_stage", "DeviceQueue", "SHARING", "WARMUP_DEFAULT", "SETTLE_MAX_S"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +145,7 @@ class ConcurrentResult:
 
     artifact: str
     target: str
+    sharing: str
     duration_s: float
     alone_s: float
     models: tuple[ModelResult, ...]
@@ -161,7 +166,8 @@ class ConcurrentResult:
         return float(np.median(errs)) if errs else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"artifact": self.artifact, "target": self.target, "duration_s": self.duration_s,
+        return {"artifact": self.artifact, "target": self.target, "sharing": self.sharing,
+                "duration_s": self.duration_s,
                 "alone_s": self.alone_s, "stopped": self.stopped, "window_s": self.window_s,
                 "cores": list(self.cores), "prediction": self.prediction,
                 "models": [m.to_json() for m in self.models], "stages": [s.to_json() for s in self.stages],
@@ -204,6 +210,58 @@ def _number(doc: Any, *keys: str) -> float | None:
     return float(doc) if isinstance(doc, (int, float)) and not isinstance(doc, bool) and math.isfinite(doc) else None
 
 
+# ---------------------------------------------------------------- devices
+#: how the stages placed on one device share it
+SHARING = ("queue", "os")
+
+
+class DeviceQueue:
+    """A device's queue (``sharing="queue"``): one stage execution at a time, first come first
+    served; a finishing execution hands the device to the longest-waiting stage."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: collections.deque[threading.Event] = collections.deque()
+        self._busy = False
+
+    def acquire(self, stop: threading.Event) -> bool:
+        """Wait for the device; False when ``stop`` was set meanwhile (the device is not held)."""
+        with self._lock:
+            if not self._busy:
+                self._busy = True
+                return True
+            turn = threading.Event()
+            self._waiting.append(turn)
+        while not turn.wait(_POLL_S):
+            if stop.is_set():
+                with self._lock:
+                    if turn in self._waiting:       # not handed over: leave the queue
+                        self._waiting.remove(turn)
+                        return False
+                break                                # handed over just now: take it, then give it back
+        if stop.is_set():
+            self.release()
+            return False
+        return True
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().set()        # still busy: handed over
+            else:
+                self._busy = False
+
+
+class _Free:
+    """``sharing="os"``: no queue; the OS schedules the stages' threads on the device's cores."""
+
+    def acquire(self, stop: threading.Event) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
 # ---------------------------------------------------------------- stages and workers
 class _Stage:
     """One slice prepared for its worker: session, what it reads (from the model's feeds or the
@@ -219,6 +277,7 @@ class _Stage:
         self.carry = carry
         self.last = last
         self.times = {"alone": [], "shared": []}
+        self.device: DeviceQueue | _Free = _Free()
 
 
 class _Model:
@@ -232,10 +291,12 @@ class _Model:
         """One inference through every stage in order, in the calling thread (warm-up)."""
         message: dict[str, np.ndarray] = {}
         for st in self.stages:
-            message = _step(st, self.feeds, message)
+            message = run_stage(st, self.feeds, message)
 
 
-def _step(st: _Stage, feeds: Mapping[str, np.ndarray], message: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run_stage(st: _Stage, feeds: Mapping[str, np.ndarray], message: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One execution of a stage: its inputs from the model's feeds and the message of the stage
+    before; returns the message for the next stage (what later stages read)."""
     feed = {n: feeds[n] for n in st.from_model}
     feed.update((n, message[n]) for n in st.from_message)
     try:
@@ -323,15 +384,20 @@ class _Phase:
         try:
             if st.info.cores is not None:
                 os.sched_setaffinity(0, st.info.cores)   # this thread only (Linux: pid 0 = the caller)
-            clock, times, stop = time.perf_counter, st.times[self.label], self.stop
+            clock, times, stop, device = time.perf_counter, st.times[self.label], self.stop, st.device
             while not stop.is_set():
                 try:
                     message = q_in.get(timeout=_POLL_S)
                 except queue.Empty:
                     continue
-                t0 = clock()
-                out = _step(st, model.feeds, message or {})
-                t1 = clock()
+                if not device.acquire(stop):
+                    break
+                try:
+                    t0 = clock()
+                    out = run_stage(st, model.feeds, message or {})
+                    t1 = clock()
+                finally:
+                    device.release()
                 times.append(t1 - t0)
                 if st.last:
                     model.done.append(t1)
@@ -432,9 +498,13 @@ def _loadavg() -> list[float] | None:
 def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_s: float | None = None,
                    warmup: int = WARMUP_DEFAULT, seed: int = 0, strict_providers: bool = False,
                    local_fallback: bool = False, prediction: Mapping[str, Any] | None = None,
-                   alone: bool = True, on_phase: Callable[[str], None] | None = None) -> ConcurrentResult:
+                   alone: bool = True, sharing: str = "queue",
+                   on_phase: Callable[[str], None] | None = None) -> ConcurrentResult:
     """Run every model of the workload artifact ``artifact_dir`` at the same time (module doc).
 
+    ``sharing``: how the stages placed on one device share it: ``queue`` (one execution at a
+    time, first come first served: what the contention model describes) or ``os`` (every stage's
+    thread runs when the OS schedules it on the device's cores: time sharing).
     ``duration_s``: the counting window of the all-at-once phase (> 0); ``alone_s``: of each
     model's phase alone (default ``duration_s``; ``alone=False`` skips them). ``warmup``: untimed
     sequential runs of each model first. ``prediction``: a ``contention`` block to compare with
@@ -446,6 +516,8 @@ def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise ValueError(f"run_concurrent: {what} = {value!r}; give a finite number of seconds above 0")
+    if sharing not in SHARING:
+        raise ValueError(f"run_concurrent: sharing = {sharing!r}; one of {', '.join(SHARING)}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"run_concurrent: warmup = {warmup!r}; give a whole number of runs, 0 or more")
     alone_s = float(duration_s if alone_s is None else alone_s)
@@ -464,6 +536,11 @@ def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_
         source = "given by the caller"
     usable = _usable_cores()
     models = [_open_model(n, ex.model_executor(n), usable, seed) for n in ex.models]
+    if sharing == "queue":   # one queue per device name, shared by every model's stages there
+        queues: dict[str, DeviceQueue] = {}
+        for m in models:
+            for st in m.stages:
+                st.device = queues.setdefault(st.info.device, DeviceQueue())
     notes = sorted({f"{st.info.device}: {st.info.note}" for m in models for st in m.stages if st.info.note})
     for m in models:
         for _ in range(warmup):
@@ -505,7 +582,8 @@ def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_
         for st in m.stages:
             stages.append(_stage_result(st))
     measured, predicted = _metrics(results, prediction)
-    return ConcurrentResult(artifact=str(ex.artifact_dir), target=ex.manifest.target.name, duration_s=float(duration_s),
+    return ConcurrentResult(artifact=str(ex.artifact_dir), target=ex.manifest.target.name, sharing=sharing,
+                            duration_s=float(duration_s),
                             alone_s=alone_s, models=tuple(results), stages=tuple(stages), measured=measured,
                             predicted=predicted, prediction=source, stopped=stopped, window_s=windows, load=load,
                             cores=tuple(sorted(usable)), notes=tuple(notes))

@@ -90,6 +90,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         "pinned to its device's cores), each alone first, then all at once, for --duration each "
                         "(default 10s); measured throughput, T, J, O beside the planner's prediction "
                         "(docs/concurrent.md)")
+    parser.add_argument("--sharing", choices=("queue", "os"), default=None,
+                        help="with --concurrent: how stages on one device share it: queue (default; one execution at "
+                        "a time, first come first served, as the contention model assumes) or os (the OS time-shares "
+                        "the device's cores between the stages' threads)")
     parser.add_argument("--json", action="store_true", help="print the timings (and verify results) as JSON")
     return parser
 
@@ -339,7 +343,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``hetcc run DIR``: run (and with --verify check) a model artifact's variant or a workload's models."""
     from hetcc.runtime import Executor
 
-    if getattr(args, "concurrent", False):
+    if getattr(args, "concurrent", False) or getattr(args, "sharing", None) is not None:
         from hetcc.cli.concurrent import cmd_run_concurrent
 
         return cmd_run_concurrent(args)
@@ -697,7 +701,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         raise UsageError(f"--model: not a workload artifact; its one model is {manifest.model.name!r}")
     if args.plot is not None:
         plot = plot_path(args.plot)
-        if manifest.kind == "workload":
+        if manifest.kind == "workload" and manifest.workload.contention is not None and model is None:
+            from hetcc.cli.plot import plot_contention
+
+            plot_contention(manifest, plot)     # a row per device, each model a colour
+        elif manifest.kind == "workload":
             if len(subs) != 1:
                 raise UsageError("--plot: a workload has several models; pick one with --model")
             plot_schedule(subs[0][2], plot, variant)
@@ -732,6 +740,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                       + f"; planner {w.planner.name}{took(w.planner, _timed(root, 'workload'))}")
         if not w.feasible:
             console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(w.violations) or "(no reason recorded)"))
+        if w.contention is not None:
+            from hetcc.cli.contention_view import print_contention
+
+            print_contention(console, w.contention)
         for n, sub_root, m in subs:
             console.print("")
             _print_model(console, m, sub_root, variant, title=f"model {n}", why=why)

@@ -28,7 +28,10 @@ _NOT_WITH = (("repeat", "--repeat", lambda v: v is not None), ("input", "--input
 
 
 def refuse_with_concurrent(args: argparse.Namespace) -> None:
-    """UsageError naming the first option given that --concurrent does not take."""
+    """UsageError naming the first option given that --concurrent does not take (and --sharing without it)."""
+    if not getattr(args, "concurrent", False) and getattr(args, "sharing", None) is not None:
+        raise UsageError("--sharing is taken with --concurrent only; add --concurrent (a workload artifact), or drop "
+                         "--sharing")
     for attr, flag, given in _NOT_WITH:
         if given(getattr(args, attr, None)):
             raise UsageError(f"{flag} is not taken with --concurrent, which runs every model of the workload at once "
@@ -48,7 +51,8 @@ def cmd_run_concurrent(args: argparse.Namespace) -> int:
     try:
         result = run_concurrent(args.dir, duration, warmup=args.warmup, seed=args.seed,
                                 strict_providers=args.strict_providers,
-                                local_fallback=getattr(args, "local_fallback", False), on_phase=progress)
+                                local_fallback=getattr(args, "local_fallback", False),
+                                sharing=getattr(args, "sharing", None) or "queue", on_phase=progress)
     except ValueError as exc:   # the duration, already checked by argparse: not reached from the CLI
         raise UsageError(str(exc)) from None
     if args.json:
@@ -73,7 +77,8 @@ def print_concurrent(r: Any) -> None:
     console = make_console()
     n_stages = len(r.stages)
     console.print(f"[bold]concurrent run[/bold] of {r.artifact} ({r.target}): {len(r.models)} models, {n_stages} "
-                  f"stage worker(s); each model alone for {r.alone_s:g} s, then all at once for {r.duration_s:g} s"
+                  f"stage worker(s) sharing each device by {r.sharing}; each model alone for {r.alone_s:g} s, then all "
+                  f"at once for {r.duration_s:g} s"
                   + (" (interrupted: the phases not reached are shown as -)" if r.stopped == "interrupted" else ""))
     pinned = [s for s in r.stages if s.cores is not None]
     console.print(f"  {len(pinned)} of {n_stages} stage worker(s) pinned to their device's cores "

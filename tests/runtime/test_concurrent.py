@@ -211,3 +211,70 @@ def test_refuse_with_concurrent_names_the_option():
     with pytest.raises(UsageError, match="^--input is not taken"):
         refuse_with_concurrent(args)
     refuse_with_concurrent(types.SimpleNamespace(repeat=None, verify=False))
+
+
+def executions(monkeypatch):
+    """Record every stage execution as (device, start, end) (perf_counter)."""
+    import time
+
+    seen = []
+    real = C.run_stage
+
+    def step(st, feeds, message):
+        t0 = time.perf_counter()
+        out = real(st, feeds, message)
+        seen.append((st.info.device, t0, time.perf_counter()))
+        return out
+    monkeypatch.setattr(C, "run_stage", step)
+    return seen
+
+
+def test_queue_sharing_runs_one_execution_at_a_time_per_device(workload, monkeypatch):
+    seen = executions(monkeypatch)
+    r = C.run_concurrent(workload, SHORT, warmup=0, alone=False)
+    assert r.sharing == "queue" and r.to_json()["sharing"] == "queue"
+    gpu = sorted((a, b) for d, a, b in seen if d == "gpu")
+    assert len(gpu) > 10 and all(b1 <= a2 for (_, b1), (a2, _) in zip(gpu, gpu[1:]))
+
+
+def test_the_device_queue_is_first_come_first_served():
+    dev, stop, order = C.DeviceQueue(), threading.Event(), []
+    assert dev.acquire(stop)                       # held by the main thread
+    started = []
+
+    def wait(k):
+        started.append(k)
+        if dev.acquire(stop):
+            order.append(k)
+            dev.release()
+    threads = []
+    for k in range(3):                             # queued in this order
+        threads.append(threading.Thread(target=wait, args=(k,)))
+        threads[-1].start()
+        while len(dev._waiting) < k + 1:
+            pass
+    dev.release()
+    for t in threads:
+        t.join()
+    assert order == [0, 1, 2] and not dev._busy
+    # a stage waiting when the phase stops leaves the queue without the device
+    assert dev.acquire(stop)
+    t = threading.Thread(target=wait, args=(9,))
+    t.start()
+    while not dev._waiting:
+        pass
+    stop.set()
+    t.join()
+    assert order == [0, 1, 2] and not dev._waiting
+    dev.release()
+    assert not dev._busy
+
+
+def test_os_sharing_and_its_flag(workload, capsys):
+    with pytest.raises(ValueError, match="sharing"):
+        C.run_concurrent(workload, 1.0, sharing="fifo")
+    code, out = run_call(capsys, workload, "--concurrent", "--sharing", "os", "--duration", "100ms", "--warmup", "0",
+                         "--json")
+    assert code == 0 and json.loads(out)["sharing"] == "os"
+    assert main(["run", str(workload), "--sharing", "os"]) == 2
+    assert "--sharing is taken with --concurrent only" in capsys.readouterr().err
