@@ -71,83 +71,78 @@ def _ro(a: np.ndarray) -> np.ndarray:
 def service(mix: MixProblem, pipelines: Sequence[Pipeline], *, check: bool = True) -> np.ndarray:
     """[N, D] ms one inference of model m spends on device d (0: no stage there); ValueError
     naming the model for a malformed or illegal pipeline."""
+    return np.array(_service(mix, pipelines), dtype=np.float64).reshape(mix.n_models, mix.n_devices)
+
+
+def _service(mix: MixProblem, pipelines: Sequence[Pipeline]) -> list[list[float]]:
     if len(pipelines) != mix.n_models:
         raise ValueError(f"{len(pipelines)} pipelines for {mix.n_models} models")
-    s = np.zeros((mix.n_models, mix.n_devices))
+    s = [[0.0] * mix.n_devices for _ in range(mix.n_models)]
     for m, pipe in enumerate(pipelines):
-        if check:
-            mix.check(m, pipe)
-        for st in pipe:
-            s[m, st.device] = mix.stage_ms(m, st)
+        for st, c in zip(pipe, mix.pipeline_ms(m, pipe)):
+            s[m][st.device] = c
     return s
 
 
-def _switch_rate(x: np.ndarray, on: np.ndarray) -> float:
-    """Switches per ms of a device whose models (``on``) run at rates ``x`` (per ms)."""
-    if on.sum() < 2:
+def _switch_rate(x: Sequence[float], users: Sequence[int]) -> float:
+    """Switches per ms of a device whose models ``users`` run at rates ``x`` (per ms)."""
+    if len(users) < 2:
         return 0.0
-    xs = x[on]
-    total = float(xs.sum())
-    return min(total, 2.0 * (total - float(xs.max())))
+    xs = [x[m] for m in users]
+    total = sum(xs)
+    return min(total, 2.0 * (total - max(xs)))
 
 
-def _shared(s: np.ndarray, sw: np.ndarray) -> np.ndarray:
-    """Max-min fair rates (per ms) under first-come-first-served sharing with switch costs."""
-    N, D = s.shape
-    on = s > 0
-    many = on.sum(axis=0) >= 2
-    x = np.zeros(N)
-    active = np.ones(N, dtype=bool)
+def _shared(s: list[list[float]], sw: Sequence[float]) -> list[float]:
+    """Max-min fair rates (per ms) under first-come-first-served sharing with switch costs
+    (progressive filling; each step closed-form)."""
+    N, D = len(s), len(sw)
+    users = [[m for m in range(N) if s[m][d] > 0] for d in range(D)]
+    x = [0.0] * N
+    active = [True] * N
+    for m in range(N):       # a model whose stages all take no time never loads a device
+        if not any(v > 0 for v in s[m]):
+            x[m], active[m] = math.inf, False
     level = 0.0
-    # a model whose stages all take no time is unbounded: it never loads a device
-    free = ~on.any(axis=1)
-    x[free] = math.inf
-    active &= ~free
-    while active.any():
+    while any(active):
         best, where = math.inf, -1
         for d in range(D):
-            a_set = on[:, d] & active
-            if not a_set.any():
+            a_set = [m for m in users[d] if active[m]]
+            if not a_set:
                 continue
-            f_set = on[:, d] & ~active
-            s_a = float(s[a_set, d].sum())
-            s_f = float((x[f_set] * s[f_set, d]).sum())
-            x_f = float(x[f_set].sum())
-            a = int(a_set.sum())
-            if not many[d]:
-                t = (1.0 - s_f) / s_a if s_a > 0 else math.inf
+            s_a = sum(s[m][d] for m in a_set)
+            s_f = sum(x[m] * s[m][d] for m in users[d] if not active[m])
+            x_f = sum(x[m] for m in users[d] if not active[m])
+            a = len(a_set)
+            if len(users[d]) < 2:
+                t = (1.0 - s_f) / s_a
             else:
-                c = float(sw[d])
-                # g(t) = min(G1, G2): every execution switches / a dominant run broken twice per other execution
-                roots = []
-                for const, slope in ((s_f + c * x_f, s_a + c * a), (s_f + 2 * c * x_f, s_a + 2 * c * (a - 1))):
-                    roots.append((1.0 - const) / slope if slope > 0 else (math.inf if const < 1 else -math.inf))
-                t = max(roots)
+                c = sw[d]
+                # g(t) = min(G1, G2): every execution switches / a dominant run broken twice per
+                # execution of the others; g(t) = 1 where the later of the two lines reaches 1
+                t = max((1.0 - s_f - c * x_f) / (s_a + c * a),
+                        (1.0 - s_f - 2 * c * x_f) / (s_a + 2 * c * (a - 1)))
             t = max(t, level)
             if t < best:
                 best, where = t, d
-        if where < 0 or not math.isfinite(best):
-            x[active] = math.inf
-            break
         level = best
-        stop = on[:, where] & active
-        x[stop] = level
-        active &= ~stop
+        for m in users[where]:
+            if active[m]:
+                x[m], active[m] = level, False
     return x
 
 
-def _slice(s: np.ndarray, sw: np.ndarray, quantum: float) -> np.ndarray:
+def _slice(s: list[list[float]], sw: Sequence[float], quantum: float) -> list[float]:
     """Rates (per ms) of whole models (one device each) under round-robin time slicing: a device
-    hosting n >= 2 models gives each n-th of its time less one switch per quantum."""
-    on = s > 0
-    n = on.sum(axis=0)
-    useful = np.where(n >= 2, quantum / (quantum + sw), 1.0)
-    x = np.full(s.shape[0], math.inf)
-    for m in range(s.shape[0]):
-        devs = np.nonzero(on[m])[0]
-        if devs.size:
-            d = int(devs[0])
-            x[m] = useful[d] / (n[d] * s[m, d])
+    hosting n >= 2 models gives each an n-th of its time less one switch per quantum."""
+    N, D = len(s), len(sw)
+    n = [sum(1 for m in range(N) if s[m][d] > 0) for d in range(D)]
+    x = [math.inf] * N
+    for m in range(N):
+        for d in range(D):
+            if s[m][d] > 0:
+                useful = quantum / (quantum + sw[d]) if n[d] >= 2 else 1.0
+                x[m] = useful / (n[d] * s[m][d])
     return x
 
 
@@ -165,34 +160,36 @@ def predict(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "s
     q = DEFAULT_QUANTUM_MS if quantum_ms is None else float(quantum_ms)
     if not (math.isfinite(q) and q > 0):
         raise ValueError(f"quantum_ms must be a positive number of ms, got {quantum_ms!r}")
-    s = service(mix, pipelines)
+    s = _service(mix, pipelines)
     if sharing == "slice":
         for name, pipe in zip(mix.names, pipelines):
             if len(pipe) > 1:
                 raise ValueError(f"time slicing is modelled for whole models (one stage each); model {name!r} "
                                  f"has {len(pipe)} stages (use sharing='shared' for pipelines)")
-    on = s > 0
-    sw = np.asarray(mix.switch_ms, dtype=np.float64)
+    N, D = mix.n_models, mix.n_devices
+    sw = mix.switch_ms.tolist()
     x = _shared(s, sw) if sharing == "shared" else _slice(s, sw, q)        # per ms
-    with np.errstate(divide="ignore"):
-        alone = np.where(on.any(axis=1), 1.0 / np.where(on, s, 0.0).max(axis=1), math.inf)
-    xf = np.where(np.isfinite(x), x, 0.0)
-    work = xf[:, None] * s                                                  # [N, D]
-    busy = work.copy()
-    for d in range(mix.n_devices):
-        if on[:, d].sum() < 2:
+    alone = [1.0 / max(row) if max(row) > 0 else math.inf for row in s]
+    xf = [v if math.isfinite(v) else 0.0 for v in x]
+    busy = [[xf[m] * s[m][d] for d in range(D)] for m in range(N)]
+    for d in range(D):
+        users = [m for m in range(N) if s[m][d] > 0]
+        if len(users) < 2:
             continue
         if sharing == "shared":
-            total = float(xf[on[:, d]].sum())
-            rate = _switch_rate(xf, on[:, d])
+            total = sum(xf[m] for m in users)
+            rate = _switch_rate(xf, users)
             if total > 0:
-                busy[on[:, d], d] += sw[d] * rate * xf[on[:, d]] / total
+                for m in users:
+                    busy[m][d] += sw[d] * rate * xf[m] / total
         else:
             # one switch per quantum a model works: switch time in proportion to its work
-            busy[on[:, d], d] += work[on[:, d], d] * sw[d] / q
-    util = np.minimum(busy.sum(axis=0), 1.0)
-    return Prediction(throughput=_ro(x * 1000.0), alone=_ro(alone * 1000.0), utilisation=_ro(util),
-                      busy=_ro(np.minimum(busy, 1.0)))
+            for m in users:
+                busy[m][d] += busy[m][d] * sw[d] / q
+    b = np.minimum(np.array(busy, dtype=np.float64).reshape(N, D), 1.0)
+    util = np.minimum(b.sum(axis=0), 1.0)
+    return Prediction(throughput=_ro(np.array(x) * 1000.0), alone=_ro(np.array(alone) * 1000.0),
+                      utilisation=_ro(util), busy=_ro(b))
 
 
 __all__ = ["DEFAULT_QUANTUM_MS", "Prediction", "SHARING", "predict", "service"]

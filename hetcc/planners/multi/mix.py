@@ -207,46 +207,69 @@ class MixProblem:
         return int(self.layer_ms[m].shape[0])
 
     @cached_property
-    def _prefix(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """Per model: prefix sums over layers of the finite latencies, and of the illegal cells."""
+    def _tables(self) -> tuple[tuple[list, list, list, list, list | None], ...]:
+        """Per model, as Python lists (fast scalar reads): prefix sums over layers of the finite
+        latencies and of the illegal cells, the transfer tables, and the memory prefix sums."""
         out = []
-        for t in self.layer_ms:
+        for m, t in enumerate(self.layer_ms):
             bad = np.isinf(t)
             p = np.zeros((t.shape[0] + 1, t.shape[1]))
             n = np.zeros((t.shape[0] + 1, t.shape[1]), dtype=np.int64)
             np.cumsum(np.where(bad, 0.0, t), axis=0, out=p[1:])
             np.cumsum(bad, axis=0, out=n[1:])
-            out.append((p, n))
+            mem = None
+            if self.memory_bytes is not None:
+                mp = np.zeros_like(p)
+                np.cumsum(self.memory_bytes[m], axis=0, out=mp[1:])
+                mem = mp.tolist()
+            out.append((p.tolist(), n.tolist(), self.in_ms[m].tolist(), self.out_ms[m].tolist(), mem))
         return tuple(out)
+
+    @cached_property
+    def _capacity(self) -> list[float] | None:
+        return None if self.capacity_bytes is None else self.capacity_bytes.tolist()
 
     def stage_ms(self, m: int, stage: Stage) -> float:
         """Service time of one inference's stage: its layers plus the transfers in and out (inf
         when a layer is illegal on the device)."""
         d, a, b = stage.device, stage.first, stage.stop
-        p, n = self._prefix[m]
-        if n[b, d] - n[a, d]:
+        p, n, t_in, t_out, _ = self._tables[m]
+        if n[b][d] - n[a][d]:
             return math.inf
-        return float(self.in_ms[m][a, d]) + float(p[b, d] - p[a, d]) + float(self.out_ms[m][b - 1, d])
+        return t_in[a][d] + (p[b][d] - p[a][d]) + t_out[b - 1][d]
+
+    def stage_fits(self, m: int, stage: Stage) -> bool:
+        """The stage's layers fit its device's capacity (always, without capacities)."""
+        mem = self._tables[m][4]
+        cap = self._capacity
+        if mem is None or cap is None:
+            return True
+        d = stage.device
+        return mem[stage.stop][d] - mem[stage.first][d] <= cap[d]
 
     def stage_legal(self, m: int, stage: Stage) -> bool:
         """Every layer of the stage is legal on its device and the stage fits its capacity."""
-        if not math.isfinite(self.stage_ms(m, stage)):
-            return False
-        if self.memory_bytes is None or self.capacity_bytes is None:
-            return True
-        held = float(self.memory_bytes[m][stage.first:stage.stop, stage.device].sum())
-        return held <= float(self.capacity_bytes[stage.device])
+        return math.isfinite(self.stage_ms(m, stage)) and self.stage_fits(m, stage)
 
-    def check(self, m: int, pipeline: Sequence[Stage]) -> None:
-        """``check_pipeline`` plus legality: ValueError naming the model and stage."""
+    def pipeline_ms(self, m: int, pipeline: Sequence[Stage]) -> list[float]:
+        """Each stage's service time, after ``check_pipeline`` and legality: ValueError naming
+        the model and the stage."""
         try:
             check_pipeline(pipeline, self.n_layers(m), self.n_devices)
         except ValueError as exc:
             raise ValueError(f"model {self.names[m]!r}: {exc}") from None
+        out = []
         for i, st in enumerate(pipeline):
-            if not self.stage_legal(m, st):
+            c = self.stage_ms(m, st)
+            if not (math.isfinite(c) and self.stage_fits(m, st)):
                 raise ValueError(f"model {self.names[m]!r}: stage {i} (layers {st.first}..{st.stop - 1}) cannot run "
                                  f"on {self.devices[st.device]} (an illegal layer, or over its capacity)")
+            out.append(c)
+        return out
+
+    def check(self, m: int, pipeline: Sequence[Stage]) -> None:
+        """``check_pipeline`` plus legality: ValueError naming the model and stage."""
+        self.pipeline_ms(m, pipeline)
 
     def stages_ms(self, m: int, pipeline: Sequence[Stage]) -> np.ndarray:
         """[len(pipeline)] each stage's service time."""
@@ -288,7 +311,7 @@ class MixProblem:
     def stage_table(self, m: int, first: int) -> np.ndarray:
         """[L_m + 1, D] ``stage_ms`` of the stages starting at layer ``first``: row ``stop`` holds
         layers first..stop-1 on each device (inf for stop <= first or an illegal layer)."""
-        p, n = self._prefix[m]
+        p, n = (np.array(x) for x in self._tables[m][:2])
         L = self.n_layers(m)
         out = np.full((L + 1, self.n_devices), np.inf)
         body = p[first + 1:] - p[first][None, :]
