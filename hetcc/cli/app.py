@@ -297,6 +297,8 @@ def _compile_workload(args: argparse.Namespace, console: Any, result: Any, progr
                          **result.objective.to_json(), "planner": wplan.planner, "feasible": wplan.feasible,
                          "models": {n: _workload_model(p, states, has_power, result.objective)
                                     for n, p in zip(wplan.names, wplan.plans)},
+                         **({"contention": {k: wplan.stats[k] for k in ("pipelines", "prediction", "score")}}
+                            if "score" in wplan.stats else {}),
                          "compile_seconds": total, "step_seconds": _step_seconds(result.timings),
                          "output_dir": str(args.output) if args.output else None}))
         for line in notes:
@@ -310,6 +312,11 @@ def _compile_workload(args: argparse.Namespace, console: Any, result: Any, progr
         own = plan.objective.deadline_ms if result.objective.deadline_ms is None and plan.objective else None
         own = f" (deadline {own:.4g} ms)" if own is not None else ""
         console.print(f"  {name}: {plan.latency_ms:.2f} ms{own}{energy} {_plan_line(plan, states)}{flag}")
+    if "score" in wplan.stats:      # a workload planned for models running at once
+        sc, pred = wplan.stats["score"], wplan.stats["prediction"]
+        each = ", ".join(f"{n} {pred['throughput'][n] or 0:.3g}" for n in wplan.names)
+        console.print(f"  predicted at once: {each} inf/s; T_w {sc['T_w']:.4g} inf/s, T_norm {sc['T_norm']:.3f}, "
+                      f"J {sc['J']:.3f}, O {sc['O']:.3f}")
     for line in notes:
         console.print(line)
     _finished(console, args, args.output, total, result.timings)
@@ -348,6 +355,10 @@ def cmd_planners(args: argparse.Namespace) -> int:
     console.print("auto = the first exact planner whose metrics and constraints cover the objective (dp, then exact); "
                   "a plan that breaks a deadline or power cap exits 3 unless --allow-infeasible. "
                   "Set options with --planner-option KEY=VALUE.")
+    console.print("Several models at once: auto = independent for latency|energy|edp, ga for "
+                  "throughput|fairness|overall. A workload planner of contention gives each model a pipeline "
+                  "(consecutive stages, one device each) scored by the contention model; a model never returns "
+                  "to a device it has left (FairBoost's masking).")
     return 0
 
 

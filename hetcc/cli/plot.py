@@ -194,16 +194,17 @@ def plot_contention(manifest: Any, path: Path) -> None:
             if share >= 0.06:
                 ax.text(left + share * 50, row, f"{share:.0%}", ha="center", va="center", fontsize=7, color="white")
             left += share * 100
-    for n in names:
-        m = c.models[n]
-        ax.barh([], [], color=colours[n], label=f"{n}: {m.throughput_ips:.3g} inf/s shared, {m.alone_ips:.3g} alone")
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colours[n], label=f"{n}: {c.models[n].throughput_ips:.3g} inf/s shared, "
+                                             f"{c.models[n].alone_ips:.3g} alone") for n in names]
     ax.set_yticks(range(len(devices)), [f"{d} ({c.devices[d].state})\nbusy {c.devices[d].utilisation:.0%}"
                                         for d in devices], fontsize=8)
     ax.set_ylim(len(devices) - 0.5, -0.6)
     ax.set_xlim(0, 100)
     ax.set_xlabel("predicted share of the device's time while all models run (%)")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=min(3, len(names)))
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=min(3, len(names)))
     met = c.metrics
     title = (f"workload of {len(names)} models on {manifest.target.name}; planner {manifest.workload.planner.name}, "
              f"objective {manifest.workload.objective.metric}\nT_w {met.throughput_ips:.3g} inf/s, T_norm "

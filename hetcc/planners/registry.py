@@ -389,6 +389,9 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     ctx.logger.debug("%s: planned in %.1f ms", name, seconds * 1e3)
     result = result.replace(planner=display_name(name, spec), options=dataclasses.asdict(opts), seconds=seconds,
                             objective=objective)
+    if isinstance(result, WorkloadPlan):     # a workload planner's own model plans carry its name
+        result = result.replace(plans=tuple(p if p.planner else p.replace(planner=result.planner, objective=objective)
+                                            for p in result.plans))
     return apply_policy(result, objective, allow_infeasible)
 
 
