@@ -659,7 +659,7 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
     t1 = time.perf_counter()
     with step(progress, f"planning the workload ({planner})"):
         if spec is None:
-            workload = WorkloadProblem(tuple(a.problem for a in analyses), tuple(names))
+            workload = workload_problem(analyses)
             wplan = run_planner(workload, obj, planner, planner_options, ctx, allow_infeasible=allow_infeasible)
         else:
             own = [a.objective(objective, spec, deadline_ms=None, power_cap_mw=cap) for a in analyses]
@@ -676,6 +676,23 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
                                 wplan, timings=list(timings) if write_timings else None)
         timings.append(PassTiming("codegen", time.perf_counter() - t1, f"-> {out}"))
     return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0, timings)
+
+
+def workload_problem(analyses: Sequence[Analysis]) -> WorkloadProblem:
+    """The workload of ``analyses`` (one board), each problem carrying what a device pays to switch
+    between models' work (the target's ``devices.<name>.switch_ms``; 0 where the board gives none),
+    which the workload planners of contention read (``PlanningProblem.switch_ms``)."""
+    import numpy as np
+
+    target = analyses[0].target
+    by_name = {d.name: float(getattr(d, "switch_ms", 0.0) or 0.0) for d in getattr(target, "devices", ())}
+    problems = []
+    for a in analyses:
+        p = a.problem
+        if p.switch_ms is None and any(by_name.values()):
+            p = p.replace(switch_ms=np.array([by_name.get(d, 0.0) for d in p.states.device]))
+        problems.append(p)
+    return WorkloadProblem(tuple(problems), tuple(a.name for a in analyses))
 
 
 def default_workload_objective(planner: str) -> str:
