@@ -130,6 +130,7 @@ def test_planners_import_numpy_only_and_learning_libraries_only_in_learning_plan
     learning = {"torch", "torchrl", "tensordict", "gymnasium"}
     allowed = {"hetcc.planners.context": {"rich", "torch"}}   # the progress bar; ctx.seed_torch()
     allowed["hetcc.planners.multi.ga"] = {"pymoo"}            # the GA baseline, imported when it runs
+    allowed["hetcc.planners.multi.simulate"] = {"simpy"}      # the contention model's check, imported when it runs
     bad = {}
     for m, e in externals(graph, "hetcc.planners").items():
         extra = e - STDLIB - {"numpy"} - allowed.get(m, set()) - (learning if m.startswith("hetcc.planners.dqn") else set())
