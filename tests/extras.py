@@ -24,6 +24,7 @@ EXTRAS = {
     "calibrate": ("scipy", "tomlkit"),
     "docs": ("mkdocs", "material", "mkdocstrings"),
     "sim": ("simpy",),
+    "multi": ("pymoo",),
 }
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from extras import needs
 from hetcc.runtime.manifest import load_manifest
 from test_cli import assert_one_line_error, run
 from text_models import CHAIN, IDENTITY_CHAIN
@@ -17,7 +18,11 @@ def models(tmp_path, write_text_model):
     return [str(write_text_model(CHAIN, tmp_path / "a.onnx")), str(write_text_model(IDENTITY_CHAIN, tmp_path / "b.onnx"))]
 
 
+@pytest.mark.multi
+@pytest.mark.plot
 def test_compile_a_workload_with_ga_then_inspect_and_plot_it(capsys, models, tmp_path):
+    needs("multi")
+    needs("plot")
     out = tmp_path / "mix"
     code, _, err = run(capsys, "compile", *models, "--target", "orangepi5", "--planner", "ga",
                        "--planner-option", "population=8", "--planner-option", "generations=3", "-o", str(out))
@@ -63,7 +68,7 @@ def test_compile_json_holds_the_prediction_and_independent_has_no_contention(cap
 @pytest.mark.parametrize("argv,code,needles", [
     (["--objective", "speed"], 2, ["unknown objective 'speed'", "overall"]),
     (["--planner", "ga", "--objective", "latency"], 2, ["does not optimise latency"]),
-    (["--planner", "ga", "--planner-option", "population=1"], 2, ["population=1", "at least 4"]),
+    (["--planner", "ga", "--planner-option", "population=1"], 2, ["population=1", "at least 4"]),   # before pymoo
     (["--planner", "rr:npu"], 2, ["rr", "expected one of cpu, gpu"]),
     (["--planner", "optimum", "--planner-option", "limit=3"], 2, ["exceed limit=3", "blocks="]),
     (["--planner", "all-gpu", "--deadline", "0.001ms"], 3, ["misses the 0.001 ms deadline"]),

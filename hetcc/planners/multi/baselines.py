@@ -6,7 +6,9 @@
 - ``rr:cpu`` / ``rr:gpu``: round-robin time slicing (``sharing="slice"``): models whole on the
   CPU clusters (each model to the cluster where the load so far plus its own time is least,
   longest model first: the paper's RR (CPU) uses big and LITTLE) or all on the GPU; each device
-  gives its models a quantum in turn and pays its switch cost per quantum.
+  gives its models a quantum in turn and pays its switch cost per quantum. A model that runs whole
+  on none of those devices (an operator the GPU lacks) runs as ``all-gpu`` runs it, and the plan's
+  stats name it (``not_whole_on_cpu`` / ``not_whole_on_gpu``).
 - ``mosaic``: each model's own latency-optimal pipeline, blind to the others (MOSAIC [37] plans
   each DNN as if alone). It is ``dp``'s latency objective restricted to FairBoost's masking rule:
   a dynamic programme over (layer, devices used, last device) minimising the sum of the stages'
@@ -68,13 +70,11 @@ def round_robin_pipelines(mix: MixProblem, on: str) -> tuple[Pipeline, ...]:
                               f"({', '.join(mix.devices)})")
     whole = np.array([[mix.stage_ms(m, mix.whole(m, d)[0]) if mix.stage_legal(m, mix.whole(m, d)[0]) else math.inf
                        for d in devices] for m in range(mix.n_models)])
-    for m in range(mix.n_models):
-        if not np.isfinite(whole[m]).any():
-            raise InfeasibleError(f"rr:{on}: model {mix.names[m]!r} cannot run whole on "
-                                  f"{' or '.join(mix.devices[d] for d in devices)}; use another planner (ga, optimum)")
     load = np.zeros(len(devices))
-    out: list[Pipeline] = [()] * mix.n_models
+    out: list[Pipeline] = list(mix.baseline())     # a model that runs whole on none of them: as all-gpu runs it
     for m in sorted(range(mix.n_models), key=lambda m: -float(np.min(whole[m]))):
+        if not np.isfinite(whole[m]).any():
+            continue
         i = int(np.argmin(load + whole[m]))
         load[i] += whole[m, i]
         out[m] = mix.whole(m, devices[i])
@@ -85,8 +85,10 @@ def plan_round_robin(workload: WorkloadProblem, objective: Objective, ctx: PlanC
     opts: RoundRobinOptions = ctx.options
     mix = mix_of(workload)
     pipes = round_robin_pipelines(mix, opts.on)
+    apart = [n for m, (n, p) in enumerate(zip(mix.names, pipes)) if len(p) > 1 or
+             (mix.kinds and (mix.kinds[p[0].device] == "gpu") != (opts.on == "gpu"))]
     return workload_plan(workload, mix, pipes, Scorer(mix, objective, sharing="slice", quantum_ms=opts.quantum_ms),
-                         {"quantum_ms": opts.quantum_ms})
+                         {"quantum_ms": opts.quantum_ms, "not_whole_on_" + opts.on: apart})
 
 
 def latency_pipeline(mix: MixProblem, m: int) -> Pipeline:

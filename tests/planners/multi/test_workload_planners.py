@@ -19,6 +19,7 @@ from hetcc.planners.multi.optimum import boundaries
 from hetcc.planners.multi.plans import mix_of
 from hetcc.planners.multi.scores import score
 from hetcc.planners.registry import check_planner, resolve
+from extras import needs
 
 DEVICES = ("big", "little", "gpu")
 SPEED = np.array([1.0, 0.4, 2.5])
@@ -129,7 +130,9 @@ def test_optimum_equals_brute_force_enumeration(seed, metric):
     assert got.stats["space"] == math.prod(len(c) for c in cands)
 
 
+@pytest.mark.multi
 def test_ga_is_seeded_never_below_the_baseline_and_near_the_optimum():
+    needs("multi")
     w = workload(6, (5, 6))
     a = run(w, "ga", seed=7, population=30, generations=15)
     b = run(w, "ga", seed=7, population=30, generations=15)
@@ -177,7 +180,7 @@ def test_a_model_that_runs_on_no_device_is_infeasible_naming_it():
     legal = np.ones((3, 3), bool)
     legal[1] = False
     w = WorkloadProblem((problem(rng, 4), problem(rng, 3, legal=legal)), ("ok", "stuck"))
-    for planner in ("all-gpu", "ga", "optimum", "mosaic", "rr:cpu"):
+    for planner in ("all-gpu", "optimum", "mosaic", "rr:cpu"):
         with pytest.raises(InfeasibleError, match=r"model 'stuck' cannot run on any device.*layer 1"):
             run(w, planner)
 
