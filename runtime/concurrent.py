@@ -146,6 +146,7 @@ class ConcurrentResult:
     artifact: str
     target: str
     sharing: str
+    rounds: int
     duration_s: float
     alone_s: float
     models: tuple[ModelResult, ...]
@@ -166,7 +167,7 @@ class ConcurrentResult:
         return float(np.median(errs)) if errs else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"artifact": self.artifact, "target": self.target, "sharing": self.sharing,
+        return {"artifact": self.artifact, "target": self.target, "sharing": self.sharing, "rounds": self.rounds,
                 "duration_s": self.duration_s,
                 "alone_s": self.alone_s, "stopped": self.stopped, "window_s": self.window_s,
                 "cores": list(self.cores), "prediction": self.prediction,
@@ -411,8 +412,6 @@ class _Phase:
     def run(self) -> None:
         for m in self.models:
             m.done = []
-            for st in m.stages:
-                st.times[self.label] = []
             n = len(m.stages)
             # a ring of bounded queues: q[k] feeds stage k; n slots circulate (one inference per stage)
             qs = [queue.Queue(maxsize=n) for _ in range(n)]
@@ -498,13 +497,16 @@ def _loadavg() -> list[float] | None:
 def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_s: float | None = None,
                    warmup: int = WARMUP_DEFAULT, seed: int = 0, strict_providers: bool = False,
                    local_fallback: bool = False, prediction: Mapping[str, Any] | None = None,
-                   alone: bool = True, sharing: str = "queue",
+                   alone: bool = True, sharing: str = "queue", rounds: int = 1,
                    on_phase: Callable[[str], None] | None = None) -> ConcurrentResult:
     """Run every model of the workload artifact ``artifact_dir`` at the same time (module doc).
 
     ``sharing``: how the stages placed on one device share it: ``queue`` (one execution at a
     time, first come first served: what the contention model describes) or ``os`` (every stage's
-    thread runs when the OS schedules it on the device's cores: time sharing).
+    thread runs when the OS schedules it on the device's cores: time sharing). ``rounds``: the
+    phases (each model alone, then all at once) run ``rounds`` times in turn, each for its
+    duration / ``rounds``, and are counted together: on a machine whose other programs' load
+    comes and goes, every phase then sees about the same load.
     ``duration_s``: the counting window of the all-at-once phase (> 0); ``alone_s``: of each
     model's phase alone (default ``duration_s``; ``alone=False`` skips them). ``warmup``: untimed
     sequential runs of each model first. ``prediction``: a ``contention`` block to compare with
@@ -516,6 +518,8 @@ def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise ValueError(f"run_concurrent: {what} = {value!r}; give a finite number of seconds above 0")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"run_concurrent: rounds = {rounds!r}; give a whole number, at least 1")
     if sharing not in SHARING:
         raise ValueError(f"run_concurrent: sharing = {sharing!r}; one of {', '.join(SHARING)}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
@@ -547,31 +551,47 @@ def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_
             m.run_once()
 
     load: dict[str, Any] = {"loadavg_before": _loadavg(), "others_cores": {}}
+    phases = ([(f"alone:{m.name}", [m], alone_s) for m in models] if alone else []) + [("shared", models, float(duration_s))]
+    runs: dict[str, dict[str, int]] = {label: {} for label, _, _ in phases}
+    counted: dict[str, float] = {}                  # seconds counted per phase, over the rounds
+    others: dict[str, list[float]] = {}             # (others' cores x seconds, seconds) per phase
+    stopped = "duration"
+    for _ in range(rounds):
+        for label, members, seconds in phases:
+            phase = _Phase("alone" if label != "shared" else "shared", members, seconds / rounds)
+            try:
+                if on_phase is not None:
+                    on_phase(label)
+                before = _cpu_sample()
+            except KeyboardInterrupt:       # between two phases: the next one is not run
+                stopped = "interrupted"
+                break
+            phase.run()
+            took = phase.seconds_counted
+            if took is not None:
+                counted[label] = counted.get(label, 0.0) + took
+                for m in members:
+                    runs[label][m.name] = runs[label].get(m.name, 0) + phase.throughput(m)[1]
+                busy = _others(before, _cpu_sample())
+                if busy is not None and took > 0:
+                    acc = others.setdefault(label, [0.0, 0.0])
+                    acc[0], acc[1] = acc[0] + busy * took, acc[1] + took
+            if phase.interrupted:
+                stopped = "interrupted"
+                break
+        if stopped == "interrupted":
+            break
+    load["others_cores"] = {label: _round(a / t) if t > 0 else None for label, (a, t) in others.items()}
     alone_ips: dict[str, tuple[float | None, int]] = {}
     shared_ips: dict[str, tuple[float | None, int]] = {}
-    windows: dict[str, Any] = {"alone": {}, "shared": None}
-    stopped = "duration"
-    phases = ([(f"alone:{m.name}", [m], alone_s) for m in models] if alone else []) + [("shared", models, float(duration_s))]
-    for label, members, seconds in phases:
-        phase = _Phase("alone" if label != "shared" else "shared", members, seconds)
-        try:
-            if on_phase is not None:
-                on_phase(label)
-            before = _cpu_sample()
-        except KeyboardInterrupt:       # between two phases: the next one is not run
-            stopped = "interrupted"
-            break
-        phase.run()
-        load["others_cores"][label] = _round(_others(before, _cpu_sample()))
+    windows: dict[str, Any] = {"alone": {}, "shared": counted.get("shared")}
+    for label, members, _ in phases:
+        secs = counted.get(label)
         for m in members:
-            (alone_ips if label != "shared" else shared_ips)[m.name] = phase.throughput(m)
-        if label == "shared":
-            windows["shared"] = phase.seconds_counted
-        else:
-            windows["alone"][members[0].name] = phase.seconds_counted
-        if phase.interrupted:
-            stopped = "interrupted"
-            break
+            n = runs[label].get(m.name, 0)
+            (shared_ips if label == "shared" else alone_ips)[m.name] = (n / secs if secs else None, n)
+        if label != "shared":
+            windows["alone"][members[0].name] = secs
     load["loadavg_after"] = _loadavg()
     results, stages = [], []
     for m in models:
@@ -583,7 +603,7 @@ def run_concurrent(artifact_dir: str | os.PathLike, duration_s: float, *, alone_
             stages.append(_stage_result(st))
     measured, predicted = _metrics(results, prediction)
     return ConcurrentResult(artifact=str(ex.artifact_dir), target=ex.manifest.target.name, sharing=sharing,
-                            duration_s=float(duration_s),
+                            rounds=rounds, duration_s=float(duration_s),
                             alone_s=alone_s, models=tuple(results), stages=tuple(stages), measured=measured,
                             predicted=predicted, prediction=source, stopped=stopped, window_s=windows, load=load,
                             cores=tuple(sorted(usable)), notes=tuple(notes))

@@ -278,3 +278,14 @@ def test_os_sharing_and_its_flag(workload, capsys):
     assert code == 0 and json.loads(out)["sharing"] == "os"
     assert main(["run", str(workload), "--sharing", "os"]) == 2
     assert "--sharing is taken with --concurrent only" in capsys.readouterr().err
+
+
+def test_rounds_take_turns_and_count_together(workload):
+    seen = []
+    r = C.run_concurrent(workload, 2 * SHORT, warmup=0, rounds=2, on_phase=seen.append)
+    assert seen == ["alone:chain", "alone:small", "shared"] * 2 and r.rounds == 2
+    assert r.window_s["shared"] >= 2 * SHORT and r.window_s["alone"]["chain"] >= 2 * SHORT
+    assert all(m.shared_runs > 0 and m.alone_runs > 0 for m in r.models)
+    assert set(r.load["others_cores"]) <= {"alone:chain", "alone:small", "shared"}
+    with pytest.raises(ValueError, match="rounds"):
+        C.run_concurrent(workload, 1.0, rounds=0)
