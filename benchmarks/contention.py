@@ -9,6 +9,7 @@ median, p90 and max over all models of all mixes (target: median <= 5%), for
 
   * shared, cv 0      devices shared first come first served, exact stage times (the model's case);
   * shared, cv 0.1    the same with stage times drawn from a gamma distribution of CV 0.1 (jitter);
+  * shared, cv 1      a stress case: exponential-like stage times (CV 1), far noisier than inference;
   * slice             round-robin time slicing (quantum 50 ms) of whole models (the rr baselines).
 
 The models are the zoo's core CNNs analysed for orangepi5 (``hetcc.analyse``; exported once into
@@ -43,7 +44,8 @@ TARGET_MEDIAN_PCT = 5.0
 #: the zoo's core CNNs (the FairBoost-like pool the mixes draw from)
 ZOO_MODELS = ("resnet50", "mobilenet_v2", "mobilenet_v2_1.3", "mnasnet0_5", "mnasnet1_0", "vgg16",
               "squeezenet1_1", "efficientnet_b0", "inception_v3", "googlenet")
-VARIANTS = (("shared, cv 0", "shared", 0.0), ("shared, cv 0.1", "shared", 0.1), ("slice", "slice", 0.0))
+VARIANTS = (("shared, cv 0", "shared", 0.0), ("shared, cv 0.1", "shared", 0.1), ("shared, cv 1", "shared", 1.0),
+            ("slice", "slice", 0.0))
 
 
 def zoo_problems(names: list[str], target: str, models_dir: Path) -> dict[str, PlanningProblem]:
@@ -184,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
                 "args": {"quick": args.quick, "mixes": mixes, "seed": args.seed, "target": args.target,
                          "source": source, "models": sorted(pool), "max_stages": args.max_stages,
-                         "inferences": args.inferences, "quantum_ms": DEFAULT_QUANTUM_MS},
-                "switch_ms": switch, "target": {"median_pct": TARGET_MEDIAN_PCT},
+                         "inferences": args.inferences},
+                "argv": [a for a in (sys.argv[1:] if argv is None else argv)],
+                "quantum_ms": DEFAULT_QUANTUM_MS, "switch_ms": switch, "target": {"median_pct": TARGET_MEDIAN_PCT},
                 "summary": summary, "mixes": rows}, out)
     print(f"wrote {out}")
     return 0
