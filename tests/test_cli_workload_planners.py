@@ -92,3 +92,17 @@ def test_planners_lists_the_workload_planners_and_the_masking_rule(capsys):
         assert rows[name]["plans"] == "workload" and rows[name]["metrics"][0] == "overall"
     code, out, _ = run(capsys, "planners")
     assert "never returns to a device it has left" in " ".join(out.split())
+
+
+def test_a_contention_block_naming_another_model_is_refused(capsys, models, tmp_path):
+    from hetcc.runtime.errors import ManifestError
+
+    out = tmp_path / "mix"
+    code, _, err = run(capsys, "compile", *models, "--target", "orangepi5", "--planner", "all-gpu", "-o", str(out))
+    assert code == 0, err
+    path = out / "manifest.json"
+    doc = json.loads(path.read_text())
+    doc["workload"]["contention"]["models"]["z"] = doc["workload"]["contention"]["models"].pop("a")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ManifestError, match=r"workload\.contention\.models.*names models"):
+        load_manifest(out)

@@ -151,4 +151,26 @@ def check_consistency(m: Manifest, source: str) -> None:
                 raise manifest_error(source, ["workload", "models", i, "name"], f"duplicate model {wm.name!r}")
             names.add(wm.name)
             check_relative_path(wm.dir, source, ["workload", "models", i, "dir"])
+        if m.workload.contention is not None:
+            check_contention(m.workload.contention, names, source)
+
+
+def check_contention(c: Any, names: set[str], source: str) -> None:
+    """The contention block names exactly the workload's models, and every stage's device and
+    every device's models are ones the block lists."""
+    where = ["workload", "contention"]
+    if set(c.models) != names:
+        raise manifest_error(source, where + ["models"], f"names models {sorted(c.models)}, the workload has "
+                             f"{sorted(names)}")
+    for name, model in c.models.items():
+        for i, st in enumerate(model.pipeline):
+            if st.device not in c.devices:
+                raise manifest_error(source, where + ["models", name, "pipeline", i, "device"],
+                                     f"{st.device!r} is not one of the block's devices ({', '.join(c.devices)})")
+            if st.stop <= st.first:
+                raise manifest_error(source, where + ["models", name, "pipeline", i], "stop must exceed first")
+    for dev, d in c.devices.items():
+        for n in (*d.models, *d.busy):
+            if n not in names:
+                raise manifest_error(source, where + ["devices", dev], f"names model {n!r}, not one of the workload's")
 
