@@ -289,3 +289,35 @@ def test_rounds_take_turns_and_count_together(workload):
     assert set(r.load["others_cores"]) <= {"alone:chain", "alone:small", "shared"}
     with pytest.raises(ValueError, match="rounds"):
         C.run_concurrent(workload, 1.0, rounds=0)
+
+
+@pytest.fixture(scope="module")
+def predicted(tmp_path_factory, target):
+    """The workload of ``workload`` with a contention block, as a workload planner of contention writes it."""
+    tmp = tmp_path_factory.mktemp("predicted")
+    chain, small = build_program(tmp, CHAIN, "chain", target), build_program(tmp, SMALL, "small", target)
+    p1, p2 = plan_of(chain, [(0, 1, "cpu"), (2, 4, "gpu")]), plan_of(small, [(0, 2, "gpu")])
+    stats = {"pipelines": {"chain": [{"device": "cpu", "first": 0, "stop": 2}, {"device": "gpu", "first": 2, "stop": 5}],
+                           "small": [{"device": "gpu", "first": 0, "stop": 3}]},
+             "prediction": {"utilisation": {"cpu": 0.5, "gpu": 1.0},
+                            "throughput": {"chain": 300.0, "small": 200.0}, "alone": {"chain": 600.0, "small": 400.0},
+                            "ideal": {"chain": 500.0, "small": 400.0}},
+             "score": {"T_w": 250.0, "T_norm": 0.5, "J": 0.9, "O": 0.45}}
+    wplan = WorkloadPlan(plans=(p1, p2), names=("chain", "small"), planner="optimum", objective=Objective("latency"),
+                         stats=stats)
+    return emit_workload(tmp / "w", target, [("chain", chain, p1), ("small", small, p2)], wplan)
+
+
+def test_the_manifest_prediction_is_read_and_compared(predicted, capsys):
+    r = C.run_concurrent(predicted, SHORT, warmup=0)
+    assert "contention block" in r.prediction and "optimum" in r.prediction
+    chain, small = r.models
+    assert (chain.predicted_ips, chain.predicted_alone_ips, chain.ideal_ips) == (300.0, 600.0, 500.0)
+    assert small.error == pytest.approx((200.0 - small.shared_ips) / small.shared_ips)
+    assert (r.predicted.throughput_ips, r.predicted.normalised, r.predicted.jain, r.predicted.overall) == \
+        (250.0, 0.5, 0.9, 0.45)
+    assert r.predicted.jain_alone == pytest.approx(1.0)          # 300/600 and 200/400
+    assert r.measured.normalised == pytest.approx(r.measured.throughput_ips / 500.0)   # 250 / 0.5
+    assert r.measured.jain == pytest.approx(C.jain([chain.shared_ips / 500.0, small.shared_ips / 400.0]))
+    code, out = run_call(capsys, predicted, "--concurrent", "--duration", "100ms", "--warmup", "0")
+    assert code == 0 and "300.0" in out and "median |error|" in out and "contention block" in out
