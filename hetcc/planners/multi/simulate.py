@@ -1,9 +1,15 @@
 """A discrete-event simulation of concurrent pipelines (SimPy): the contention model's check.
 
-The same system ``contention.predict`` models, event by event: every model keeps its pipeline
-full (stage 0 always has a new inference), one worker per stage, a bounded queue of ``queue``
-inferences between consecutive stages (a worker whose next queue is full holds its finished
-inference until there is room, as ``hetcc run --concurrent`` does), and per device:
+The same system ``contention.predict`` models, event by event. Each model keeps its pipeline
+full, one worker per stage, in one of two ways:
+
+- ``population=k`` (default 1): a ring, as ``hetcc run --concurrent`` builds it: ``k`` inferences
+  per stage circulate, the last stage handing its slot back to the first;
+- ``population=None``: stage 0 always has a new inference and a bounded queue of ``queue``
+  inferences sits between consecutive stages (a worker whose next queue is full holds its
+  finished inference until there is room).
+
+Per device:
 
 - ``shared``: one stage execution at a time, first come first served (a SimPy ``Resource`` of
   capacity 1), ``switch_ms[d]`` paid before an execution of another model than the last one;
@@ -69,7 +75,7 @@ class _Clock:
 
 def simulate(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "shared",
              quantum_ms: float | None = None, horizon_ms: float | None = None, warmup_ms: float | None = None,
-             queue: int = 1, cv: float = 0.0, seed: int = 0) -> Simulation:
+             queue: int = 1, population: int | None = 1, cv: float = 0.0, seed: int = 0) -> Simulation:
     """Simulate ``pipelines`` running at once (see the module docstring) and measure them.
 
     ``horizon_ms`` defaults to DEFAULT_INFERENCES x the sum of every stage's service time,
@@ -82,6 +88,8 @@ def simulate(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "
         raise ValueError(f"quantum_ms must be a positive number of ms, got {quantum_ms!r}")
     if int(queue) < 1:
         raise ValueError(f"queue must hold at least 1 inference, got {queue!r}")
+    if population is not None and int(population) < 1:
+        raise ValueError(f"population must be at least 1 inference per stage, got {population!r}")
     if not cv >= 0:
         raise ValueError(f"cv must be >= 0, got {cv!r}")
     s = service(mix, pipelines)
@@ -123,23 +131,31 @@ def simulate(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "
         def execute(m: int, d: int, mean: float) -> Any:
             yield from slicers[d].run(m, draw(mean))
 
-    def worker(m: int, k: int, pipe: Pipeline, inq: Any, outq: Any) -> Any:
+    def worker(m: int, k: int, pipe: Pipeline, inq: Any, outq: Any, last: bool) -> Any:
         stage = pipe[k]
         mean = mix.stage_ms(m, stage)
         while True:
             if inq is not None:
                 yield inq.get()
             yield from execute(m, stage.device, mean)
+            if last and env.now >= warm:
+                done[m] += 1
             if outq is not None:
                 yield outq.put(1)
-            elif env.now >= warm:
-                done[m] += 1
 
     for m, pipe in enumerate(pipelines):
-        queues = [simpy.Store(env, capacity=int(queue)) for _ in range(len(pipe) - 1)]
-        for k in range(len(pipe)):
-            env.process(worker(m, k, tuple(pipe), queues[k - 1] if k > 0 else None,
-                               queues[k] if k < len(pipe) - 1 else None))
+        K = len(pipe)
+        if population is None:      # stage 0 always has a new inference; bounded queues between stages
+            queues = [simpy.Store(env, capacity=int(queue)) for _ in range(K - 1)]
+            links = [(queues[k - 1] if k > 0 else None, queues[k] if k < K - 1 else None) for k in range(K)]
+        else:                       # a ring: n inferences circulate, the last stage hands its slot back
+            n = K * int(population)
+            queues = [simpy.Store(env, capacity=n) for _ in range(K)]
+            for _ in range(n):
+                queues[0].put(1)
+            links = [(queues[k], queues[(k + 1) % K]) for k in range(K)]
+        for k in range(K):
+            env.process(worker(m, k, tuple(pipe), links[k][0], links[k][1], k == K - 1))
     env.run(until=horizon)
     window = horizon - warm
     busy = clock.busy / window
@@ -196,8 +212,12 @@ class _Slicer:
                 if job[0] <= 1e-12:
                     del self.pending[m]
                     job[1].succeed()
-                    yield env.timeout(0)      # the worker takes its next inference, if it has one
-                    yield env.timeout(0)
+                    # the worker takes its next inference, if it has one, at this same instant
+                    # (a few zero-time steps: its hand-over through the queues)
+                    for _ in range(8):
+                        yield env.timeout(0)
+                        if m in self.pending:
+                            break
 
 
 __all__ = ["DEFAULT_INFERENCES", "Simulation", "simulate"]

@@ -16,10 +16,11 @@ pytestmark = pytest.mark.sim
 needs("sim")
 
 
-def test_one_pipeline_alone_runs_at_its_slowest_stage():
+@pytest.mark.parametrize("population", [1, 2, None])
+def test_one_pipeline_alone_runs_at_its_slowest_stage(population):
     mix = mix_from([[[2.0, 9.0, 9.0], [9.0, 5.0, 9.0], [9.0, 9.0, 1.0]]])
     pipe = [(Stage(0, 0, 1), Stage(1, 1, 2), Stage(2, 2, 3))]
-    sim = simulate(mix, pipe, horizon_ms=2000.0, warmup_ms=200.0)
+    sim = simulate(mix, pipe, horizon_ms=2000.0, warmup_ms=200.0, population=population)
     assert sim.throughput[0] == pytest.approx(200.0, rel=0.01)   # the 5 ms stage
     assert sim.utilisation == pytest.approx([0.4, 1.0, 0.2], abs=0.01)
 
@@ -56,6 +57,8 @@ def test_seeded_random_service_times_repeat():
     assert a.completed.tolist() == b.completed.tolist()
     assert a.busy.tolist() != c.busy.tolist()
     with pytest.raises(ValueError, match="queue"):
-        simulate(mix, pipes, queue=0)
+        simulate(mix, pipes, queue=0, population=None)
+    with pytest.raises(ValueError, match="population"):
+        simulate(mix, pipes, population=0)
     with pytest.raises(ValueError, match="warmup_ms"):
         simulate(mix, pipes, horizon_ms=10.0, warmup_ms=10.0)
