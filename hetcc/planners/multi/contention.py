@@ -22,10 +22,11 @@ is closed-form: no iteration, no tolerance.
 
 ``sharing="slice"`` (round-robin baselines): a device gives each model using it a time quantum
 (``quantum_ms``) of exclusive use in turn, paying ``switch_ms[d]`` per quantum when it hosts two
-models or more. Modelled for whole models only (one stage each, what the rr baselines run): a
-pipeline cut across time-sliced devices stalls whenever a neighbouring stage is out of its
-quantum, which no fluid model here captures (the simulation shows errors of 10-60%), so
-``predict`` refuses it.
+models or more. Exact for whole models (one stage each, what the rr baselines run). A pipeline
+cut across time-sliced devices also stalls whenever a neighbouring stage is out of its quantum,
+which this does not capture: for one it gives the least rate its stages' shares allow, an
+optimistic approximation (the simulation shows errors of 10-60% on random pipelines); use
+``shared`` for pipelines.
 
 Closed forms (tests/planners/multi): one model alone = 1 / its slowest stage; k identical models
 whole on one device = 1 / (k (s + switch)) each under ``shared`` and q / ((q + switch) k s)
@@ -133,8 +134,9 @@ def _shared(s: list[list[float]], sw: Sequence[float]) -> list[float]:
 
 
 def _slice(s: list[list[float]], sw: Sequence[float], quantum: float) -> list[float]:
-    """Rates (per ms) of whole models (one device each) under round-robin time slicing: a device
-    hosting n >= 2 models gives each an n-th of its time less one switch per quantum."""
+    """Rates (per ms) under round-robin time slicing: a device hosting n >= 2 models gives each an
+    n-th of its time less one switch per quantum; a model runs at the least rate its stages get
+    (exact for whole models; for pipelines an approximation, see the module docstring)."""
     N, D = len(s), len(sw)
     n = [sum(1 for m in range(N) if s[m][d] > 0) for d in range(D)]
     x = [math.inf] * N
@@ -142,7 +144,7 @@ def _slice(s: list[list[float]], sw: Sequence[float], quantum: float) -> list[fl
         for d in range(D):
             if s[m][d] > 0:
                 useful = quantum / (quantum + sw[d]) if n[d] >= 2 else 1.0
-                x[m] = useful / (n[d] * s[m][d])
+                x[m] = min(x[m], useful / (n[d] * s[m][d]))
     return x
 
 
@@ -161,11 +163,6 @@ def predict(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "s
     if not (math.isfinite(q) and q > 0):
         raise ValueError(f"quantum_ms must be a positive number of ms, got {quantum_ms!r}")
     s = _service(mix, pipelines)
-    if sharing == "slice":
-        for name, pipe in zip(mix.names, pipelines):
-            if len(pipe) > 1:
-                raise ValueError(f"time slicing is modelled for whole models (one stage each); model {name!r} "
-                                 f"has {len(pipe)} stages (use sharing='shared' for pipelines)")
     N, D = mix.n_models, mix.n_devices
     sw = mix.switch_ms.tolist()
     x = _shared(s, sw) if sharing == "shared" else _slice(s, sw, q)        # per ms

@@ -16,7 +16,7 @@ def test_one_model_alone_runs_at_its_slowest_stage(seed):
     mix = random_mix(rng, n_models=1)
     pipe = random_pipelines(mix, rng)
     stages = mix.stages_ms(0, pipe[0])
-    for sharing in ("shared", "slice") if len(pipe[0]) == 1 else ("shared",):
+    for sharing in ("shared", "slice"):
         pred = predict(mix, pipe, sharing=sharing)
         assert pred.throughput[0] == pytest.approx(1000.0 / stages.max(), rel=1e-12)
         assert pred.alone[0] == pytest.approx(1000.0 / stages.max(), rel=1e-12)
@@ -48,6 +48,16 @@ def test_time_slicing_k_identical_models(k):
     expect = 1000.0 / s if k == 1 else 1000.0 * q / ((q + c) * k * s)
     assert pred.throughput == pytest.approx([expect] * k)
     assert pred.utilisation[0] == pytest.approx(1.0)
+
+
+def test_time_slicing_a_pipeline_takes_its_least_share():
+    q, c = 20.0, 1.0
+    mix = mix_from([[[2.0, 9.0], [9.0, 3.0]], [[4.0, 9.0]], [[9.0, 5.0]]], switch=[c, c])
+    pred = predict(mix, [(Stage(0, 0, 1), Stage(1, 1, 2)), mix.whole(1, 0), mix.whole(2, 1)],
+                   sharing="slice", quantum_ms=q)
+    share = q / (q + c) / 2
+    assert pred.throughput == pytest.approx([1000 * min(share / 2.0, share / 3.0), 1000 * share / 4.0,
+                                             1000 * share / 5.0])
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -91,9 +101,6 @@ def test_bad_pipelines_and_options_are_refused():
         predict(mix, [(Stage(0, 0, 1), Stage(0, 1, 2))])
     with pytest.raises(ValueError, match="1 pipelines for 2|2 pipelines for 1"):
         predict(mix, [mix.whole(0, 0)] * 2)
-    two = mix_from([[[1.0, 2.0], [1.0, 2.0]], [[1.0, 1.0]]])
-    with pytest.raises(ValueError, match="whole models.*'m0' has 2 stages"):
-        predict(two, [(Stage(0, 0, 1), Stage(1, 1, 2)), two.whole(1, 0)], sharing="slice")
     illegal = mix_from([[[1.0, np.inf], [1.0, 2.0]]])
     with pytest.raises(ValueError, match="cannot run on d1"):
         predict(illegal, [illegal.whole(0, 1)])
