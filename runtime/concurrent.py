@@ -7,8 +7,10 @@
   else one per core of the device's affinity, else one per usable core), the thread pinned to
   its device's cores (``os.sched_setaffinity`` of the thread) where the slice records an
   affinity and this machine has those cores; ``StageInfo.note`` says when it could not be pinned;
-* each model a closed loop: as many inferences in flight as it has stages (one per stage), handed
-  from stage to stage through bounded queues; the last stage hands the slot back to the first;
+* each model keeps its pipeline full: the first stage starts a new inference whenever it is free,
+  and each inference is handed on to the next stage through a bounded queue (``QUEUE_SIZE``, 1);
+  a stage whose next queue is full holds its finished inference (its device already free) until
+  there is room, so each model has at most one inference per stage and one per queue in flight;
 * the stages placed on one device share it through the device's queue (``sharing="queue"``, the
   default: one execution at a time, first come first served, as the contention model describes
   a device) or as the OS schedules their threads on its cores (``sharing="os"``: time sharing);
@@ -46,7 +48,7 @@ from .manifest import SliceSpec, read_manifest, slice_path
 from .verification import random_inputs
 
 __all__ = ["run_concurrent", "ConcurrentResult", "ModelResult", "StageInfo", "Metrics", "jain",
-           "read_prediction", "run_stage", "DeviceQueue", "SHARING", "WARMUP_DEFAULT", "SETTLE_MAX_S"]
+           "read_prediction", "run_stage", "DeviceQueue", "SHARING", "QUEUE_SIZE", "WARMUP_DEFAULT", "SETTLE_MAX_S"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ logger = logging.getLogger(__name__)
 WARMUP_DEFAULT = 3
 #: the longest a phase waits for every pipeline to fill (one inference of each model) before its window
 SETTLE_MAX_S = 2.0
+#: inferences a queue between two stages holds (the contention model's and its simulation's system)
+QUEUE_SIZE = 1
 #: how often an idle worker looks at the stop flag, and the main thread at the clock (s)
 _POLL_S = 0.02
 
@@ -381,30 +385,40 @@ class _Phase:
         self.window: tuple[float, float] | None = None
         self.interrupted = False
 
-    def _worker(self, model: _Model, st: _Stage, q_in: queue.Queue, q_out: queue.Queue) -> None:
+    def _worker(self, model: _Model, st: _Stage, q_in: queue.Queue | None, q_out: queue.Queue | None) -> None:
+        """Stage ``st``'s loop: take an inference from the stage before (the first stage starts a
+        new one whenever it is free), run it when the device is free, hand it on; a full queue
+        holds the finished inference here (the device already released) until there is room."""
         try:
             if st.info.cores is not None:
                 os.sched_setaffinity(0, st.info.cores)   # this thread only (Linux: pid 0 = the caller)
             clock, times, stop, device = time.perf_counter, st.times[self.label], self.stop, st.device
             while not stop.is_set():
-                try:
-                    message = q_in.get(timeout=_POLL_S)
-                except queue.Empty:
-                    continue
+                if q_in is None:
+                    message: dict[str, np.ndarray] = {}
+                else:
+                    try:
+                        message = q_in.get(timeout=_POLL_S)
+                    except queue.Empty:
+                        continue
                 if not device.acquire(stop):
                     break
                 try:
                     t0 = clock()
-                    out = run_stage(st, model.feeds, message or {})
+                    out = run_stage(st, model.feeds, message)
                     t1 = clock()
                 finally:
                     device.release()
                 times.append(t1 - t0)
-                if st.last:
+                if q_out is None:
                     model.done.append(t1)
-                    q_out.put(None)           # the slot back to the first stage
-                else:
-                    q_out.put(out)
+                    continue
+                while not stop.is_set():
+                    try:
+                        q_out.put(out, timeout=_POLL_S)
+                        break
+                    except queue.Full:
+                        continue
         except BaseException as exc:  # noqa: BLE001 (reported by the main thread)
             self.errors.append(exc)
             self.stop.set()
@@ -413,12 +427,11 @@ class _Phase:
         for m in self.models:
             m.done = []
             n = len(m.stages)
-            # a ring of bounded queues: q[k] feeds stage k; n slots circulate (one inference per stage)
-            qs = [queue.Queue(maxsize=n) for _ in range(n)]
-            for _ in range(n):
-                qs[0].put(None)
+            # q[k] between stage k and k + 1, room for QUEUE_SIZE inferences
+            qs = [queue.Queue(maxsize=QUEUE_SIZE) for _ in range(n - 1)]
             for k, st in enumerate(m.stages):
-                t = threading.Thread(target=self._worker, args=(m, st, qs[k], qs[(k + 1) % n]),
+                t = threading.Thread(target=self._worker,
+                                     args=(m, st, qs[k - 1] if k else None, qs[k] if k < n - 1 else None),
                                      name=f"hetcc-{m.name}-{k}", daemon=True)
                 self.threads.append(t)
         clock = time.perf_counter

@@ -67,6 +67,9 @@ def test_every_model_runs_alone_then_at_once(workload):
     assert [(s.model, s.index, s.device) for s in r.stages] == [("chain", 0, "cpu"), ("chain", 1, "gpu"),
                                                                  ("small", 0, "gpu")]
     assert all(s.alone_runs > 0 and s.shared_runs > 0 and s.shared_ms > 0 for s in r.stages)
+    # bounded: between chain's two stages at most one inference queued, one held, one running
+    first, second = r.stages[0], r.stages[1]
+    assert 0 <= first.shared_runs - second.shared_runs <= C.QUEUE_SIZE + 2
     # no prediction from the independent planner, and it says so
     assert r.predicted is None and r.prediction.startswith("none") and "independent" in r.prediction
     assert r.measured.throughput_ips == pytest.approx((r.models[0].shared_ips + r.models[1].shared_ips) / 2)
