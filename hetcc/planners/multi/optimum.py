@@ -7,7 +7,9 @@ contention model and the best under the objective kept (ties: the first in enume
 Candidates with an illegal stage are dropped first. Per model that is
 ``sum_k C(blocks - 1, k - 1) x D! / (D - k)!`` pipelines (21 for 3 devices and 3 blocks), so
 the space grows as that to the power of the mix size; a mix whose space exceeds ``limit``
-combinations is refused in one line naming the bound and the options that shrink it.
+combinations is refused in one line naming the bound and the options that shrink it. A budget
+(``--budget-steps``: combinations, ``--budget-seconds``) stops it early with the best so far
+(``stats["complete"]`` false: not proven).
 
 It is exact over its space, not over every cut (``ga`` searches every layer boundary), so it is
 not flagged ``exact``; tests/planners/multi/test_workload_planners.py checks it against plain
@@ -82,18 +84,22 @@ def plan_optimum(workload: WorkloadProblem, objective: Objective, ctx: PlanConte
                          f"model) exceed limit={opts.limit:,}; lower --planner-option blocks= or max_stages=, raise "
                          "limit=, or use --planner ga")
     scorer = Scorer(mix, objective)
-    best, best_key = None, WORST
+    best, best_key, seen = None, WORST, 0
     with ctx.progress.task("optimum", total=space) as bar:
-        for i, combo in enumerate(itertools.product(*cands)):
+        for combo in itertools.product(*cands):
             k = scorer.key(combo)
             if k < best_key:
                 best, best_key = combo, k
-            if i % 1000 == 999:
+            seen += 1
+            if seen % 1000 == 0:
                 bar.update(1000)
+                if ctx.out_of_budget(seen):     # a budget stops it: the best so far, not proven
+                    break
     if best is None:
         raise InfeasibleError("optimum: no combination of the space can run")
     return workload_plan(workload, mix, best, scorer, {"space": space, "blocks": opts.blocks,
-                                                       "max_stages": opts.max_stages})
+                                                       "max_stages": opts.max_stages, "enumerated": seen,
+                                                       "complete": seen == space})
 
 
 SPECS = (PlannerSpec("optimum", "the exact best of every combination of pipelines (<= max_stages stages on distinct "

@@ -199,3 +199,14 @@ def test_the_workload_is_judged_as_a_whole():
     with pytest.raises(InfeasibleError, match="average while the models run at once exceeds"):
         plan(w, Objective("overall", power_cap_mw=cap), "all-gpu")
     assert plan(w, Objective("overall", power_cap_mw=cap * 2), "all-gpu").feasible
+
+
+def test_a_budget_stops_optimum_with_the_best_so_far():
+    from hetcc.planners import Budget
+
+    w = workload(10, (5, 5, 5, 5))
+    full = run(w, "optimum", blocks=2)          # 9 pipelines a model, 6561 combinations
+    cut = plan(w, Objective("overall"), "optimum", {"blocks": 2}, PlanContext(0, budget=Budget(steps=1000)))
+    assert full.stats["complete"] and full.stats["enumerated"] == full.stats["space"]
+    assert not cut.stats["complete"] and cut.stats["enumerated"] == 1000
+    assert cut.stats["score"]["O"] <= full.stats["score"]["O"] + 1e-12
