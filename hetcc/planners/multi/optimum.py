@@ -91,8 +91,8 @@ def plan_optimum(workload: WorkloadProblem, objective: Objective, ctx: PlanConte
             if k < best_key:
                 best, best_key = combo, k
             seen += 1
-            if seen % 1000 == 0:
-                bar.update(1000)
+            if seen % 256 == 0:
+                bar.update(256)
                 if ctx.out_of_budget(seen):     # a budget stops it: the best so far, not proven
                     break
     if best is None:
