@@ -1,10 +1,12 @@
 """The contention model against real concurrent runs on this machine's cores (FairBoost, issue 31 §5).
 
 On ``host-cores`` (this machine's cores as devices core0 and core1, one onnxruntime thread pinned
-to each; costs profiled with one pinned thread), mixes of 2-3 small zoo models, each with a fixed
-pipeline over the two cores (whole on one core, or cut in two where the profiled latency halves),
-compiled into one workload artifact and run with ``hetcc.runtime.concurrent.run_concurrent`` (each
-model alone, then all at once, ``--duration`` each). Beside each model's measured throughput:
+to each; costs profiled with one pinned thread), mixes of 2-3 small zoo models, four with a fixed
+pipeline per model over the two cores (whole on one core, or cut in two where the profiled latency
+halves) and two whose pipelines the ``ga`` and ``optimum`` workload planners choose (objective
+``overall``), compiled into one workload artifact and run with
+``hetcc.runtime.concurrent.run_concurrent`` (each model alone, then all at once, ``--duration``
+each, in ``--rounds`` turns). Beside each model's measured throughput:
 
 * ``analytical``: ``hetcc.planners.multi.contention.predict`` on the profiled costs (the planners' view);
 * ``des``: ``hetcc.planners.multi.simulate.simulate`` (SimPy) on the same costs;
@@ -17,7 +19,7 @@ first served, what the model describes; ``os``: the OS time-shares a core betwee
 threads). Target: the analytical model within 15% (median) of the ``queue`` runs. The machine's
 load (CPU used by other processes during each phase) is recorded beside every number.
 
-    python benchmarks/concurrent_runs.py                       # 4 mixes, 10 s per phase in 5 rounds, both sharings
+    python benchmarks/concurrent_runs.py                       # 6 mixes, 10 s per phase in 5 rounds, both sharings
     python benchmarks/concurrent_runs.py --duration 5 --sharing queue
     python benchmarks/concurrent_runs.py --quick               # two tiny generated models, 0.3 s phases (a test runs this)
 """
@@ -49,6 +51,10 @@ MIXES = (
                              ("mobilenet_v3_small", "core0")]),
 )
 QUICK_MIXES = (("tiny pair", [("tiny_a", "core0"), ("tiny_b", "core0>core1")]),)
+#: mixes whose pipelines a workload planner chooses (objective overall): (mix name, planner)
+PLANNED = (("3 models, planned by ga", "ga"), ("2 models, planned by optimum", "optimum"))
+PLANNED_MODELS = {"3 models, planned by ga": ("squeezenet1_1", "mobilenet_v3_small", "shufflenet_v2_x1_0"),
+                  "2 models, planned by optimum": ("squeezenet1_1", "mobilenet_v3_small")}
 
 
 # ---------------------------------------------------------------- models
@@ -128,18 +134,32 @@ def bench_mix(name: str, members: list, args: argparse.Namespace, analyses: dict
     from hetcc.planners.problem import WorkloadProblem
     from hetcc.runtime.concurrent import run_concurrent
 
-    models = [m for m, _ in members]
+    planner = members if isinstance(members, str) else None
+    if planner is not None:          # ("planned by ga", "ga", [models]): the workload planner cuts the pipelines
+        models = list(PLANNED_MODELS[name])
+    else:
+        models = [m for m, _ in members]
     for m in models:
         if m not in analyses:
             console.print(f"[dim]analysing {m} on {TARGET} (profiled with one pinned thread)…[/]", highlight=False)
             analyses[m] = hetcc.analyse(source(m, args, tmp), TARGET, profile_repeats=args.profile_repeats)
     an = [analyses[m] for m in models]
     mix = MixProblem.from_workload(WorkloadProblem(tuple(a.problem for a in an), tuple(models)))
-    pipelines = [stages_of(mix, i, spec) for i, (_, spec) in enumerate(members)]
-    plans = [an[i].problem.evaluate(list(mix.slices(i, p)), planner="fixed") for i, p in enumerate(pipelines)]
-    wplan = WorkloadPlan(plans=tuple(plans), names=tuple(models), planner="fixed", objective=Objective("latency"))
     out = tmp / f"mix{abs(hash(name)) % 10**8}"
-    emit_workload(out, an[0].target, [(m, a.program, p) for m, a, p in zip(models, an, plans)], wplan)
+    if planner is None:
+        pipelines = [stages_of(mix, i, spec) for i, (_, spec) in enumerate(members)]
+        plans = [an[i].problem.evaluate(list(mix.slices(i, p)), planner="fixed") for i, p in enumerate(pipelines)]
+        wplan = WorkloadPlan(plans=tuple(plans), names=tuple(models), planner="fixed", objective=Objective("latency"))
+        emit_workload(out, an[0].target, [(m, a.program, p) for m, a, p in zip(models, an, plans)], wplan)
+    else:
+        from hetcc.planners.multi import Stage
+
+        console.print(f"[dim]{name}: planning with {planner} (objective overall)…[/]", highlight=False)
+        compiled = hetcc.compile_workload([source(m, args, tmp) for m in models], TARGET, objective="overall",
+                                     planner=planner, output_dir=out, profile_repeats=args.profile_repeats)
+        stats = compiled.plan.stats["pipelines"]
+        pipelines = [tuple(Stage(mix.devices.index(st["device"]), int(st["first"]), int(st["stop"]))
+                           for st in stats[n]) for n in compiled.plan.names]   # workload order: models' order
     analytical = predict(mix, pipelines)
     des = None
     try:
@@ -153,29 +173,31 @@ def bench_mix(name: str, members: list, args: argparse.Namespace, analyses: dict
         console.print(f"[dim]{name}: running ({sharing}), {args.duration:g} s per phase in {args.rounds} round(s)…[/]",
                       highlight=False)
         r = run_concurrent(out, args.duration, warmup=args.warmup, sharing=sharing, rounds=args.rounds)
-        stage_ms = [[s.alone_ms for s in r.stages if s.model == m] for m in models]
+        stage_ms = [[s.alone_ms for s in r.stages if s.model == rm.name] for rm in r.models]
         cal = predict(calibrated(mix, pipelines, stage_ms), pipelines) if all(
             all(x is not None for x in ms) for ms in stage_ms) else None
         per_model = []
         for i, (m, res) in enumerate(zip(models, r.models)):
             pred = {"analytical": float(analytical.throughput[i]), "des": None if des is None else float(des[i]),
                     "calibrated": None if cal is None else float(cal.throughput[i])}
+            manifest = res.predicted_ips   # the planner's contention block (the same model's answer), if any
             per_model.append({
                 "model": m, "pipeline": [{"device": mix.devices[st.device], "first": st.first, "stop": st.stop}
                                          for st in pipelines[i]],
                 "stage_ms": {"profiled": [float(mix.stage_ms(i, st)) for st in pipelines[i]],
                              "alone": stage_ms[i],
-                             "shared": [s.shared_ms for s in r.stages if s.model == m]},
+                             "shared": [s.shared_ms for s in r.stages if s.model == res.name]},
                 "measured": {"alone_ips": res.alone_ips, "shared_ips": res.shared_ips,
                              "alone_runs": res.alone_runs, "shared_runs": res.shared_runs},
-                "predicted": pred,
+                "predicted": pred, "manifest_predicted_ips": manifest,
                 "predicted_alone": {"analytical": float(analytical.alone[i]),
                                     "calibrated": None if cal is None else float(cal.alone[i])},
                 "error": {k: rel(v, res.shared_ips) for k, v in pred.items()},
                 "alone_error": {"analytical": rel(float(analytical.alone[i]), res.alone_ips),
                                 "calibrated": None if cal is None else rel(float(cal.alone[i]), res.alone_ips)},
             })
-        rows.append({"mix": name, "sharing": sharing, "models": per_model, "stopped": r.stopped,
+        rows.append({"mix": name, "sharing": sharing, "planner": planner or "fixed", "prediction": r.prediction,
+                     "models": per_model, "stopped": r.stopped,
                      "measured": r.measured.to_json(), "load": r.load, "notes": list(r.notes),
                      "window_s": r.window_s})
     return rows
@@ -250,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     args.rounds = args.rounds or (1 if args.quick else 5)
     if args.quick and args.profile_repeats is None:
         args.profile_repeats = 1
-    mixes = list(QUICK_MIXES if args.quick else MIXES)
+    mixes = list(QUICK_MIXES if args.quick else MIXES + PLANNED)
     if args.mixes:
         mixes = [mixes[int(k) - 1] for k in args.mixes.split(",")]
     console = make_console()

@@ -23,7 +23,7 @@ from hetcc.planners import Objective, WorkloadPlan
 from hetcc.runtime import ManifestError
 from hetcc.runtime import concurrent as C
 
-SHORT = 0.1   # seconds per phase
+SHORT = 0.05   # seconds per phase
 
 
 @pytest.fixture(scope="module")
@@ -166,14 +166,14 @@ def test_cli_ctrl_c_prints_then_exits_130(workload, capsys, monkeypatch):
 
 
 def test_cli_table_and_json(workload, capsys):
-    code, out = run_call(capsys, workload, "--concurrent", "--duration", "100ms", "--warmup", "0")
+    code, out = run_call(capsys, workload, "--concurrent", "--duration", "50ms", "--warmup", "0")
     assert code == 0 and "chain" in out and "cpu > gpu" in out and "T_w" in out and "prediction: none" in out
     assert "load:" in out
-    code, out = run_call(capsys, workload, "--concurrent", "--duration", "100ms", "--warmup", "0", "--json")
+    code, out = run_call(capsys, workload, "--concurrent", "--duration", "50ms", "--warmup", "0", "--json")
     doc = json.loads(out)
     assert code == 0 and [m["name"] for m in doc["models"]] == ["chain", "small"]
     assert all(m["measured"]["shared_ips"] > 0 for m in doc["models"]) and doc["predicted"] is None
-    assert doc["duration_s"] == pytest.approx(0.1) and doc["stopped"] == "duration"
+    assert doc["duration_s"] == pytest.approx(0.05) and doc["stopped"] == "duration"
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -276,7 +276,7 @@ def test_the_device_queue_is_first_come_first_served():
 def test_os_sharing_and_its_flag(workload, capsys):
     with pytest.raises(ValueError, match="sharing"):
         C.run_concurrent(workload, 1.0, sharing="fifo")
-    code, out = run_call(capsys, workload, "--concurrent", "--sharing", "os", "--duration", "100ms", "--warmup", "0",
+    code, out = run_call(capsys, workload, "--concurrent", "--sharing", "os", "--duration", "50ms", "--warmup", "0",
                          "--json")
     assert code == 0 and json.loads(out)["sharing"] == "os"
     assert main(["run", str(workload), "--sharing", "os"]) == 2
@@ -322,5 +322,5 @@ def test_the_manifest_prediction_is_read_and_compared(predicted, capsys):
     assert r.predicted.jain_alone == pytest.approx(1.0)          # 300/600 and 200/400
     assert r.measured.normalised == pytest.approx(r.measured.throughput_ips / 500.0)   # 250 / 0.5
     assert r.measured.jain == pytest.approx(C.jain([chain.shared_ips / 500.0, small.shared_ips / 400.0]))
-    code, out = run_call(capsys, predicted, "--concurrent", "--duration", "100ms", "--warmup", "0")
+    code, out = run_call(capsys, predicted, "--concurrent", "--duration", "50ms", "--warmup", "0")
     assert code == 0 and "300.0" in out and "median |error|" in out and "contention block" in out
