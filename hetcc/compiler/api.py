@@ -489,6 +489,9 @@ def analyse(model: Any, target: str | Path | Any = "hikey970", *,
     from hetcc.compiler.pipeline import attach_hardware
 
     problem = attach_hardware(program.get(COSTS).problem(name=program.name), program, tgt)
+    switch = {d.name: float(getattr(d, "switch_ms", 0.0)) for d in getattr(tgt, "devices", ())}
+    if any(switch.values()):   # devices.<name>.switch_ms, per state: what workload planners charge
+        problem = problem.replace(switch_ms=[switch.get(dev, 0.0) for dev in problem.states.device])
     return Analysis(program=program, target=tgt, problem=problem, timings=[*timings, *manager.timings])
 
 
