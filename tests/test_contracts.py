@@ -133,7 +133,8 @@ def test_planners_import_numpy_only_and_learning_libraries_only_in_learning_plan
     allowed["hetcc.planners.multi.simulate"] = {"simpy"}      # the contention model's check, imported when it runs
     bad = {}
     for m, e in externals(graph, "hetcc.planners").items():
-        extra = e - STDLIB - {"numpy"} - allowed.get(m, set()) - (learning if m.startswith("hetcc.planners.dqn") else set())
+        learner = m.startswith(("hetcc.planners.dqn", "hetcc.planners.fairboost"))
+        extra = e - STDLIB - {"numpy"} - allowed.get(m, set()) - (learning if learner else set())
         if extra:
             bad[m] = sorted(extra)
     assert bad == {}

@@ -440,7 +440,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- main
 def _add_command(parser: argparse.ArgumentParser, module: str) -> None:
-    """Arguments and command of ``hetcc.cli.{sweep,tune,profile,calibrate,cache}`` (light modules: Ray, scipy and
+    """Arguments and command of ``hetcc.cli.{sweep,tune,profile,calibrate,cache,train}`` (light modules: Ray, scipy and
     the profiler are imported only by the command itself)."""
     import importlib
 
@@ -524,6 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_command(pr, "profile")
     ca = sub.add_parser("calibrate", help="fit a modelled board's parameters to measurements (least squares)")
     _add_command(ca, "calibrate")
+    _add_command(sub.add_parser("train", help="train a learning planner's agent: hetcc train fairboost --target "
+                                "orangepi5 -o agent.pt (or its VQ-VAE: hetcc train vqvae)"), "train")
     _add_command(sub.add_parser("cache", help="list or clear what hetcc cached (zoo exports, modules, host profiles)"),
                  "cache")
 

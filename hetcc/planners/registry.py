@@ -92,6 +92,7 @@ BUILTIN: dict[str, str] = {
     "mosaic": "hetcc.planners.multi.baselines",
     "ga": "hetcc.planners.multi.ga",
     "optimum": "hetcc.planners.multi.optimum",
+    "fairboost": "hetcc.planners.fairboost",
 }
 #: ``auto`` picks the first of these whose capabilities cover the objective
 AUTO_ORDER = ("dp", "exact")

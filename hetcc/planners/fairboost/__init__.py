@@ -1,7 +1,111 @@
-"""fairboost: FairBoost's multi-DNN manager (Eq. 2 layer vectors, a VQ-VAE, a Rainbow-DQN agent).
+"""fairboost: FairBoost's multi-DNN manager (Karatzas & Anagnostopoulos): a Rainbow-DQN agent that
+maps every block of layers of several models onto the board's devices for throughput x fairness.
 
-``features`` reads the layer vectors off a problem; ``vqvae`` encodes them; ``env`` is the
-gymnasium environment over a mix; ``agent`` the Rainbow-DQN on TorchRL; ``train`` its training
-loop. This module stays light (options and the spec only): torch, TorchRL and gymnasium load when
-the planner runs.
+``features`` reads the Eq. 2 layer vectors off a problem; ``vqvae`` encodes them to latent codes;
+``env`` is the gymnasium environment over a mix (``hetcc.planners.multi``); ``agent`` the network,
+its file and the greedy decision; ``train`` the training loop (``hetcc train fairboost``). This
+module stays light (options and the spec only): torch, TorchRL and gymnasium load when the planner
+runs. The agent shipped in ``data/`` was trained by ``hetcc train fairboost --target orangepi5``
+(its command, seed and sha256 in ``data/fairboost.json``); ``--planner-option agent=PATH`` plans
+with another. docs/fairboost-agent.md has the details.
 """
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hetcc.core.errors import UsageError
+
+from ..context import PlanContext
+from ..metrics import Objective
+from ..problem import WorkloadPlan, WorkloadProblem
+from ..registry import PlannerSpec
+
+#: the agent ``fairboost`` plans with unless told otherwise (trained on orangepi5)
+DEFAULT_AGENT = Path(__file__).resolve().parent / "data" / "agent.pt"
+#: how the manifest names the shipped agent (not this machine's path)
+SHIPPED_NAME = "hetcc/planners/fairboost/data/agent.pt"
+
+
+@dataclass(frozen=True)
+class FairBoostOptions:
+    agent: str = field(default="", metadata={"doc": "agent file (hetcc train fairboost -o FILE); empty: the shipped "
+                                                    "agent, trained on orangepi5"})
+    polish: bool = field(default=False, metadata={"doc": "beyond the paper: greedy descent from the agent's pipelines "
+                                                         "on the contention model (stage moves, boundary shifts, "
+                                                         "splits, merges) for the objective"})
+    polish_seconds: float = field(default=1.0, metadata={"doc": "time the polish may take (s)"})
+
+    def validate(self) -> str | None:
+        if not self.polish_seconds > 0:
+            return f"polish_seconds={self.polish_seconds}: give a positive number of seconds"
+        return None
+
+
+def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> WorkloadPlan:
+    try:
+        import gymnasium  # noqa: F401
+        import torchrl  # noqa: F401
+        from .agent import cached_agent, decide
+        from .features import layer_vectors
+    except ImportError as exc:   # torch / torchrl / gymnasium missing
+        raise UsageError(f"--planner fairboost needs the learn extra ({exc.name} is missing): "
+                         "pip install 'hetcc[learn]'") from None
+    from ..multi.plans import Scorer, mix_of, workload_plan
+
+    opts: FairBoostOptions = ctx.options
+    path = Path(opts.agent).expanduser() if opts.agent else DEFAULT_AGENT
+    try:
+        if not path.is_file():
+            raise ValueError(f"agent file {str(path)!r} does not exist; train one with hetcc train fairboost -o FILE")
+        st = path.stat()
+        agent = cached_agent(str(path), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError) as exc:
+        msg = str(exc) if isinstance(exc, ValueError) else f"agent file {str(path)!r} cannot be read ({exc.strerror})"
+        raise UsageError(f"planner 'fairboost': {msg}") from None
+    cfg = agent.net.cfg
+    n = len(workload.names)
+    if n > cfg.max_models:
+        raise UsageError(f"planner 'fairboost': the workload has {n} models and the agent's observation holds "
+                         f"{cfg.max_models} (FairBoost's Eq. 3); plan it with --planner ga, or train an agent with "
+                         f"hetcc train fairboost --max-models {n}")
+    mix = mix_of(workload)
+    if mix.n_devices != cfg.devices:
+        raise UsageError(f"planner 'fairboost': the board has {mix.n_devices} devices ({', '.join(mix.devices)}) and "
+                         f"the agent was trained for {cfg.devices}; train one for this board with "
+                         "hetcc train fairboost --target BOARD")
+    try:
+        vectors = [layer_vectors(p) for p in workload.problems]
+    except ValueError as exc:
+        raise UsageError(f"planner 'fairboost': {exc}") from None
+    ctx.seed_torch()
+    with ctx.progress.task("fairboost", total=1) as bar:
+        pipelines, info = decide(agent, mix, vectors)
+        bar.update(1)
+    scorer = Scorer(mix, objective)
+    agent_score = scorer.score(scorer.predict(pipelines))
+    moves = 0
+    if opts.polish:
+        import time
+
+        from .polish import descend
+
+        end = time.perf_counter() + opts.polish_seconds
+        pipelines, moves = descend(mix, pipelines, scorer.key,
+                                   out_of_time=lambda: time.perf_counter() > end or ctx.out_of_budget())
+    name = SHIPPED_NAME if path.resolve() == DEFAULT_AGENT else str(path)
+    stats = {"agent": {"file": name, "sha256": agent.sha256, "target": agent.meta.get("target"),
+                       "seed": agent.meta.get("seed"), "steps": agent.meta.get("steps"),
+                       "devices": agent.meta.get("devices")},
+             "blocks": dict(zip(mix.names, info["blocks"])), "decision_s": info["decision_s"],
+             "agent_score": {"T_norm": agent_score.normalised, "J": agent_score.jain, "O": agent_score.overall},
+             "polish_moves": moves}
+    return workload_plan(workload, mix, pipelines, scorer, stats=stats)
+
+
+SPECS = (PlannerSpec("fairboost", "FairBoost's Rainbow-DQN manager: each block of every model onto a device (a model "
+                     "never returns to a device it has left), trained for throughput x fairness on the contention "
+                     "model; the shipped agent was trained on orangepi5 (agent=PATH for another)",
+                     _run, FairBoostOptions, metrics=("overall",), kind="workload"),)
+
+__all__ = ["DEFAULT_AGENT", "FairBoostOptions", "SHIPPED_NAME", "SPECS"]

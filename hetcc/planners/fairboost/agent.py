@@ -180,5 +180,30 @@ def load_agent(path: str | Path) -> LoadedAgent:
     return LoadedAgent(net, Codec(state["vqvae"]), str(p), sha256_of(p), meta)
 
 
+
+
+@functools.lru_cache(maxsize=4)
+def cached_agent(path: str, mtime_ns: int, size: int) -> LoadedAgent:
+    """``load_agent`` kept per file version (a planner run after another skips the load)."""
+    return load_agent(path)
+
+
+def decide(agent: LoadedAgent, mix: Any, layer_vectors: Any) -> tuple[Any, dict]:
+    """The agent's pipelines for ``mix`` (``multi.MixProblem``) whose models have the Eq. 2 rows
+    ``layer_vectors`` (per model [L_m, 22]): one greedy episode, the network's mean weights (no
+    noise), and what it took (blocks per model, seconds)."""
+    import time
+
+    from .env import FairBoostEnv, greedy, prepare
+
+    cfg = agent.net.cfg
+    t0 = time.perf_counter()
+    codes = [agent.codec.codes(v) for v in layer_vectors]
+    workload = prepare(mix, codes, rows=cfg.rows)
+    env = FairBoostEnv(cfg.devices, max_models=cfg.max_models, rows=cfg.rows, noise=0.0)
+    pipes = greedy(env, workload, lambda obs, mask: greedy_action(agent.net, obs, mask))
+    return pipes, {"blocks": [len(r) for r in workload.runs], "decision_s": time.perf_counter() - t0}
+
+
 __all__ = ["ATOMS", "FORMAT", "LoadedAgent", "NetConfig", "SIGMA0", "V_MAX", "V_MIN", "agent_state", "build_network",
-           "expected_q", "greedy_action", "load_agent", "sha256_of", "support"]
+           "cached_agent", "decide", "expected_q", "greedy_action", "load_agent", "sha256_of", "support"]

@@ -237,6 +237,9 @@ def train_agent(pool: Pool, vqvae_state: Mapping[str, Any], config: TrainConfig,
             if ckpt is not None and step % config.checkpoint_every == 0:
                 save_checkpoint()
         save_checkpoint()
+    except KeyboardInterrupt:       # Ctrl-C: what was learnt so far is kept for --resume
+        save_checkpoint()
+        raise
     finally:
         torch.set_num_threads(threads)
     net.eval()

@@ -33,6 +33,15 @@ RESIDUAL = 9        #: residual 1-D convolution layers (the paper's block of 9)
 CODES = 64          #: codebook size (the paper does not give it)
 COMMITMENT = 0.25   #: VQ-VAE's beta
 
+#: the paper's 18 DNNs (Sec. 5.1) -> the zoo model that stands for it (None: the zoo lacks it)
+PAPER_DNNS = {
+    "AlexNet": None, "GoogleNet": "googlenet", "Inception-ResNet V2": None, "Inception V3": "inception_v3",
+    "Inception V4": "inception_v4", "LeNet": None, "MobileNet": None, "MobileNet V2": "mobilenet_v2",
+    "ResNet-12": None, "ResNet-50": "resnet50", "ResNet-50 V2": None, "ResNeXt-50": None,
+    "ShuffleNet": "shufflenet_v2_x1_0",    # ShuffleNet V2 stands in for the paper's ShuffleNet
+    "SqueezeNet": "squeezenet1_1", "SSD (MobileNet)": None, "YOLO V3": None, "VGG-16": "vgg16", "VGG-19": None,
+}
+
 
 @functools.lru_cache(maxsize=None)
 def _modules() -> Any:
@@ -85,7 +94,7 @@ class VQVAEResult:
     seconds: float
 
 
-def train_vqvae(vectors: np.ndarray, *, seed: int = 0, steps: int = 3000, batch: int = 128, lr: float = 1e-3,
+def train_vqvae(vectors: np.ndarray, *, seed: int = 0, steps: int = 1500, batch: int = 64, lr: float = 1e-3,
                 codes: int = CODES, channels: int = CHANNELS, test_share: float = 0.1,
                 progress: Callable[[int, float], None] | None = None, meta: Mapping[str, Any] | None = None
                 ) -> VQVAEResult:
@@ -185,4 +194,4 @@ class Codec:
         return self._torch.clamp(q, 0.0, 1.0).numpy().astype(np.float32)
 
 
-__all__ = ["CHANNELS", "CODES", "Codec", "LATENT", "RESIDUAL", "VQVAEResult", "train_vqvae"]
+__all__ = ["CHANNELS", "CODES", "Codec", "LATENT", "PAPER_DNNS", "RESIDUAL", "VQVAEResult", "train_vqvae"]
