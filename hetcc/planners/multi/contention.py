@@ -20,6 +20,13 @@ the models take turns; a dominant model's run is broken twice by each execution 
 Between two saturations the device load is piecewise linear in the common level, so every step
 is closed-form: no iteration, no tolerance.
 
+Few inferences in flight (``population`` per stage, 1 as the runtime runs it): when another
+model's long execution holds a device where a pipeline has a stage that is not its bottleneck,
+the pipeline's inferences pile up in front of it and its bottleneck runs dry once the others
+are through: it loses ``max(0, s_j + switch - (tokens - 1) s_max)`` each time (``_stalls``), one
+more linear constraint per model in the same progressive filling (``population=None``: deep
+buffers, no stalls, the pure max-min fluid).
+
 ``sharing="slice"`` (round-robin baselines): a device gives each model using it a time quantum
 (``quantum_ms``) of exclusive use in turn, paying ``switch_ms[d]`` per quantum when it hosts two
 models or more. Exact for whole models (one stage each, what the rr baselines run). A pipeline
@@ -94,11 +101,34 @@ def _switch_rate(x: Sequence[float], users: Sequence[int]) -> float:
     return min(total, 2.0 * (total - max(xs)))
 
 
-def _shared(s: list[list[float]], sw: Sequence[float]) -> list[float]:
+def _stalls(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) -> list[list[float]]:
+    """[N][N] ms of its bottleneck stage model m loses each time model j runs one execution on a
+    device where m also has a stage (not its bottleneck): while j holds that device, m's
+    inferences pile up in front of it and its bottleneck runs dry once the ``tokens - 1`` others
+    are through: ``max(0, s_jd + switch_d - (tokens_m - 1) s_m,max)``."""
+    N, D = len(s), len(sw)
+    out = [[0.0] * N for _ in range(N)]
+    for m in range(N):
+        worst = max(s[m])
+        b = s[m].index(worst)
+        hold = (tokens[m] - 1) * worst
+        for d in range(D):
+            if d == b or s[m][d] <= 0:
+                continue
+            for j in range(N):
+                if j != m and s[j][d] > 0:
+                    out[m][j] += max(0.0, s[j][d] + sw[d] - hold)
+    return out
+
+
+def _shared(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int] | None = None) -> list[float]:
     """Max-min fair rates (per ms) under first-come-first-served sharing with switch costs
-    (progressive filling; each step closed-form)."""
+    (progressive filling; each step closed-form). With ``tokens`` (each model's inferences in
+    flight), a model also loses its bottleneck's time to the long executions of others that
+    block its other stages (``_stalls``): one more constraint per model."""
     N, D = len(s), len(sw)
     users = [[m for m in range(N) if s[m][d] > 0] for d in range(D)]
+    stall = _stalls(s, sw, tokens) if tokens is not None else [[0.0] * N for _ in range(N)]
     x = [0.0] * N
     active = [True] * N
     for m in range(N):       # a model whose stages all take no time never loads a device
@@ -106,7 +136,7 @@ def _shared(s: list[list[float]], sw: Sequence[float]) -> list[float]:
             x[m], active[m] = math.inf, False
     level = 0.0
     while any(active):
-        best, where = math.inf, -1
+        best, where, alone = math.inf, -1, -1
         for d in range(D):
             a_set = [m for m in users[d] if active[m]]
             if not a_set:
@@ -125,9 +155,18 @@ def _shared(s: list[list[float]], sw: Sequence[float]) -> list[float]:
                         (1.0 - s_f - 2 * c * x_f) / (s_a + 2 * c * (a - 1)))
             t = max(t, level)
             if t < best:
-                best, where = t, d
+                best, where, alone = t, d, -1
+        for m in range(N):
+            if not active[m] or not any(stall[m]):
+                continue
+            # x_m s_m,max + sum_j x_j stall[m][j] <= 1, the x_j of models still rising = t
+            fixed = sum(x[j] * stall[m][j] for j in range(N) if not active[j])
+            rising = sum(stall[m][j] for j in range(N) if active[j] and j != m)
+            t = max((1.0 - fixed) / (max(s[m]) + rising), level)
+            if t < best:
+                best, where, alone = t, -1, m
         level = best
-        for m in users[where]:
+        for m in ([alone] if alone >= 0 else users[where]):
             if active[m]:
                 x[m], active[m] = level, False
     return x
@@ -149,23 +188,28 @@ def _slice(s: list[list[float]], sw: Sequence[float], quantum: float) -> list[fl
 
 
 def predict(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "shared",
-            quantum_ms: float | None = None) -> Prediction:
+            quantum_ms: float | None = None, population: int | None = 1) -> Prediction:
     """Steady-state throughput of every model of ``mix`` when all run ``pipelines`` at once.
 
     ``sharing``: ``shared`` (devices serve waiting stages in turn, paying ``switch_ms`` between
     models) or ``slice`` (round-robin time slices of ``quantum_ms``, default
-    ``DEFAULT_QUANTUM_MS``, paying ``switch_ms`` per slice). ValueError for an unknown sharing,
-    a non-positive quantum or a malformed / illegal pipeline (naming the model).
+    ``DEFAULT_QUANTUM_MS``, paying ``switch_ms`` per slice). ``population``: inferences in flight
+    per stage (1: the runtime's ring; None: unbounded buffering, no stalls). ValueError for an
+    unknown sharing, a non-positive quantum or population, or a malformed / illegal pipeline
+    (naming the model).
     """
     if sharing not in SHARING:
         raise ValueError(f"unknown sharing {sharing!r}: one of {', '.join(SHARING)}")
     q = DEFAULT_QUANTUM_MS if quantum_ms is None else float(quantum_ms)
     if not (math.isfinite(q) and q > 0):
         raise ValueError(f"quantum_ms must be a positive number of ms, got {quantum_ms!r}")
+    if population is not None and not (isinstance(population, int) and population >= 1):
+        raise ValueError(f"population must be a whole number of inferences per stage >= 1 (or None), got {population!r}")
     s = _service(mix, pipelines)
     N, D = mix.n_models, mix.n_devices
     sw = mix.switch_ms.tolist()
-    x = _shared(s, sw) if sharing == "shared" else _slice(s, sw, q)        # per ms
+    tokens = [len(p) * population for p in pipelines] if population else None
+    x = _shared(s, sw, tokens) if sharing == "shared" else _slice(s, sw, q)        # per ms
     alone = [1.0 / max(row) if max(row) > 0 else math.inf for row in s]
     xf = [v if math.isfinite(v) else 0.0 for v in x]
     busy = [[xf[m] * s[m][d] for d in range(D)] for m in range(N)]

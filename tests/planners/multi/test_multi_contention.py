@@ -67,7 +67,7 @@ def test_no_device_over_full_and_every_model_meets_a_saturated_device(seed):
     rng = np.random.default_rng(seed)
     mix = random_mix(rng)
     pipes = random_pipelines(mix, rng)
-    pred = predict(mix, pipes)
+    pred = predict(mix, pipes, population=None)      # the pure max-min fluid (no stalls)
     s = service(mix, pipes)
     x = pred.throughput
     assert (pred.utilisation <= 1.0 + 1e-9).all()
@@ -79,6 +79,32 @@ def test_no_device_over_full_and_every_model_meets_a_saturated_device(seed):
     for m in range(mix.n_models):
         devs = [st.device for st in pipes[m]]
         assert any(pred.utilisation[d] > 1 - 1e-9 and x[m] >= x[s[:, d] > 0].max() * (1 - 1e-9) for d in devs)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stalls_only_bind_where_a_model_has_few_inferences_in_flight(seed):
+    rng = np.random.default_rng(seed)
+    mix = random_mix(rng)
+    pipes = random_pipelines(mix, rng)
+    deep = predict(mix, pipes, population=10_000).throughput
+    assert deep == pytest.approx(predict(mix, pipes, population=None).throughput)
+    ring = predict(mix, pipes)
+    assert (ring.utilisation <= 1 + 1e-9).all() and (ring.throughput > 0).all()
+
+
+def test_a_long_execution_elsewhere_starves_a_pipelines_bottleneck():
+    """Model 0 runs 100 ms executions on the gpu every 400 ms; model 1 (big 8 ms, then gpu 5 ms,
+    one inference per stage) has both its inferences stuck in front of the gpu while model 0
+    holds it, so its bottleneck (big) idles 100 + switch - 8 ms each time."""
+    c = 2.0
+    mix = mix_from([[[300.0, 9e3, 9e3], [9e3, 9e3, 100.0]], [[9e3, 8.0, 9e3], [9e3, 9e3, 5.0]]],
+                   switch=[0.0, 0.0, c])
+    pipes = [(Stage(0, 0, 1), Stage(2, 1, 2)), (Stage(1, 0, 1), Stage(2, 1, 2))]
+    x0 = 1 / 300.0
+    assert predict(mix, pipes).throughput[0] == pytest.approx(1000 * x0)
+    assert predict(mix, pipes).throughput[1] == pytest.approx(1000 * (1 - x0 * (100 + c - 8)) / 8)
+    assert predict(mix, pipes, population=2).throughput[1] == pytest.approx(1000 * (1 - x0 * (100 + c - 3 * 8)) / 8)
+    assert predict(mix, pipes, population=None).throughput[1] == pytest.approx(1000 / 8)
 
 
 def test_a_model_limited_elsewhere_leaves_its_share_to_the_others():

@@ -62,3 +62,16 @@ def test_seeded_random_service_times_repeat():
         simulate(mix, pipes, population=0)
     with pytest.raises(ValueError, match="warmup_ms"):
         simulate(mix, pipes, horizon_ms=10.0, warmup_ms=10.0)
+
+
+@pytest.mark.parametrize("population", [1, 2])
+def test_the_stall_term_follows_the_simulation(population):
+    """A 100 ms execution of model 0 on the gpu starves model 1's bottleneck (big): the model's
+    stall term against the simulated ring."""
+    mix = mix_from([[[300.0, 9e3, 9e3], [9e3, 9e3, 100.0]], [[9e3, 8.0, 9e3], [9e3, 9e3, 5.0]]], switch=[0, 0, 2.0])
+    pipes = [(Stage(0, 0, 1), Stage(2, 1, 2)), (Stage(1, 0, 1), Stage(2, 1, 2))]
+    sim = simulate(mix, pipes, population=population, horizon_ms=30000.0)
+    pred = predict(mix, pipes, population=population)
+    fluid = predict(mix, pipes, population=None)
+    assert pred.throughput == pytest.approx(sim.throughput, rel=0.05)
+    assert fluid.throughput[1] > 1.05 * sim.throughput[1]        # without the term: too optimistic
