@@ -20,6 +20,9 @@ from hetcc.compiler.passmanager import PassManager
 
 from boards import board_text
 
+#: the order and distribution of the run (longest tests first; see tests/ordering.py)
+pytest_plugins = ["ordering"]
+
 #: the user's caches, whatever the tests set: the default and the one this shell names
 REAL_CACHES = sorted({Path(os.path.expanduser("~")) / ".cache" / "hetcc",
                       *([Path(os.environ["HETCC_CACHE_DIR"])] if os.environ.get("HETCC_CACHE_DIR") else [])})

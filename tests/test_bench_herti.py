@@ -17,7 +17,8 @@ import pytest
 
 from extras import needs
 
-pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot, pytest.mark.slow, pytest.mark.timeout(1800),
+              pytest.mark.xdist_group("herti-quick")]   # one worker runs the file: the quick run (a module fixture) is made once
 needs("zoo", "torch", "torchvision")
 needs("learn", "torchrl", "gymnasium")
 needs("plot", "matplotlib")

@@ -17,7 +17,8 @@ import pytest
 
 from extras import needs
 
-pytestmark = [pytest.mark.sweep, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.sweep, pytest.mark.slow, pytest.mark.timeout(900),
+              pytest.mark.xdist_group("sweep-ray")]   # one worker runs the file: its embedded Ray starts once
 ray = needs("sweep", "ray")
 
 import hetcc  # noqa: E402

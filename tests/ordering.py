@@ -1,0 +1,75 @@
+"""The order the suite runs in, so that ``pytest -n 2`` keeps both workers busy to the end.
+
+pytest-xdist's default (``--dist load``) hands each worker long runs of consecutive tests, so
+the few tests that take tens of seconds (benchmark ``--quick`` modes, Ray, the hikey970 refit,
+timm exports) could end up on one worker, or start last and run alone. Here (a plugin that
+``tests/conftest.py`` names in ``pytest_plugins``):
+
+- with ``-n N`` and no ``--dist`` of the user's, the distribution is ``loadgroup`` without
+  xdist's reordering: one test (or one ``xdist_group``) at a time to whichever worker is free;
+- the collected tests are sorted longest first (a stable sort: the rest keep pytest's order):
+  the tests named in ``LONG`` by their measured seconds, then the other ``slow`` tests, then
+  the rest. A test file whose tests share an expensive module fixture marks them with one
+  ``pytest.mark.xdist_group`` so they run on one worker and the fixture is made once.
+
+The seconds are rough (a run on this 2-core machine, idle); they only order the tests, a test
+missing from ``LONG`` merely starts later. Without ``-n`` only the order changes.
+"""
+from __future__ import annotations
+
+import pytest
+
+#: node-id prefix -> seconds it took (the longest tests; a prefix covers a file or a test's parameters)
+LONG: dict[str, float] = {
+    "tests/test_bench_herti.py": 60.0,
+    "tests/test_sweep.py": 60.0,
+    "tests/calibrate/test_refit_hikey970.py": 55.0,
+    "tests/test_bench_evosh.py": 45.0,
+    "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 30.0,
+    "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 40.0,
+    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 30.0,
+    "tests/test_compile_memory_rows.py::test_the_compile_vs_fidelity_benchmark_runs_quick": 30.0,
+    "tests/test_bench_fidelity.py::test_fidelity_quick": 30.0,
+    "tests/calibrate/test_calibrate.py::test_without_free_the_fit_keeps": 25.0,
+    "tests/calibrate/test_calibrate.py::test_without_free_a_bounded_parameter": 16.0,
+    "tests/test_zoo_timm.py::test_resnetv2_152": 15.0,
+    "tests/test_benchmarks.py::test_planners_benchmark": 15.0,
+    "tests/test_benchmarks.py::test_runtime_overhead_benchmark": 15.0,
+    "tests/hostile/test_cases.py::test_hostile_case[models/chain-20k-nodes-dp]": 13.0,
+    "tests/test_e2e.py": 12.0,
+    "tests/test_examples.py": 11.0,
+    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[efficientnet_b0_dynamo]": 11.0,
+    "tests/planners/test_evosh.py::test_shaving_never_removes": 11.0,
+    "tests/test_zoo.py::test_export_checks_and_runs_in_onnxruntime[mobilenet_v2]": 10.0,
+    "tests/planners/test_exact.py::test_at_scale_streamed": 9.0,
+    "tests/hostile/test_cases.py::test_hostile_case[artifacts/manifest-100k-slices]": 8.0,
+    "tests/planners/test_evosh.py::test_children_are_never": 8.0,
+    "tests/test_benchmarks.py::test_verify_zoo_benchmark": 7.0,
+    "tests/test_zoo.py::test_same_seed_same_bytes": 7.0,
+    "tests/test_reproducible.py": 7.0,
+}
+#: a slow test not named above
+SLOW_S = 3.0
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    best = max((len(p), s) for p, s in LONG.items() if item.nodeid.startswith(p)) if any(
+        item.nodeid.startswith(p) for p in LONG) else None
+    if best is not None:
+        return best[1]
+    return SLOW_S if item.get_closest_marker("slow") is not None else 0.0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n N`` without ``--dist``: distribute one test (or group) at a time, in the order below."""
+    opt = config.option
+    if getattr(opt, "numprocesses", None) and getattr(opt, "dist", "no") == "no" and not getattr(opt, "distload", False):
+        opt.dist = "loadgroup"
+        opt.loadscopereorder = False
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest first (stable: equal estimates keep pytest's order, so a module's tests stay together)."""
+    items.sort(key=lambda item: -expected_seconds(item))
