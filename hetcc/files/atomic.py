@@ -12,10 +12,14 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
   ``"hetcc.manifest/<N>"`` (any N, so older artifacts count). Anything else (a file, a directory
   without that manifest, a damaged manifest) is refused with a one-line ``UsageError`` (exit 2)
   before anything is written.
-* **What is dropped.** Only the files that old manifest lists (``variants.*.slices[].file`` and
-  ``.data.file``, ``slices[].file`` in version 1, ``policy.file``, and recursively the
-  sub-artifacts named by ``workload.models[].dir``) and hetcc's own files (``manifest.json``,
-  ``costs.json``, ``timings.json``).
+* **What is dropped.** Only what hetcc wrote: a file the old manifest lists
+  (``variants.*.slices[].file`` and ``.data.file``, ``slices[].file`` in version 1,
+  ``policy.file``) whose content still has the SHA-256 the manifest lists with it; hetcc's own
+  files (``manifest.json``, ``costs.json``, ``timings.json``, ``why.json``) when they start as
+  hetcc writes them (a JSON object whose first key is a ``hetcc.*`` schema); and the same, by
+  their own manifests, of the sub-artifacts named by ``workload.models[].dir`` whose manifest
+  still has the listed ``manifest_sha256``. A manifest that merely claims the schema owns
+  nothing it did not get from hetcc.
 * **Everything else is kept**, never deleted: a file the user put in the artifact (NOTES.md,
   a source model) is hard-linked (copied where links are impossible) into the new artifact at
   the same relative path before the swap. If the new artifact writes that very path, the compile
@@ -27,14 +31,19 @@ The output-safety contract of ``atomic_directory`` (docs/output-safety.md says t
   (deferred: an interrupt is handled after the swap) and rolled back on any error. The backup is
   removed only once every file in it that hetcc did not write is also in ``final``.
 * **Recovery.** A SIGKILL (or power loss) can still leave ``.NAME.tmp-*`` or ``.NAME.old-*``
-  behind. The next ``atomic_directory`` into the same ``final`` restores the newest backup when
-  ``final`` is missing, removes temporaries and retires other backups (as above), and says so
-  in one logging warning.
+  behind. Each write notes the temporary and the backup it makes in its lock file (below), so
+  the next ``atomic_directory`` into the same ``final`` recovers exactly those: it restores the
+  newest backup when ``final`` is missing, removes the temporaries and retires other backups
+  (as above), and says so in one logging warning. A file or directory that merely has such a
+  name, and that no lock names, is never touched.
 * **One writer.** An exclusive, non-blocking ``fcntl.flock`` on ``.NAME.lock`` beside ``final``
   is held from before recovery to after the swap; a second writer fails at once with
   "another hetcc compile is writing NAME; wait for it or choose another -o" (UsageError,
-  exit 2). The lock file is removed when released (its inode is re-checked after locking, so
-  removal cannot let two writers in).
+  exit 2). A lock file starts with ``hetcc.lock/1``: it is made under a temporary name and
+  linked into place (never through a symbolic link), and a ``.NAME.lock`` without that first
+  line (a user's file, a link, a directory) is refused in one line, never written or removed.
+  The lock file is removed when released (its inode is re-checked after locking, so removal
+  cannot let two writers in).
 
 * **Hostile destinations, failed writes.** An empty ``final``, ``/``, a dangling symlink or a
   parent that is a file is a one-line UsageError before anything is made; a full disk, quota,
@@ -50,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -117,25 +127,73 @@ def _norm(rel: Any) -> str | None:
     return None if any(p in ("", ".", "..") for p in parts) else rel
 
 
-def _owned(root: Path, doc: dict, depth: int = 0) -> set[str]:
-    """The relative paths a hetcc manifest accounts for: its own files and the files it lists."""
-    files: list[Any] = list(OWN_FILES)
+def _listed(doc: dict) -> list[tuple[Any, Any]]:
+    """(path, sha256) of every file a manifest lists: slices, their data files, the policy."""
+    files: list[tuple[Any, Any]] = []
     variants = doc.get("variants")
     slice_lists = [v.get("slices") for v in variants.values() if isinstance(v, dict)] if isinstance(variants, dict) else []
     slice_lists.append(doc.get("slices"))  # hetcc.manifest/1
     for slices in slice_lists:
         for s in slices if isinstance(slices, list) else []:
             if isinstance(s, dict):
-                files += [s.get("file"), s["data"].get("file") if isinstance(s.get("data"), dict) else None]
+                files.append((s.get("file"), s.get("sha256")))
+                if isinstance(s.get("data"), dict):
+                    files.append((s["data"].get("file"), s["data"].get("sha256")))
     if isinstance(doc.get("policy"), dict):
-        files.append(doc["policy"].get("file"))
-    owned = {n for n in map(_norm, files) if n is not None}
+        files.append((doc["policy"].get("file"), doc["policy"].get("sha256")))
+    return files
+
+
+def _hash_matches(path: Path, sha256: Any) -> bool:
+    """Whether ``path`` is a regular file (not a link) whose SHA-256 is ``sha256``."""
+    if not isinstance(sha256, str):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return False
+        h = hashlib.sha256()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest() == sha256
+
+
+#: how every file hetcc writes into an artifact beside the listed ones starts (``{"schema":
+#: "hetcc.costs/1", ...``): the token that makes such a file hetcc's to replace
+_OWN_PREFIX = re.compile(rb'\s*\{\s*"schema"\s*:\s*"hetcc\.')
+
+
+def _own_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as every file hetcc writes beside the
+    listed ones starts (a JSON object whose first key is a ``hetcc.*`` schema)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return stat.S_ISREG(os.fstat(f.fileno()).st_mode) and bool(_OWN_PREFIX.match(f.read(4096)))
+
+
+def _owned(root: Path, doc: dict, depth: int = 0) -> set[str]:
+    """The relative paths of ``root`` that hetcc wrote, by the manifest ``doc``: a listed file
+    whose content still has the listed SHA-256, hetcc's own files (manifest, costs, timings, why)
+    that start with a ``hetcc.*`` schema, and the same of every workload sub-artifact whose
+    manifest still has the SHA-256 the workload lists. A manifest that merely claims the schema
+    owns nothing it did not get from hetcc."""
+    owned = {rel for rel in map(_norm, OWN_FILES) if rel is not None and _own_file(root / rel)}
+    for rel, sha in _listed(doc):
+        rel = _norm(rel)
+        if rel is not None and _hash_matches(root / rel, sha):
+            owned.add(rel)
     workload = doc.get("workload")
     models = workload.get("models") if isinstance(workload, dict) else None
     if isinstance(models, list) and depth < 4:
         for m in models:
             sub = _norm(m.get("dir")) if isinstance(m, dict) else None
-            if sub is None:
+            if sub is None or not _hash_matches(root / sub / MARKER, m.get("manifest_sha256")):
                 continue
             subdoc, _ = artifact_identity(root / sub)
             if subdoc is not None:
@@ -264,17 +322,37 @@ def _signals_deferred() -> Iterator[None]:
             dispatch(s)
 
 
+#: the first line of every lock file hetcc makes: a file with that name but not this line is a
+#: user's, never locked, written or removed
+LOCK_HEADER = b"hetcc.lock/1\n"
+#: the most a lock file may hold (its journal has a line per temporary and backup of one write)
+_MAX_LOCK_BYTES = 1 << 16
+
+
 def acquire_lock(path: Path, shown: str) -> int | None:
-    """Take the exclusive lock ``path`` (created if needed); UsageError if another writer has it."""
+    """Take the exclusive lock ``path``; UsageError if another writer has it, or if ``path`` is
+    not a lock hetcc made (a symbolic link, not a regular file, or without ``LOCK_HEADER``). A
+    new lock file is written under a temporary name and linked into place, so every lock file
+    anyone can open already starts with the header (no symlink is ever followed)."""
     if fcntl is None:  # pragma: no cover
         return None
     for _ in range(20):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            fd = _create_lock(path, shown)
+            if fd is None:
+                continue            # another writer linked its lock first: lock that one
+            return fd
         except OSError as exc:
-            raise UsageError(f"cannot write {shown}: cannot create {path} ({exc.strerror}); "
-                             "choose another -o") from None
+            if exc.errno == errno.ELOOP:
+                raise UsageError(f"cannot write {shown}: {path} is a symbolic link, not a lock hetcc made; "
+                                 "remove it or choose another -o") from None
+            raise UsageError(f"cannot write {shown}: cannot open {path} ({exc.strerror}); choose another -o") from None
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UsageError(f"cannot write {shown}: {path} is not a regular file, so not a lock hetcc made; "
+                                 "move it away or choose another -o")
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
@@ -283,20 +361,77 @@ def acquire_lock(path: Path, shown: str) -> int | None:
             os.close(fd)
             raise
         try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
-        if same:
-            return fd
-        os.close(fd)  # the holder removed it as we opened it: lock the new one
+        if not same:
+            os.close(fd)  # the holder removed it as we opened it: lock the new one
+            continue
+        if os.pread(fd, len(LOCK_HEADER), 0) != LOCK_HEADER:
+            os.close(fd)
+            raise UsageError(f"cannot write {shown}: {path} is in the way and hetcc did not make it (it does not "
+                             f"start with {LOCK_HEADER.decode().strip()!r}); move it away or choose another -o")
+        return fd
     raise UsageError(f"cannot lock {path}: it keeps changing; is another program removing it?")
+
+
+def _create_lock(path: Path, shown: str) -> int | None:
+    """A new locked lock file at ``path`` holding ``LOCK_HEADER``; None if ``path`` appeared meanwhile."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{path.name}.new-", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(f"cannot write {shown}: cannot create a file in {path.parent} ({exc.strerror}); "
+                         "choose another -o") from None
+    try:
+        os.write(fd, LOCK_HEADER)
+        os.chmod(name, created_mode("file"))
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            os.link(name, path, follow_symlinks=False)
+        except FileExistsError:
+            os.close(fd)
+            return None
+        except OSError as exc:
+            os.close(fd)
+            raise UsageError(f"cannot write {shown}: cannot create {path} ({exc.strerror}); choose another -o") from None
+        return fd
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def journal(fd: int | None, kind: str, path: Path) -> None:
+    """Note in the held lock ``fd`` that this write made ``path`` (``kind`` ``tmp`` or ``old``):
+    what a later writer may recover, and nothing else, if this one is killed."""
+    if fd is None:  # pragma: no cover
+        return
+    os.lseek(fd, 0, os.SEEK_END)
+    os.write(fd, f"{kind} {path.name}\n".encode("utf-8", "surrogateescape"))
+    os.fsync(fd)
+
+
+def _journal_entries(fd: int | None) -> list[tuple[str, str]]:
+    """(kind, name) of every line a killed writer left in the lock, then the journal emptied."""
+    if fd is None:  # pragma: no cover
+        return []
+    data = os.pread(fd, _MAX_LOCK_BYTES, 0)
+    out = []
+    for line in data[len(LOCK_HEADER):].decode("utf-8", "surrogateescape").splitlines():
+        kind, _, name = line.partition(" ")
+        if kind in ("tmp", "old") and name and "/" not in name and name not in (".", ".."):
+            out.append((kind, name))
+    return out
 
 
 def release_lock(path: Path, fd: int | None) -> None:
     if fd is None:  # pragma: no cover
         return
     with contextlib.suppress(OSError):
-        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+        if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
             os.unlink(path)  # while still holding it, so nobody can lock the unlinked inode in vain
     os.close(fd)
 
@@ -339,23 +474,26 @@ def _retire(backup: Path, final: Path) -> str | None:
     return None
 
 
-def _leftovers(final: Path) -> tuple[list[Path], list[Path]]:
-    """(backups, temporaries) an earlier crashed or killed write into ``final`` left beside it."""
+def _leftovers(final: Path, fd: int | None) -> tuple[list[Path], list[Path]]:
+    """(backups, temporaries) that an earlier killed write into ``final`` made and noted in the
+    lock ``fd`` (and that are still there, named as hetcc names them). A file or directory that
+    merely has such a name is not in the journal and is never touched."""
     old = re.compile(re.escape(f".{final.name}.old-") + r"\d+")
     tmp = re.compile(re.escape(f".{final.name}.tmp-") + r"[A-Za-z0-9_]{6,}")
     backups, temps = [], []
-    with os.scandir(final.parent) as it:
-        for e in it:
-            if old.fullmatch(e.name):
-                backups.append(Path(e.path))
-            elif tmp.fullmatch(e.name):
-                temps.append(Path(e.path))
+    for kind, name in dict.fromkeys(_journal_entries(fd)):
+        path = final.parent / name
+        if not (old if kind == "old" else tmp).fullmatch(name) or not os.path.isdir(path) or path.is_symlink():
+            continue
+        (backups if kind == "old" else temps).append(path)
     return backups, temps
 
 
-def _recover(final: Path, shown: str) -> None:
+def _recover(final: Path, shown: str, fd: int | None) -> None:
     """Restore or remove what an earlier killed write into ``final`` left; one warning if any."""
-    backups, temps = _leftovers(final)
+    backups, temps = _leftovers(final, fd)
+    if fd is not None:
+        os.ftruncate(fd, len(LOCK_HEADER))   # this write's journal starts empty
     if not backups and not temps:
         return
     notes = []
@@ -427,10 +565,11 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
     try:
         with _signals_deferred():  # an interrupt is raised before this block or after it, never inside
             fd = acquire_lock(lock_path, shown)
-            _recover(final, shown)
+            _recover(final, shown, fd)
             _check_replaceable(final, shown)
             try:
                 tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+                journal(fd, "tmp", tmp)
             except OSError as exc:
                 raise UsageError(f"cannot write {shown}: cannot create a directory in {final.parent} "
                                  f"({exc.strerror}); choose another -o") from None
@@ -441,7 +580,7 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
                 raise
             raise UsageError(f"cannot write {shown}: {exc.strerror or exc} while writing "
                              f"{_inside(exc.filename, tmp)}; {_fix(exc)} (nothing was changed in {shown})") from None
-        _swap(tmp, final, shown)
+        _swap(tmp, final, shown, fd)
     except BaseException:
         if tmp is not None:  # gone already if the swap happened
             with _signals_deferred():
@@ -500,7 +639,7 @@ def _make_parent(parent: Path, shown: str) -> None:
                          "choose another -o") from None
 
 
-def _swap(tmp: Path, final: Path, shown: str) -> None:
+def _swap(tmp: Path, final: Path, shown: str, fd: int | None = None) -> None:
     """Carry what hetcc did not write from ``final`` into ``tmp``, then put ``tmp`` in its place."""
     os.chmod(tmp, _dir_mode(final))  # mkdtemp made it 0700: give it the old one's mode, or the umask's
     if os.path.lexists(final):
@@ -525,6 +664,7 @@ def _swap(tmp: Path, final: Path, shown: str) -> None:
     while os.path.lexists(backup):  # one an earlier write had to keep: never reuse it
         n += 1
         backup = final.parent / f".{final.name}.old-{os.getpid()}{n:03d}"
+    journal(fd, "old", backup)
     with _signals_deferred():  # an interrupt now is handled after the swap and the cleanup
         try:
             if os.path.lexists(final):

@@ -3,6 +3,7 @@ recovers (docs/output-safety.md). Each test lists the directories involved befor
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -176,17 +177,23 @@ def test_a_user_file_where_the_new_artifact_writes_refuses_the_compile(capsys, c
     assert listing(out) == before and contents(out) == everything and names(tmp_path) == before_parent
 
 
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def test_workload_sub_artifacts_keep_user_files_too(tmp_path):
     out = tmp_path / "out"
     sub = out / "models" / "a"
     (sub / "slices").mkdir(parents=True)
-    (out / "manifest.json").write_text(json.dumps(
-        {"schema": "hetcc.manifest/2", "kind": "workload", "workload": {"models": [{"dir": "models/a"}]}}))
     (sub / "manifest.json").write_text(json.dumps(
         {"schema": "hetcc.manifest/2", "variants": {"p": {"slices": [
-            {"file": "slices/00_big.onnx", "data": {"file": "slices/00_big.onnx.data"}}]}}}))
+            {"file": "slices/00_big.onnx", "sha256": sha(b"old slice"),
+             "data": {"file": "slices/00_big.onnx.data"}}]}}}))
+    (out / "manifest.json").write_text(json.dumps(
+        {"schema": "hetcc.manifest/2", "kind": "workload", "workload": {"models": [
+            {"dir": "models/a", "manifest_sha256": sha((sub / "manifest.json").read_bytes())}]}}))
     (sub / "slices" / "00_big.onnx").write_bytes(b"old slice")
-    (sub / "costs.json").write_text("{}")
+    (sub / "costs.json").write_text('{"schema": "hetcc.costs/1"}')
     (sub / "README").write_text("about model a\n")
     with fsutil.atomic_directory(out) as tmp:
         (tmp / "manifest.json").write_text('{"schema": "hetcc.manifest/2"}')
@@ -206,7 +213,9 @@ def test_a_listed_slice_s_external_data_file_is_hetcc_s_to_drop(tmp_path):
                     all_tensors_to_one_file=True, location="00_big.onnx.data", size_threshold=0)
     (out / "manifest.json").write_text(json.dumps(
         {"schema": "hetcc.manifest/2", "variants": {"p": {"slices": [
-            {"file": "slices/00_big.onnx", "data": {"file": "slices/00_big.onnx.data"}}]}}}))
+            {"file": "slices/00_big.onnx", "sha256": sha((out / "slices" / "00_big.onnx").read_bytes()),
+             "data": {"file": "slices/00_big.onnx.data",
+                      "sha256": sha((out / "slices" / "00_big.onnx.data").read_bytes())}}]}}}))
     (out / "slices" / "NOTES.md").write_text("beside the slices\n")
     assert listing(out) == ["manifest.json", "slices/", "slices/00_big.onnx", "slices/00_big.onnx.data",
                             "slices/NOTES.md"]
@@ -307,7 +316,8 @@ def test_a_kill_between_the_two_renames_is_restored_by_the_next_compile(capsys, 
     os.replace(out, tmp_path / ".out.old-4242")
     (tmp_path / ".out.tmp-k1ll3d_x" / "slices").mkdir(parents=True)
     (tmp_path / ".out.tmp-k1ll3d_x" / "slices" / "00_big.onnx").write_bytes(b"half")
-    (tmp_path / ".out.lock").write_text("")
+    # the killed write's lock names them (hetcc recovers only what a lock of its own names)
+    (tmp_path / ".out.lock").write_text("hetcc.lock/1\ntmp .out.tmp-k1ll3d_x\nold .out.old-4242\n")
     assert names(tmp_path) == [".out.lock", ".out.old-4242", ".out.tmp-k1ll3d_x", "chain.onnx"]
 
     with caplog.at_level(logging.WARNING, logger="hetcc"):
@@ -333,6 +343,7 @@ def test_a_leftover_backup_beside_a_newer_artifact_gives_back_user_files_then_go
     backup = tmp_path / ".out.old-77"
     assert compile_(capsys, chain, backup)[0] == 0
     (backup / "NOTES.md").write_text("only here\n")
+    (tmp_path / ".out.lock").write_text("hetcc.lock/1\nold .out.old-77\n")     # a killed write's lock
     with caplog.at_level(logging.WARNING, logger="hetcc"):
         assert compile_(capsys, chain, out, "--planner", "even:2")[0] == 0
     assert len(caplog.records) == 1 and "removed .out.old-77" in caplog.records[0].getMessage()
@@ -356,6 +367,7 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(capsys, chain
     lock = tmp_path / ".out.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     try:
+        os.write(fd, fsutil.LOCK_HEADER)          # as another hetcc writer's lock
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         (tmp_path / ".out.tmp-running1").mkdir()  # the holder's work in progress: not touched
         code, err = compile_(capsys, chain, out, "--planner", "even:2")
