@@ -19,7 +19,7 @@ from typing import Any
 from hetcc.core.errors import UsageError
 from hetcc.core.limits import SEED_MAX
 
-#: the shipped VQ-VAE (``hetcc train vqvae``)
+#: the most --steps takes
 STEPS_MAX = 10_000_000
 
 
@@ -125,6 +125,12 @@ def _command(args: Any, steps: int) -> str:
 
 
 def cmd_train(args: Any) -> int:
+    out = Path(args.output)
+    if not args.output.strip() or out.is_dir():
+        raise UsageError(f"-o {args.output!r}: give a file name, e.g. -o agent.pt")
+    if args.min_models > args.max_models:
+        raise UsageError(f"--min-models {args.min_models} is more than --max-models {args.max_models}")
+    names = _names(args)
     try:
         import torch  # noqa: F401
         import torchrl  # noqa: F401
@@ -134,13 +140,7 @@ def cmd_train(args: Any) -> int:
             from None
     from rich.console import Console
 
-    out = Path(args.output)
-    if not args.output.strip() or out.is_dir():
-        raise UsageError(f"-o {args.output!r}: give a file name, e.g. -o agent.pt")
-    if args.min_models > args.max_models:
-        raise UsageError(f"--min-models {args.min_models} is more than --max-models {args.max_models}")
     console = None if args.quiet else Console(stderr=True)
-    names = _names(args)
     t0 = time.perf_counter()
     problems = _problems(names, args.target, console)
     if args.what == "vqvae":

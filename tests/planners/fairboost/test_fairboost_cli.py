@@ -1,0 +1,31 @@
+"""``hetcc train`` refuses bad options in one line before any model is analysed or torch loads, and
+``hetcc planners`` lists fairboost with its options (no torch needed for either)."""
+from __future__ import annotations
+
+import pytest
+
+from hetcc.cli.app import main
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--min-models", "5", "--max-models", "3"], "--min-models 5 is more than --max-models 3"),
+    (["--models", "resnet50,nosuch"], "'nosuch' is not a zoo model"),
+    (["--models", "resnet50"], "at least two models"),
+    (["--steps", "0"], "out of range"),
+])
+def test_train_refuses_bad_options_in_one_line(argv, msg, capsys, tmp_path):
+    assert main(["train", "fairboost", "-o", str(tmp_path / "a.pt"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "a.pt").exists()
+
+
+def test_train_needs_a_file_to_write(capsys, tmp_path):
+    assert main(["train", "fairboost", "-o", str(tmp_path)]) == 2
+    assert "give a file name" in capsys.readouterr().err
+
+
+def test_planners_lists_fairboost_and_its_options(capsys):
+    assert main(["planners", "fairboost"]) == 0
+    out = capsys.readouterr().out
+    assert "fairboost" in out and "agent" in out and "polish" in out
