@@ -34,11 +34,12 @@ class FairBoostOptions:
     polish: bool = field(default=False, metadata={"doc": "beyond the paper: greedy descent from the agent's pipelines "
                                                          "on the contention model (stage moves, boundary shifts, "
                                                          "splits, merges) for the objective"})
-    polish_seconds: float = field(default=1.0, metadata={"doc": "time the polish may take (s)"})
+    polish_moves: int = field(default=100, metadata={"doc": "most moves the polish takes (each the best one; it "
+                                                           "stops earlier when none improves)"})
 
     def validate(self) -> str | None:
-        if not self.polish_seconds > 0:
-            return f"polish_seconds={self.polish_seconds}: give a positive number of seconds"
+        if self.polish_moves < 1:
+            return f"polish_moves={self.polish_moves}: give at least 1"
         return None
 
 
@@ -86,18 +87,15 @@ def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> W
     agent_score = scorer.score(scorer.predict(pipelines))
     moves = 0
     if opts.polish:
-        import time
-
         from .polish import descend
 
-        end = time.perf_counter() + opts.polish_seconds
-        pipelines, moves = descend(mix, pipelines, scorer.key,
-                                   out_of_time=lambda: time.perf_counter() > end or ctx.out_of_budget())
+        pipelines, moves = descend(mix, pipelines, scorer.key, max_moves=opts.polish_moves,
+                                   out_of_time=lambda: ctx.budget.seconds is not None and ctx.out_of_budget())
     name = SHIPPED_NAME if path.resolve() == DEFAULT_AGENT else str(path)
     stats = {"agent": {"file": name, "sha256": agent.sha256, "target": agent.meta.get("target"),
                        "seed": agent.meta.get("seed"), "steps": agent.meta.get("steps"),
                        "devices": agent.meta.get("devices")},
-             "blocks": dict(zip(mix.names, info["blocks"])), "decision_s": info["decision_s"],
+             "blocks": dict(zip(mix.names, info["blocks"])), "decision_seconds": info["decision_seconds"],
              "agent_score": {"T_norm": agent_score.normalised, "J": agent_score.jain, "O": agent_score.overall},
              "polish_moves": moves}
     return workload_plan(workload, mix, pipelines, scorer, stats=stats)

@@ -202,7 +202,7 @@ def decide(agent: LoadedAgent, mix: Any, layer_vectors: Any) -> tuple[Any, dict]
     workload = prepare(mix, codes, rows=cfg.rows)
     env = FairBoostEnv(cfg.devices, max_models=cfg.max_models, rows=cfg.rows, noise=0.0)
     pipes = greedy(env, workload, lambda obs, mask: greedy_action(agent.net, obs, mask))
-    return pipes, {"blocks": [len(r) for r in workload.runs], "decision_s": time.perf_counter() - t0}
+    return pipes, {"blocks": [len(r) for r in workload.runs], "decision_seconds": time.perf_counter() - t0}
 
 
 __all__ = ["ATOMS", "FORMAT", "LoadedAgent", "NetConfig", "SIGMA0", "V_MAX", "V_MIN", "agent_state", "build_network",

@@ -8,7 +8,8 @@ the model does not use, a stage boundary shifted by 1, 2, 4, ... layers, a stage
 middle onto an unused device, or two neighbouring stages merged onto either's device. Every
 candidate keeps the masking rule (distinct devices per model) and is scored by the contention
 model; illegal ones score worst. It stops when no move improves, after ``max_moves`` moves or
-when ``out_of_time()`` says so. Numbers only.
+when ``out_of_time()`` says so (the planner's time budget only: the result does not depend on the
+machine's speed). Numbers only.
 """
 from __future__ import annotations
 

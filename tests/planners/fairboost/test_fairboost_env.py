@@ -69,3 +69,22 @@ def test_the_result_cache_answers_permutation_equivalent_mappings_with_noise():
     env.reset(seed=1, options={"workload": wl})     # the same start: a hit, with noise
     assert cache.misses == misses and cache.hits >= 1
     assert env.phi != pytest.approx(next(iter(cache.table.values())), abs=1e-9)
+
+
+def test_polish_never_worsens_the_mapping_and_keeps_it_legal():
+    from hetcc.planners import Objective
+    from hetcc.planners.fairboost.polish import descend
+    from hetcc.planners.multi.plans import Scorer
+
+    for seed in range(3):
+        w = workload(10 + seed, (6, 5, 7))
+        mix = mix_of(w)
+        scorer = Scorer(mix, Objective("overall"))
+        start = mix.baseline()
+        end, moves = descend(mix, start, scorer.key, max_moves=50)
+        assert scorer.key(end) <= scorer.key(start)
+        assert moves >= 1        # all on the GPU is never a local optimum of these mixes
+        for m, pipe in enumerate(end):
+            mix.check(m, pipe)
+        again, _ = descend(mix, start, scorer.key, max_moves=50)
+        assert again == end
