@@ -277,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         mixes = [mixes[int(k) - 1] for k in args.mixes.split(",")]
     console = make_console()
     doc: dict[str, Any] = {"script": SCRIPT, "date": utc_now(), "machine": machine_info(),
+                           "argv": list(sys.argv[1:] if argv is None else argv),
                            "args": {"quick": args.quick, "duration_s": args.duration, "sharing": args.sharing,
                                     "warmup": args.warmup, "rounds": args.rounds,
                                     "profile_repeats": args.profile_repeats},
