@@ -5,7 +5,11 @@ Paths are named as the kernel names them (``/sys/devices/system/cpu/cpu3/online`
 reads and writes them under ``root``, the directory that stands for ``/sys`` (``/sys`` itself on
 a board, a fake tree in tests; ``Sysfs.under(prefix)`` for a tree whose ``/`` is ``prefix``, as
 ``--sysfs-root`` gives it). A path that is not under ``/sys``, or that resolves (``..``, a
-symbolic link) outside ``root``, is refused, never read or written.
+symbolic link) outside ``root``, is refused, never read or written. The file is opened without
+following a link at its last component and checked once open (a link swapped in after the check
+is caught before a byte moves); a file that is not regular (a FIFO, a device) is refused without
+waiting on it, and one with other names (a hard link, whose other name may be outside) is never
+written.
 
 A write is ``echo value > file`` without ``O_CREAT``: a missing file is an error, not a new
 file. ``set`` writes a value unless the file holds it already and remembers the file's value
@@ -24,7 +28,8 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import NamedTuple
+import stat
+from typing import Any, NamedTuple
 
 __all__ = ["ROOT_FIX", "Change", "Refused", "Sysfs", "kind", "min_max_order", "read_text", "why"]
 
@@ -95,9 +100,24 @@ class Change(NamedTuple):
 
 
 def read_text(path: str | os.PathLike) -> str:
-    """A file's text, stripped (at most ``READ_LIMIT`` bytes); OSError as the OS raises it."""
-    with open(path, "rb") as f:
+    """A file's text, stripped (at most ``READ_LIMIT`` bytes); OSError as the OS raises it. A FIFO
+    or device there is never waited on: it is refused as not a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        _regular(f.fileno(), os.fspath(path))
         return f.read(READ_LIMIT).decode("ascii", "replace").strip()
+
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _regular(fd: int, path: str) -> os.stat_result:
+    """``fstat(fd)``, or OSError(EINVAL) unless it is a regular file (sysfs attributes are)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", path)
+    return st
 
 
 def min_max_order(lo: str, hi: str, new_lo: int, cur_hi: int) -> tuple[str, str]:
@@ -154,10 +174,54 @@ class Sysfs:
             return []
 
     # ---- reading and writing
-    def read(self, path: str) -> str:
+    def _open(self, path: str, write: bool) -> Any:
+        """``path`` (``/sys/...``) opened unbuffered for reading or writing (never created or
+        truncated), without following a symbolic link at its last component, then checked to be,
+        once open, the regular file it resolved to under ``root`` (a link swapped in between the
+        check and the open is caught here, before any byte moves) and, to be written, to have no
+        other name (a hard link's other name may be outside ``root``)."""
         full = self.file(path)
+        real = os.path.realpath(full)
+        flags = (os.O_WRONLY if write else os.O_RDONLY) | os.O_CLOEXEC | _NONBLOCK | _NOFOLLOW
         try:
-            return read_text(full)
+            f = open(real, "wb" if write else "rb", buffering=0, opener=lambda p, _: os.open(p, flags))
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise Refused(f"outside {self.root} (a symbolic link)", _PATHS_FIX) from None
+            raise Refused(*why(e, path), e) from None
+        try:
+            st = _regular(f.fileno(), path)
+            if not self._inside(f.fileno(), st, real):
+                raise Refused(f"outside {self.root} (it moved while it was opened)", _PATHS_FIX)
+            if write and st.st_nlink > 1:
+                raise Refused(f"a hard link (it has {st.st_nlink} names, and another may be outside {self.root})",
+                              _PATHS_FIX)
+        except OSError as e:
+            f.close()
+            if isinstance(e, Refused):
+                raise
+            raise Refused(*why(e, path), e) from None
+        return f
+
+    def _inside(self, fd: int, st: os.stat_result, real: str) -> bool:
+        """Whether the open ``fd`` is the file at ``real`` under ``root`` (by /proc's name for it
+        where there is one, else by device and inode)."""
+        top = os.path.realpath(self.root)
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            try:
+                now = os.stat(real, follow_symlinks=False)
+            except OSError:
+                return False
+            return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+        return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
+
+    def read(self, path: str) -> str:
+        f = self._open(path, write=False)
+        try:
+            with f:
+                return f.read(READ_LIMIT).decode("ascii", "replace").strip()
         except OSError as e:
             raise Refused(*why(e, path), e) from None
 
@@ -169,10 +233,15 @@ class Sysfs:
             raise Refused(f"cannot read a number there (got {text[:20]!r})") from None
 
     def write(self, path: str, value: str) -> None:
-        """As the shell's ``echo value > file``, but a missing file is an error, not a new file."""
-        full = self.file(path)
+        """As the shell's ``echo value > file``, but a missing file is an error, not a new file, and
+        nothing is written through a symbolic link or hard link out of ``root`` (``_open``)."""
+        f = self._open(path, write=True)
         try:
-            with open(full, "wb", buffering=0, opener=lambda p, _: os.open(p, os.O_WRONLY | os.O_TRUNC)) as f:
+            with f:
+                try:
+                    os.ftruncate(f.fileno(), 0)      # a fake tree's file; sysfs attributes need none
+                except OSError:
+                    pass
                 f.write(f"{value}\n".encode("ascii"))
         except OSError as e:
             raise Refused(*why(e, path), e) from None
