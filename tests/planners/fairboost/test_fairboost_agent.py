@@ -63,10 +63,17 @@ def test_training_runs_its_steps_learns_and_checkpoints(tiny_agent):
 def test_training_resumes_from_its_checkpoint(tiny_agent, tmp_path):
     from hetcc.planners.fairboost.train import TrainConfig, train_agent
 
-    path, state, _, pool, vq, config, net = tiny_agent
+    _, _, _, pool, vq, config, net = tiny_agent
+    ckpt = tmp_path / "run.ckpt"
+    seen = []
+    stopped = train_agent(pool, vq.state, config, net, checkpoint=ckpt, progress=lambda s, i: seen.append(s),
+                          should_stop=lambda: len(seen) >= 25)
+    assert stopped["steps"] == 25 and ckpt.is_file()
+    resumed = train_agent(pool, vq.state, config, net, checkpoint=ckpt, resume=True)
+    assert resumed["steps"] == config.steps and resumed["episodes"] >= stopped["episodes"]
     longer = TrainConfig(**{**config.__dict__, "steps": 70})
     with pytest.raises(ValueError, match="another training configuration"):
-        train_agent(pool, vq.state, longer, net, checkpoint=path.with_suffix(".ckpt"), resume=True)
+        train_agent(pool, vq.state, longer, net, checkpoint=ckpt, resume=True)
 
 
 def test_the_planner_plans_with_an_agent_file_and_records_it(tiny_agent):
