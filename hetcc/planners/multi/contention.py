@@ -22,9 +22,10 @@ is closed-form: no iteration, no tolerance.
 
 Few inferences in flight (``population`` per stage, 1 as the runtime runs it): when another
 model's long execution holds a device where a pipeline has a stage that is not its bottleneck,
-the pipeline's inferences pile up in front of it and its bottleneck runs dry once the others
-are through: it loses ``max(0, s_j + switch - (tokens - 1) s_max)`` each time (``_stalls``), one
-more linear constraint per model in the same progressive filling (``population=None``: deep
+the pipeline's inferences pile up in front of it and its output stops once the others are
+through: it loses ``max(0, s_j + switch - (tokens - 1) / x)`` each time (``_stalls``; ``x`` its
+rate without stalls, so a pipeline already slowed by its turns elsewhere loses nothing), one
+more linear constraint per model, ``x s_max + sum_j x_j stall_j <= 1``, in the same progressive filling (``population=None``: deep
 buffers, no stalls, the pure max-min fluid).
 
 ``sharing="slice"`` (round-robin baselines): a device gives each model using it a time quantum
@@ -101,17 +102,18 @@ def _switch_rate(x: Sequence[float], users: Sequence[int]) -> float:
     return min(total, 2.0 * (total - max(xs)))
 
 
-def _stalls(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) -> list[list[float]]:
-    """[N][N] ms of its bottleneck stage model m loses each time model j runs one execution on a
-    device where m also has a stage (not its bottleneck): while j holds that device, m's
-    inferences pile up in front of it and its bottleneck runs dry once the ``tokens - 1`` others
-    are through: ``max(0, s_jd + switch_d - (tokens_m - 1) s_m,max)``."""
+def _stalls(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int], x: Sequence[float]) -> list[list[float]]:
+    """[N][N] ms of its output model m loses each time model j runs one execution on a device
+    where m has a stage that is not its slowest: while j holds that device, m's inferences pile up
+    in front of it, and m's output stops once the ``tokens - 1`` others, completing one every
+    ``1 / x_m`` (its rate without stalls), are through: ``max(0, s_jd + switch_d - (tokens_m - 1) / x_m)``."""
     N, D = len(s), len(sw)
     out = [[0.0] * N for _ in range(N)]
     for m in range(N):
-        worst = max(s[m])
-        b = s[m].index(worst)
-        hold = (tokens[m] - 1) * worst
+        if not (0 < x[m] < math.inf):
+            continue
+        b = s[m].index(max(s[m]))
+        hold = (tokens[m] - 1) / x[m]
         for d in range(D):
             if d == b or s[m][d] <= 0:
                 continue
@@ -128,7 +130,7 @@ def _shared(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int] | N
     block its other stages (``_stalls``): one more constraint per model."""
     N, D = len(s), len(sw)
     users = [[m for m in range(N) if s[m][d] > 0] for d in range(D)]
-    stall = _stalls(s, sw, tokens) if tokens is not None else [[0.0] * N for _ in range(N)]
+    stall = (_stalls(s, sw, tokens, _shared(s, sw)) if tokens is not None else [[0.0] * N for _ in range(N)])
     x = [0.0] * N
     active = [True] * N
     for m in range(N):       # a model whose stages all take no time never loads a device
