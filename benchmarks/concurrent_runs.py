@@ -11,7 +11,10 @@ each, in ``--rounds`` turns). Beside each model's measured throughput:
 * ``analytical``: ``hetcc.planners.multi.contention.predict`` on the profiled costs (the planners' view);
 * ``des``: ``hetcc.planners.multi.simulate.simulate`` (SimPy) on the same costs;
 * ``calibrated``: ``predict`` with each stage's cost replaced by its wall time measured in the
-  run's alone phase: the contention model's own error, without the profile's.
+  run's alone phase: the contention model's own error, without the profile's;
+* ``structure``: ``predict`` with each stage's cost replaced by its mean wall time per execution
+  measured while all models ran: under ``queue`` sharing, whether the model's queueing (who waits
+  for which device, max-min fair rates) holds, whatever slowed the executions down.
 
 Errors are (predicted - measured) / measured per model; the summary gives the median |error| per
 predictor and device sharing (``queue``: one stage execution per device at a time, first come
@@ -176,10 +179,14 @@ def bench_mix(name: str, members: list, args: argparse.Namespace, analyses: dict
         stage_ms = [[s.alone_ms for s in r.stages if s.model == rm.name] for rm in r.models]
         cal = predict(calibrated(mix, pipelines, stage_ms), pipelines) if all(
             all(x is not None for x in ms) for ms in stage_ms) else None
+        shared_ms = [[s.shared_ms for s in r.stages if s.model == rm.name] for rm in r.models]
+        structure = predict(calibrated(mix, pipelines, shared_ms), pipelines) if all(
+            all(x is not None for x in ms) for ms in shared_ms) else None
         per_model = []
         for i, (m, res) in enumerate(zip(models, r.models)):
             pred = {"analytical": float(analytical.throughput[i]), "des": None if des is None else float(des[i]),
-                    "calibrated": None if cal is None else float(cal.throughput[i])}
+                    "calibrated": None if cal is None else float(cal.throughput[i]),
+                    "structure": None if structure is None else float(structure.throughput[i])}
             manifest = res.predicted_ips   # the planner's contention block (the same model's answer), if any
             per_model.append({
                 "model": m, "pipeline": [{"device": mix.devices[st.device], "first": st.first, "stop": st.stop}
@@ -208,7 +215,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for sharing in sorted({r["sharing"] for r in rows}):
         mine = [m for r in rows if r["sharing"] == sharing for m in r["models"]]
         s: dict[str, Any] = {"models": len(mine)}
-        for k in ("analytical", "des", "calibrated"):
+        for k in ("analytical", "des", "calibrated", "structure"):
             errs = [abs(m["error"][k]) for m in mine if m["error"][k] is not None]
             s[k] = {"median_abs_error": float(np.median(errs)) if errs else None,
                     "max_abs_error": float(np.max(errs)) if errs else None, "n": len(errs)}
@@ -232,7 +239,7 @@ def print_table(console: Any, rows: list[dict[str, Any]], summary: dict[str, Any
 
     t = Table(title=f"{TARGET}: measured vs predicted inferences/s (all models at once)")
     for c in ("mix", "sharing", "model", "pipeline", "alone", "shared", "analytical", "err", "DES", "err",
-              "calibrated", "err", "others' cores"):
+              "calibrated", "err", "structure", "err", "others' cores"):
         t.add_column(c, justify="left" if c in ("mix", "sharing", "model", "pipeline") else "right")
     for r in rows:
         busy = r["load"]["others_cores"].get("shared")
@@ -242,14 +249,15 @@ def print_table(console: Any, rows: list[dict[str, Any]], summary: dict[str, Any
             t.add_row(r["mix"] if k == 0 else "", r["sharing"] if k == 0 else "", m["model"],
                       ">".join(s["device"] for s in m["pipeline"]), f(me["alone_ips"]), f(me["shared_ips"]),
                       f(p["analytical"]), pct(e["analytical"]), f(p["des"]), pct(e["des"]), f(p["calibrated"]),
-                      pct(e["calibrated"]), "" if k or busy is None else f"{busy:.2f}")
+                      pct(e["calibrated"]), f(p.get("structure")), pct(e.get("structure")),
+                      "" if k or busy is None else f"{busy:.2f}")
     console.print(t)
     for sharing, s in summary.items():
-        a, d, c = (s[k]["median_abs_error"] for k in ("analytical", "des", "calibrated"))
+        a, d, c, st = (s[k]["median_abs_error"] for k in ("analytical", "des", "calibrated", "structure"))
         f = lambda x: "-" if x is None else f"{x:.1%}"  # noqa: E731
         console.print(f"{sharing}: median |error| over {s['models']} models: analytical {f(a)} (target "
                       f"{TARGET_MEDIAN_ERROR:.0%}: {'met' if s['target_met'] else 'MISSED' if s['target_met'] is False else '-'}), "
-                      f"DES {f(d)}, calibrated {f(c)}; the profile's alone throughput {f(s['profile_alone_median_abs_error'])}; "
+                      f"DES {f(d)}, calibrated {f(c)}, structure {f(st)}; the profile's alone throughput {f(s['profile_alone_median_abs_error'])}; "
                       f"other processes used {'-' if s['others_cores_mean'] is None else format(s['others_cores_mean'], '.2f')} "
                       "core(s) on average", highlight=False)
 

@@ -851,13 +851,15 @@ def r_concurrent_runs(doc: dict[str, Any]) -> list[Section]:
         f"{cell(a.get('duration_s'))} s per phase in {cell(a.get('rounds'))} rounds, each model alone then all at once. "
         "Per model, |predicted − measured| / measured of its throughput with all models running; `analytical` "
         "and `DES` from the profiled costs, `calibrated`: the analytical model on each stage's wall time "
-        f"measured alone. Target: analytical median ≤ {pct(goal, 0)} under `queue` sharing. `others' cores`: "
+        "measured alone, `structure`: on each stage's wall time per execution measured shared (whether the "
+        f"queueing holds). Target: analytical median ≤ {pct(goal, 0)} under `queue` sharing. `others' cores`: "
         "the CPU other processes used meanwhile (of the machine's cores).\n\n" + table(
-            ["sharing", "models", "analytical", "DES", "calibrated", "profile's alone error", "others' cores",
-             "target"],
+            ["sharing", "models", "analytical", "DES", "calibrated", "structure", "profile's alone error",
+             "others' cores", "target"],
             [[k, cell(v.get("models")), pct((v.get("analytical") or {}).get("median_abs_error"), 1),
               pct((v.get("des") or {}).get("median_abs_error"), 1),
               pct((v.get("calibrated") or {}).get("median_abs_error"), 1),
+              pct((v.get("structure") or {}).get("median_abs_error"), 1),
               pct(v.get("profile_alone_median_abs_error"), 1), fix(v.get("others_cores_mean")),
               _met(v.get("target_met"))] for k, v in summ.items() if isinstance(v, dict)])))]
     rows = []
@@ -870,12 +872,13 @@ def r_concurrent_runs(doc: dict[str, Any]) -> list[Section]:
                          fix(me.get("alone_ips"), 1), fix(me.get("shared_ips"), 1), fix(p.get("analytical"), 1),
                          pct(e.get("analytical"), 1, sign=True), fix(p.get("des"), 1), pct(e.get("des"), 1, sign=True),
                          fix(p.get("calibrated"), 1), pct(e.get("calibrated"), 1, sign=True),
+                         fix(p.get("structure"), 1), pct(e.get("structure"), 1, sign=True),
                          fix(busy) if k == 0 else ""])
     if rows:
         out.append(("Per model", "Inferences/s: measured alone and shared, and the three predictions of the "
                     "shared throughput with their errors.\n\n" + table(
                         ["mix", "sharing", "model", "pipeline", "alone", "shared", "analytical", "error", "DES",
-                         "error", "calibrated", "error", "others' cores"], rows)))
+                         "error", "calibrated", "error", "structure", "error", "others' cores"], rows)))
     return out
 
 
