@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import logging
+import os
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -45,14 +46,14 @@ def target_source(name_or_path: str | Path) -> tuple[bytes, Path, str]:
         res = resources.files(_PACKAGE).joinpath(f"{s}.toml")
         return res.read_bytes(), Path(str(res)), f"{s}.toml"
     path = Path(name_or_path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise TargetError(f"{path}: target file not found; built-in targets are "
                           f"{', '.join(builtin_targets())}")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_TARGET_BYTES + 1)   # never more, whatever the file is
-    except OSError as e:
-        raise TargetError(f"{path}: cannot read the target file ({e.strerror or e})") from None
+    from hetcc.core.read import read_regular
+
+    data = read_regular(path, str(path), MAX_TARGET_BYTES, error=TargetError, fix="give a board file (.toml)",
+                        too_large=f"{path}: larger than {MAX_TARGET_BYTES >> 10} KiB; a board file is a few KiB "
+                                  "(is this the right file?)")
     return data, path, str(path)
 
 

@@ -20,6 +20,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 
 from hetcc.core.errors import ModelError, UsageError
+from hetcc.core.read import check_regular
 from hetcc.runtime import onnxrt
 from hetcc.runtime.manifest import sha256_file
 from hetcc.passes.shapes import MAX_DIM, data_dependent_shapes, over_limit, size_text
@@ -56,11 +57,18 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]
     return shapes
 
 
+#: the largest .onnx file protobuf can parse (its messages are limited to 2 GiB; larger models
+#: keep their weights in external data files)
+MAX_MODEL_BYTES = (2 << 30) - 1
+
+
 def _read(path: Path) -> ir.Model:
     if not path.exists():
         raise ModelError(f"{path}: no such file; give the path of an .onnx model (or export one with 'hetcc zoo export')")
     if path.is_dir():
         raise ModelError(f"{path}: is a directory, not an ONNX model file")
+    check_regular(path, str(path), MAX_MODEL_BYTES, error=ModelError,
+                  fix="give the path of an .onnx model file")
     try:
         empty = path.stat().st_size == 0
         proto = onnx.load(str(path), load_external_data=False)
@@ -350,6 +358,17 @@ def _check_external_data(model: ir.Model, path: Path) -> None:
             raise ModelError(f"{path}: {what} has external data location {location!r}, which resolves outside "
                              f"the model's directory {str(base_dir) or '.'}; refusing to read it "
                              "(keep external data files in the model's directory)")
+        data = base_dir / location
+        if not os.path.lexists(data):
+            continue                        # a missing data file is refused below, with its initializer
+        st = check_regular(data, f"{path}: {what}'s external data file {location!r}", error=ModelError,
+                           fix="keep the model's data files next to it as regular files")
+        offset = int(t.offset or 0)
+        need = offset + (int(t.length) if t.length is not None else int(t.nbytes))
+        if st.st_size < need:
+            raise ModelError(f"{path}: {what}'s external data ends early: {location!r} has {st.st_size} bytes, the "
+                             f"tensor needs bytes {offset} to {need} (a truncated or wrong data file); re-export "
+                             "the model with its data file")
 
 
 def _weights_are_not_inputs(model: ir.Model) -> None:

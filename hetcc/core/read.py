@@ -1,25 +1,95 @@
-"""Bounded readers of small files the user wrote (sweep and tune specs, ``@option`` files).
+"""Bounded readers of the files a user names: every one is checked to be a regular file of a
+bounded size before a byte is read (a FIFO, a device or a directory is one line, never a hang
+or an out-of-memory kill), then read with a limit (sweep and tune specs, ``@option`` files,
+observations, board files; ``check_regular`` for files a library reads by path, such as an
+ONNX model and its external data).
 
 Standard library only, like the rest of ``hetcc.core``."""
 from __future__ import annotations
 
 import os
+import stat
 
 from hetcc.core.errors import UsageError
+
+#: what open() needs so that a FIFO without a writer, or a device, never blocks it
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _size_text(n: int) -> str:
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def check_regular(path: str | os.PathLike, what: str, max_bytes: int | None = None, *,
+                  error: type[Exception] = UsageError, fix: str = "give a regular file") -> os.stat_result:
+    """The ``stat`` of ``path`` once it is known to be a regular file of at most ``max_bytes``
+    (opened without blocking, checked with ``fstat``); ``error`` with one line naming ``what``
+    otherwise (missing, unreadable, a FIFO/device/directory, too large)."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except IsADirectoryError:
+        raise error(f"{what}: is a directory; {fix}") from None
+    except OSError as e:
+        raise error(f"{what}: cannot read it ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{what}: {_kind(st.st_mode)}, not a regular file; {fix}")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise error(f"{what}: larger than {_size_text(max_bytes)} ({st.st_size} bytes); is this the right file?")
+    return st
+
+
+def read_regular(path: str | os.PathLike, what: str, max_bytes: int, *, error: type[Exception] = UsageError,
+                 fix: str = "give a regular file", too_large: str | None = None) -> bytes:
+    """At most ``max_bytes`` of the regular file ``path``, checked before reading as
+    ``check_regular`` does (on the same open file, so nothing can be swapped in between);
+    ``too_large``: the sentence for a file over the limit (default: the limit and the question)."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except IsADirectoryError:
+        raise error(f"{what}: is a directory; {fix}") from None
+    except OSError as e:
+        raise error(f"{what}: cannot read it ({e.strerror or e})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise error(f"{what}: {_kind(st.st_mode)}, not a regular file; {fix}")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > max_bytes:
+            raise error(too_large or f"{what}: larger than {_size_text(max_bytes)} ({st.st_size} bytes); "
+                        "is this the right file?")
+        try:
+            data = f.read(max_bytes + 1)    # never more, whatever the file does meanwhile
+        except OSError as e:
+            raise error(f"{what}: cannot read it ({e.strerror or e})") from None
+    if len(data) > max_bytes:
+        raise error(too_large or f"{what}: larger than {_size_text(max_bytes)}; is this the right file?")
+    return data
 
 
 def read_toml(path: str | os.PathLike, what: str, max_bytes: int = 1 << 20) -> dict:
     """A small TOML file the user wrote (a sweep or tune spec, an options file), at most
-    ``max_bytes`` read; one-line UsageError naming ``what`` when unreadable, too large or not TOML."""
+    ``max_bytes`` read; one-line UsageError naming ``what`` when unreadable, not a regular file,
+    too large or not TOML."""
     import tomllib
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)    # never more, whatever the file is
-    except OSError as e:
-        raise UsageError(f"{what}: cannot read it ({e.strerror or e})") from None
-    if len(data) > max_bytes:
-        raise UsageError(f"{what}: larger than {max_bytes >> 20} MiB; it should be a few lines")
+    data = read_regular(path, what, max_bytes, fix="give a TOML file",
+                        too_large=f"{what}: larger than {_size_text(max_bytes)}; it should be a few lines")
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:

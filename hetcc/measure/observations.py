@@ -158,18 +158,12 @@ def read_observations(path: str | os.PathLike, board: Any = None, *, check_files
 def read_text(path: str | os.PathLike) -> str:
     """The text of an observations file, at most MAX_BYTES read (UsageError, one line, when it
     cannot be read, is too large or is not UTF-8)."""
-    p = Path(path)
+    from hetcc.core.read import read_regular
+
     label = str(path)
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except IsADirectoryError:
-        raise UsageError(f"{label}: is a directory; give an observations file (.csv)") from None
-    except OSError as e:
-        raise UsageError(f"{label}: cannot read the observations file ({e.strerror or e})") from None
-    if len(data) > MAX_BYTES:
-        raise UsageError(f"{label}: larger than {MAX_BYTES >> 20} MiB; an observations file is a few hundred "
-                         "KB (is this the right file?)")
+    data = read_regular(path, label, MAX_BYTES, fix="give an observations file (.csv)",
+                        too_large=f"{label}: larger than {MAX_BYTES >> 20} MiB; an observations file is a few "
+                                  "hundred KB (is this the right file?)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

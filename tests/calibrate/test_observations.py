@@ -158,5 +158,5 @@ def test_not_utf8_and_directory_are_one_line(tmp_path):
     p.write_bytes(b"kind,model\xff\n")
     with pytest.raises(UsageError, match="not UTF-8"):
         read_observations(p)
-    with pytest.raises(UsageError, match="is a directory"):
+    with pytest.raises(UsageError, match="a directory, not a regular file"):
         read_observations(tmp_path)

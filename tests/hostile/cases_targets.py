@@ -115,7 +115,7 @@ CASES = [
          setup=board('dtypes = ["float32"]', 'dtypes = ["float32"]\ncontrol = { cpufreq = "/etc/passwd" }')),
     Case("targets/control-climbs-out-of-sys", T, 2, ["board.toml", "devices.cpu.control.cpufreq", "'..'"],
          setup=board('dtypes = ["float32"]', 'dtypes = ["float32"]\ncontrol = { cpufreq = "/sys/../etc" }')),
-    Case("targets/a-directory", ["targets", "boards.toml"], 2, ["boards.toml", "not found"],
+    Case("targets/a-directory", ["targets", "boards.toml"], 2, ["boards.toml", "a directory"],
          setup=lambda w: (w / "boards.toml").mkdir()),
     Case("targets/missing-file", ["targets", "nope.toml"], 2, ["nope.toml", "not found"]),
 ]
