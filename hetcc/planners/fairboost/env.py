@@ -124,8 +124,10 @@ class FairBoostEnv(gym.Env):
 
     def __init__(self, devices: int, *, draw: Callable[[np.random.Generator], Workload] | None = None,
                  max_models: int = MAX_MODELS, rows: int = ROWS, scale: float = SCALE, noise: float = NOISE,
-                 alpha: float = ALPHA, beta: float = BETA, gamma: float = GAMMA, cache: Cache | None = None) -> None:
+                 alpha: float = ALPHA, beta: float = BETA, gamma: float = GAMMA, cache: Cache | None = None,
+                 rewards: bool = True) -> None:
         self.D, self.max_models, self.rows = int(devices), int(max_models), int(rows)
+        self.rewards = bool(rewards)     # False: every reward 0, no contention model asked (deciding)
         self.draw = draw
         self.scale, self.noise = float(scale), float(noise)
         self.alpha, self.beta, self.gamma = float(alpha), float(beta), float(gamma)
@@ -245,6 +247,8 @@ class FairBoostEnv(gym.Env):
         return float(alg1_reward(x, mix.ideal(), self.alpha, self.beta, self.gamma)), x
 
     def potential(self) -> float:
+        if not self.rewards:
+            return 0.0
         pipes = self.pipelines()
         if pipes is None:
             return -1.0
