@@ -17,6 +17,7 @@ from hetcc.cli.signals import interrupted, pending, take_start, terminate_as_int
 from hetcc.cli.artifact import add_inspect_arguments, add_run_arguments, cmd_inspect, cmd_run
 from hetcc.cli.common import float_in, int_in, json_text, make_console
 from hetcc.compiler.depfile import check_depfile
+from hetcc.core.paths import confine_libraries
 from hetcc.core.errors import UsageError, is_user_error
 from hetcc.core.limits import SEED_MAX
 
@@ -548,6 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     closes the output early (``hetcc targets --json | head -1``) ends the command quietly with
     141, as SIGPIPE ends other Unix tools (see ``_closed_pipe``)."""
     started = _command_start()
+    confine_libraries()        # matplotlib, Ray, torch: their files under hetcc's cache, set before they load
     try:
         try:
             args = build_parser().parse_args(argv)

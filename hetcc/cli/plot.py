@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from hetcc.core.paths import confine_libraries
 from hetcc.cli.common import fmt
 from hetcc.core.errors import UsageError
 
@@ -64,6 +65,7 @@ def plot_schedule(manifest: Any, path: Path, variant: str | None = None) -> None
 def schedule_figure(manifest: Any, v: Any, name: str) -> Any:
     """The matplotlib Figure of variant ``v`` (named ``name``) of ``manifest`` (see ``plot_schedule``)."""
     try:
+        confine_libraries()           # its font cache and config under hetcc's cache
         import matplotlib
 
         matplotlib.use("Agg")
@@ -173,6 +175,7 @@ def plot_contention(manifest: Any, path: Path) -> None:
     model's shared and alone throughput in the legend, T_w, T_norm, J and O in the title. Same
     formats as ``plot_schedule`` (``.html``: the SVG and a table of the models)."""
     try:
+        confine_libraries()           # its font cache and config under hetcc's cache
         import matplotlib
 
         matplotlib.use("Agg")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from hetcc.core.paths import confine_libraries
 from hetcc.files.atomic import atomic_write_bytes
 from hetcc.core.errors import ModelError, UsageError
 
@@ -148,6 +149,7 @@ def list_models() -> list[ZooEntry]:
 
 def _import_torch() -> tuple[Any, Any]:
     try:
+        confine_libraries()           # torch's caches under hetcc's cache
         import torch
         import torchvision
     except ImportError as exc:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from hetcc.core.paths import confine_libraries, library_dirs
 from hetcc.core.errors import HetccError, UsageError
 from hetcc.experiments.sweep.table import one_line
 
@@ -88,6 +89,7 @@ def init_ray(address: str | None, workers: int | None) -> Any:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")    # no usage reports to the Ray project
     # Ray's C++ crash handler turns a SIGTERM during ray.init into an abort with a stack dump
     os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+    confine_libraries()
     try:
         import ray
     except ImportError:
@@ -115,6 +117,19 @@ def init_ray(address: str | None, workers: int | None) -> Any:
     return ray
 
 
+def local_token(path: Path) -> str:
+    """The token file of a Ray that hetcc starts itself (made once, owner-only, under hetcc's cache)."""
+    import secrets
+
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".auth_token.tmp-", dir=path.parent)   # 0600
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        os.replace(tmp, path)
+    return str(path)
+
+
 def _start_ray(ray: Any, address: str | None, workers: int | None, limit: float,
                restore: Callable[[], None]) -> None:
     import logging
@@ -134,9 +149,14 @@ def _start_ray(ray: Any, address: str | None, workers: int | None, limit: float,
     n = workers or os.cpu_count() or 1
     too_slow = (f"Ray did not start within {limit:g} s (is this machine overloaded?); allow longer with "
                 f"{START_TIMEOUT_ENV}=SECONDS, or run on a cluster with --address")
+    dirs = library_dirs()
+    temp = dirs.get("ray_temp")         # its session directory under hetcc's cache when the path fits
+    extra = {"_temp_dir": temp} if temp else {}
+    if not os.environ.get("RAY_AUTH_TOKEN") and not os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        os.environ["RAY_AUTH_TOKEN_PATH"] = local_token(Path(dirs["ray_token"]))   # not ~/.ray/auth_token
     _within(limit, lambda: ray.init(address="local", num_cpus=n, include_dashboard=False,
                                     logging_level=logging.ERROR, log_to_driver=False,
-                                    object_store_memory=256 * 1024 * 1024), too_slow)
+                                    object_store_memory=256 * 1024 * 1024, **extra), too_slow)
     restore()
     # start-up, not sweep time: each worker process imports hetcc's analysis once, now
     warm = [ray.remote(num_cpus=1)(_warm).remote() for _ in range(n)]
