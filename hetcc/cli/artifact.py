@@ -38,6 +38,8 @@ REPEAT_DEFAULT = 10
 #: the longest --duration, seconds (1 hour; the runs also stop at BENCHMARK_RUNS_MAX, 1 000 000)
 DURATION_MAX_S = 3600.0
 VERIFY_INPUTS_MAX = 100
+#: the most rounds of ``hetcc run --concurrent --rounds``
+ROUNDS_MAX = 100
 
 
 # ---------------------------------------------------------------- arguments
@@ -94,6 +96,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         help="with --concurrent: how stages on one device share it: queue (default; one execution at "
                         "a time, first come first served, as the contention model assumes) or os (the OS time-shares "
                         "the device's cores between the stages' threads)")
+    parser.add_argument("--rounds", type=int_in(1, ROUNDS_MAX), default=None, metavar="N",
+                        help=f"with --concurrent: run the phases (each model alone, all at once) in turn N times, "
+                        f"each for --duration / N, counted together, 1 to {ROUNDS_MAX} (default 1): on a machine "
+                        "others use, every phase then sees about the same load")
     parser.add_argument("--json", action="store_true", help="print the timings (and verify results) as JSON")
     return parser
 
@@ -343,7 +349,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``hetcc run DIR``: run (and with --verify check) a model artifact's variant or a workload's models."""
     from hetcc.runtime import Executor
 
-    if getattr(args, "concurrent", False) or getattr(args, "sharing", None) is not None:
+    if getattr(args, "concurrent", False) or getattr(args, "sharing", None) is not None or \
+            getattr(args, "rounds", None) is not None:
         from hetcc.cli.concurrent import cmd_run_concurrent
 
         return cmd_run_concurrent(args)

@@ -28,10 +28,12 @@ _NOT_WITH = (("repeat", "--repeat", lambda v: v is not None), ("input", "--input
 
 
 def refuse_with_concurrent(args: argparse.Namespace) -> None:
-    """UsageError naming the first option given that --concurrent does not take (and --sharing without it)."""
-    if not getattr(args, "concurrent", False) and getattr(args, "sharing", None) is not None:
-        raise UsageError("--sharing is taken with --concurrent only; add --concurrent (a workload artifact), or drop "
-                         "--sharing")
+    """UsageError naming the first option given that --concurrent does not take (and --sharing or --rounds
+    without it)."""
+    for flag in ("sharing", "rounds"):
+        if not getattr(args, "concurrent", False) and getattr(args, flag, None) is not None:
+            raise UsageError(f"--{flag} is taken with --concurrent only; add --concurrent (a workload artifact), or "
+                             f"drop --{flag}")
     for attr, flag, given in _NOT_WITH:
         if given(getattr(args, attr, None)):
             raise UsageError(f"{flag} is not taken with --concurrent, which runs every model of the workload at once "
@@ -52,7 +54,8 @@ def cmd_run_concurrent(args: argparse.Namespace) -> int:
         result = run_concurrent(args.dir, duration, warmup=args.warmup, seed=args.seed,
                                 strict_providers=args.strict_providers,
                                 local_fallback=getattr(args, "local_fallback", False),
-                                sharing=getattr(args, "sharing", None) or "queue", on_phase=progress)
+                                sharing=getattr(args, "sharing", None) or "queue",
+                                rounds=getattr(args, "rounds", None) or 1, on_phase=progress)
     except ValueError as exc:   # the duration, already checked by argparse: not reached from the CLI
         raise UsageError(str(exc)) from None
     if args.json:
@@ -78,7 +81,7 @@ def print_concurrent(r: Any) -> None:
     n_stages = len(r.stages)
     console.print(f"[bold]concurrent run[/bold] of {r.artifact} ({r.target}): {len(r.models)} models, {n_stages} "
                   f"stage worker(s) sharing each device by {r.sharing}; each model alone for {r.alone_s:g} s, then all "
-                  f"at once for {r.duration_s:g} s"
+                  f"at once for {r.duration_s:g} s" + (f", in {r.rounds} rounds" if r.rounds > 1 else "")
                   + (" (interrupted: the phases not reached are shown as -)" if r.stopped == "interrupted" else ""))
     pinned = [s for s in r.stages if s.cores is not None]
     console.print(f"  {len(pinned)} of {n_stages} stage worker(s) pinned to their device's cores "

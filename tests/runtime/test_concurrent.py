@@ -280,6 +280,13 @@ def test_os_sharing_and_its_flag(workload, capsys):
     assert code == 0 and json.loads(out)["sharing"] == "os"
     assert main(["run", str(workload), "--sharing", "os"]) == 2
     assert "--sharing is taken with --concurrent only" in capsys.readouterr().err
+    assert main(["run", str(workload), "--rounds", "2"]) == 2
+    assert "--rounds is taken with --concurrent only" in capsys.readouterr().err
+    assert main(["run", str(workload), "--concurrent", "--rounds", "0"]) == 2
+    assert "--rounds" in capsys.readouterr().err
+    code, out = run_call(capsys, workload, "--concurrent", "--rounds", "2", "--duration", "50ms", "--warmup", "0",
+                         "--json")
+    assert code == 0 and json.loads(out)["rounds"] == 2
 
 
 def test_rounds_take_turns_and_count_together(workload):
