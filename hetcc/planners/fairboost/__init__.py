@@ -31,9 +31,10 @@ SHIPPED_NAME = "hetcc/planners/fairboost/data/agent.pt"
 class FairBoostOptions:
     agent: str = field(default="", metadata={"doc": "agent file (hetcc train fairboost -o FILE); empty: the shipped "
                                                     "agent, trained on orangepi5"})
-    polish: bool = field(default=False, metadata={"doc": "beyond the paper: greedy descent from the agent's pipelines "
-                                                         "on the contention model (stage moves, boundary shifts, "
-                                                         "splits, merges) for the objective"})
+    polish: bool = field(default=True, metadata={"doc": "beyond the paper: greedy descent from the agent's pipelines "
+                                                        "on the contention model (stage moves, boundary shifts, "
+                                                        "splits, merges) for the objective; false: the agent's "
+                                                        "mapping as is (stats.agent_score has its score either way)"})
     polish_moves: int = field(default=100, metadata={"doc": "most moves the polish takes (each the best one; it "
                                                            "stops earlier when none improves)"})
 
