@@ -6,11 +6,11 @@ timm exports) could end up on one worker, or start last and run alone. Here (a p
 ``tests/conftest.py`` names in ``pytest_plugins``):
 
 - with ``-n N`` and no ``--dist`` of the user's, the distribution is ``loadgroup`` without
-  xdist's reordering: one test (or one ``xdist_group``) at a time to whichever worker is free;
+  xdist's reordering: one test (or one file of ``TOGETHER``) at a time to whichever worker is free;
 - the collected tests are sorted longest first (a stable sort: the rest keep pytest's order):
   the tests named in ``LONG`` by their measured seconds, then the other ``slow`` tests, then
-  the rest. A test file whose tests share an expensive module fixture marks them with one
-  ``pytest.mark.xdist_group`` so they run on one worker and the fixture is made once.
+  the rest. The tests of a file in ``TOGETHER`` (they share an expensive module fixture) go to
+  one worker as one unit, so the fixture is made once.
 
 The seconds are rough (a run on this 2-core machine, idle); they only order the tests, a test
 missing from ``LONG`` merely starts later. Without ``-n`` only the order changes.
@@ -50,6 +50,9 @@ LONG: dict[str, float] = {
 }
 #: a slow test not named above
 SLOW_S = 3.0
+#: files whose tests share an expensive module fixture: one worker runs each file's tests, so the
+#: fixture is made once (test_sweep: its embedded Ray; test_bench_herti: the quick run)
+TOGETHER = ("tests/test_sweep.py", "tests/test_bench_herti.py")
 
 
 def expected_seconds(item: pytest.Item) -> float:
@@ -67,6 +70,23 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if getattr(opt, "numprocesses", None) and getattr(opt, "dist", "no") == "no" and not getattr(opt, "distload", False):
         opt.dist = "loadgroup"
         opt.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``loadgroup``, with the files of ``TOGETHER`` each one unit of work (one worker runs all its
+    tests). xdist's own ``xdist_group`` marks are not used: pytest-xdist 3.8 names the grouped
+    tests in a way pytest 9 no longer reads, so they would be scheduled one by one."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Scheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return f"file:{file}" if file in TOGETHER else super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
 
 
 @pytest.hookimpl(trylast=True)

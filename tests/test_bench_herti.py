@@ -17,8 +17,7 @@ import pytest
 
 from extras import needs
 
-pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot, pytest.mark.slow, pytest.mark.timeout(1800),
-              pytest.mark.xdist_group("herti-quick")]   # one worker runs the file: the quick run (a module fixture) is made once
+pytestmark = [pytest.mark.zoo, pytest.mark.learn, pytest.mark.plot, pytest.mark.slow, pytest.mark.timeout(1800)]
 needs("zoo", "torch", "torchvision")
 needs("learn", "torchrl", "gymnasium")
 needs("plot", "matplotlib")
@@ -31,24 +30,23 @@ VERSIONS = [f"TFL-{d}-{g}" for g in "PO" for d in ("BIG", "LITTLE", "GPU", "NPU"
     "MOSAIC-P", "MOSAIC-E", "AutoScale", "exhaustive", "HERTI"]
 QUICK = {"MN-1.0": "mnasnet1_0", "MO-1.3": "mobilenet_v2_1.3"}  # --quick's workloads -> zoo models
 SUBSETS = ("CPU", "CPU+GPU", "CPU+NPU", "all")
+#: dqn's training steps in the quick run: past the ablation's restart episode (50), so "+ restarts" restarts once
+STEPS = 60
 
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
-    """The two quick workloads, exported here (not into the repo's model cache)."""
-    from hetcc.compiler import zoo
+    """The two quick workloads, from the session's zoo cache (tests/zoo_models.py)."""
+    from zoo_models import linked_zoo_models
 
-    root = tmp_path_factory.mktemp("herti-models")
-    for name in QUICK.values():
-        zoo.export(name, root / f"{name}-seed0.onnx", seed=0)
-    return root
+    return linked_zoo_models(tmp_path_factory.mktemp("herti-models"), list(QUICK.values()))
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory, models_dir):
     """One ``--quick`` run (the figures on two workloads, the ablation on one): its folder and process."""
     tmp_path = tmp_path_factory.mktemp("herti-quick")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herti.py"), "--quick", "--dqn-steps", "100",
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "herti.py"), "--quick", "--dqn-steps", str(STEPS),
                            "--models-dir", str(models_dir), "--out", str(tmp_path / "h.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
@@ -114,7 +112,7 @@ def test_herti_quick_ablation_and_claims(quick):
     out = tmp_path / "h.json"
     doc = json.loads((tmp_path / "h-ablation.json").read_text())
     assert doc["script"] == "herti" and doc["part"] == "ablation" and doc["args"]["workloads"] == ["MN-1.0"]
-    assert doc["args"]["deadline"] == "medium" and doc["args"]["steps_options"] == {"steps": 100}
+    assert doc["args"]["deadline"] == "medium" and doc["args"]["steps_options"] == {"steps": STEPS}
     assert len(doc["args"]["left_out"]) == 6 and "MN-1.0" not in doc["args"]["left_out"]
     assert doc["command"].startswith("python benchmarks/herti.py --quick")
     from hetcc.experiments.sweep import read_table
@@ -128,8 +126,8 @@ def test_herti_quick_ablation_and_claims(quick):
     assert not [r for r in rows if "error" in r], rows
     assert [r["config"] for r in rows] == list(ABLATION)
     for r in rows:
-        assert r["options"] == {**ABLATION[r["config"]], "steps": 100}
-        assert r["stats"]["steps"] == 100 and r["optimum_mj"] > 0 and r["deadline_ms"] > 0
+        assert r["options"] == {**ABLATION[r["config"]], "steps": STEPS}
+        assert r["stats"]["steps"] == STEPS and r["optimum_mj"] > 0 and r["deadline_ms"] > 0
         assert r["feasible"] == (r["latency_ms"] <= r["deadline_ms"] * (1 + RTOL)), r
         if r["feasible"]:
             assert r["gap_to_exact"] == pytest.approx(r["energy_mj"] / r["optimum_mj"] - 1)

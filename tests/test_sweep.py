@@ -17,8 +17,7 @@ import pytest
 
 from extras import needs
 
-pytestmark = [pytest.mark.sweep, pytest.mark.slow, pytest.mark.timeout(900),
-              pytest.mark.xdist_group("sweep-ray")]   # one worker runs the file: its embedded Ray starts once
+pytestmark = [pytest.mark.sweep, pytest.mark.slow, pytest.mark.timeout(900)]
 ray = needs("sweep", "ray")
 
 import hetcc  # noqa: E402
@@ -222,64 +221,12 @@ def test_a_failing_cell_is_recorded_and_the_sweep_goes_on(models, tmp_path):
     assert run_sweep(spec, tmp_path / "out", workers=2, progress=False).ran == len(by["broken.onnx"])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
-    if ray.is_initialized():
-        ray.shutdown()
-    port = _free_port()
-    ray_bin = Path(sys.executable).with_name("ray")
-    # token authentication off for this throw-away local head (Ray turns it on when a token file exists)
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
-    log = tmp_path / "head.log"
-    with open(log, "w") as sink:
-        head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
-                                 "--include-dashboard=false", "--block", "--disable-usage-stats"],
-                                env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        # drivers are accepted once the head says it started (or it failed: then its log says why)
-        while "Ray runtime started" not in log.read_text() and head.poll() is None:
-            time.sleep(0.05)
-        assert head.poll() is None, log.read_text()[-3000:]
-        spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "addr.toml")
-        out = tmp_path / "out"
-        p = subprocess.run([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
-                            "--address", f"127.0.0.1:{port}"], capture_output=True, text=True, env=env, timeout=600)
-        assert p.returncode == 0, p.stderr[-3000:]
-        rows = read_table(out / "cells.csv")
-        assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
-        workers = {r["worker"].split(":")[1] for r in rows}
-        assert workers and str(head.pid) not in workers     # planned in the head's worker processes
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        os.killpg(head.pid, signal.SIGTERM)
-        head.wait(timeout=60)
-
-
-def test_an_unreachable_address_is_one_line(models, tmp_path, capsys):
-    if ray.is_initialized():
-        ray.shutdown()
-    from hetcc.cli import main
-
-    spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp"]\n', "unreach.toml")
-    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "--address", f"127.0.0.1:{_free_port()}"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--address" in err[0]
-
-
 def test_tune_writes_options_that_compile_reads(models, tmp_path, capsys):
     from hetcc.cli import main
     from hetcc.experiments.tune import load_tune_spec
 
     spec = write_spec(models, 'models = ["chain.onnx", "wide.onnx"]\nobjectives = ["latency", "energy"]\n'
-                      'samples = 3\n[space]\nsamples = {int = [1, 60]}\n', "tune.toml")
+                      'samples = 2\n[space]\nsamples = {int = [1, 60]}\n', "tune.toml")
     assert load_tune_spec("random", spec).space == {"samples": ("int", 1, 60)}
     best = tmp_path / "best.toml"
     assert main(["tune", "random", str(spec), "-o", str(best), "--workers", "2"]) == 0
@@ -340,3 +287,56 @@ def test_a_measurement_file_is_a_target(models, tmp_path):
     assert [r["status"] for r in result.rows] == ["ok"]
     want = hetcc.analyse(str(chain), str(d / "prof.csv")).plan("latency", planner="dp")
     assert float(result.rows[0]["latency_ms"]) == pytest.approx(want.latency_ms, rel=1e-6)
+
+
+# last in the file: these two shut the module's embedded Ray down (the tests above share it)
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
+    if ray.is_initialized():
+        ray.shutdown()
+    port = _free_port()
+    ray_bin = Path(sys.executable).with_name("ray")
+    # token authentication off for this throw-away local head (Ray turns it on when a token file exists)
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    log = tmp_path / "head.log"
+    with open(log, "w") as sink:
+        head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
+                                 "--include-dashboard=false", "--block", "--disable-usage-stats"],
+                                env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # drivers are accepted once the head says it started (or it failed: then its log says why)
+        while "Ray runtime started" not in log.read_text() and head.poll() is None:
+            time.sleep(0.05)
+        assert head.poll() is None, log.read_text()[-3000:]
+        spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "addr.toml")
+        out = tmp_path / "out"
+        p = subprocess.run([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
+                            "--address", f"127.0.0.1:{port}"], capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        rows = read_table(out / "cells.csv")
+        assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
+        workers = {r["worker"].split(":")[1] for r in rows}
+        assert workers and str(head.pid) not in workers     # planned in the head's worker processes
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        os.killpg(head.pid, signal.SIGTERM)
+        head.wait(timeout=60)
+
+
+def test_an_unreachable_address_is_one_line(models, tmp_path, capsys):
+    if ray.is_initialized():
+        ray.shutdown()
+    from hetcc.cli import main
+
+    spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp"]\n', "unreach.toml")
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "--address", f"127.0.0.1:{_free_port()}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--address" in err[0]
