@@ -27,12 +27,10 @@ RTOL = 1e-9
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
-    """EfficientNet-B0 (--quick's only model), exported here (not into the repo's model cache)."""
-    from hetcc.compiler import zoo
+    """EfficientNet-B0 (--quick's only model), from the session's zoo cache (tests/zoo_models.py)."""
+    from zoo_models import linked_zoo_models
 
-    root = tmp_path_factory.mktemp("evosh-models")
-    zoo.export("efficientnet_b0", root / "efficientnet_b0-seed0.onnx", seed=0)
-    return root
+    return linked_zoo_models(tmp_path_factory.mktemp("evosh-models"), ["efficientnet_b0"])
 
 
 def _inf(x):
@@ -50,6 +48,7 @@ def test_evosh_quick(tmp_path, models_dir):
     a = doc["args"]
     assert doc["script"] == "evosh" and a["quick"] is True and doc["target"] == "jetson-tx2"
     assert a["steps"] == 50 and a["fig4_blocks"] == {"B0": 9} and a["hw_models"] == ["B0"]
+    assert a["hw_runs"] == 3 and a["hw_caps"] == 3 and a["layer_exact_seconds"] == 1.0    # --quick's sizes
     assert doc["machine"]["cpu_count"] >= 1 and doc["total_s"] > 0
     cases = doc["cases"]
     # every search run was a cell of one `hetcc sweep` (its table beside the JSON)

@@ -223,15 +223,12 @@ def test_bad_options_are_one_line_errors(argv, culprit, capsys):
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory):
-    """--quick's models, exported here (not into the repo's model cache)."""
+    """--quick's models, from the session's zoo cache (tests/zoo_models.py)."""
     needs("zoo", "torch", "torchvision")
-    from hetcc.compiler import zoo
+    from zoo_models import linked_zoo_models
 
-    root = tmp_path_factory.mktemp("fidelity-models")
-    for label in {*fidelity.QUICK["large"], *fidelity.QUICK["small"], fidelity.QUICK["fig5"]}:
-        name = fidelity.MODELS[label][0]
-        zoo.export(name, root / f"{name}-seed0.onnx", seed=0)
-    return root
+    labels = sorted({*fidelity.QUICK["large"], *fidelity.QUICK["small"], fidelity.QUICK["fig5"]})
+    return linked_zoo_models(tmp_path_factory.mktemp("fidelity-models"), [fidelity.MODELS[x][0] for x in labels])
 
 
 def no_constant(text: str) -> float:

@@ -26,12 +26,10 @@ PASSES = ("shapes", "constants", "canonical", "layers", "legality", "costs", "pa
 
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory):
-    """One exported quick model for every script (exported here, not into the repo's cache)."""
-    from hetcc.compiler import zoo
+    """One exported quick model for every script (from the session's zoo cache: tests/zoo_models.py)."""
+    from zoo_models import linked_zoo_models
 
-    root = tmp_path_factory.mktemp("bench-models")
-    zoo.export(QUICK_MODEL, root / f"{QUICK_MODEL}-seed0.onnx", seed=0)
-    return root
+    return linked_zoo_models(tmp_path_factory.mktemp("bench-models"), [QUICK_MODEL])
 
 
 def run_script(name: str, tmp_path: Path, models_dir: Path) -> tuple[dict, str]:
@@ -201,12 +199,12 @@ def test_sweep_scaling_benchmark(tmp_path):
 
 @pytest.mark.zoo
 def test_sweep_agreement_benchmark(tmp_path):
-    """--quick: a 12-cell zoo sweep, 4 sampled cells compiled with the hetcc command; all agree."""
+    """--quick: a 6-cell zoo sweep, 4 sampled cells compiled with the hetcc command; all agree."""
     out = tmp_path / "agree.json"
     proc = subprocess.run([sys.executable, str(BENCH / "sweep_agreement.py"), "--quick", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     doc = json.loads(out.read_text())
-    assert doc["finished_cells"] == 12 and doc["sampled"] == 4 == doc["agree"]
+    assert doc["finished_cells"] == 6 and doc["sampled"] == 4 == doc["agree"]
     assert all(c["agree"] and c["rel_diff"] <= 1e-6 and c["compile"]["latency_ms"] > 0 for c in doc["cells"])
     assert "4 of 4 sampled cells" in proc.stdout

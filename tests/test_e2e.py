@@ -25,10 +25,11 @@ MODELS = ["squeezenet1_1", "mobilenet_v2", "googlenet"]
 
 @pytest.fixture(scope="session")
 def zoo_models(tmp_path_factory):
-    from hetcc.compiler import zoo
+    """Each model exported once for the run (the session's zoo cache, tests/zoo_models.py), at a path of its own."""
+    from zoo_models import linked_zoo_model
 
     root = tmp_path_factory.mktemp("zoo")
-    return {name: zoo.export(name, root / f"{name}.onnx") for name in MODELS}
+    return {name: linked_zoo_model(name, root / f"{name}.onnx") for name in MODELS}
 
 
 def default_variant(manifest: dict) -> dict:
