@@ -29,7 +29,7 @@ configuration (``search.MAX_REDRAWS`` random draws all shaved or evaluated): its
 its curve is padded with it.
 
     python benchmarks/evosh.py                   # everything (~9 min on 2 cores)
-    python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 5 hardware runs
+    python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 3 hardware runs at 3 caps
     python benchmarks/evosh.py --parts fig5 --fig5-runs 50 --markdown /tmp/evosh.md
     python benchmarks/evosh.py --parts fig4 --models B4   # Fig. 4's B4 rows only
 
@@ -244,6 +244,14 @@ def enumerate_hardware(space: ConfigSpace) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(Ts), np.concatenate(Ps)
 
 
+def distinct_pairs(T: np.ndarray, P: np.ndarray) -> int:
+    """How many distinct (latency to 9 decimals, power to 6) pairs: ``len({(round(t, 9), round(p, 6)) ...})``
+    computed on the arrays (numpy's rounding, what ``round`` of a numpy float does)."""
+    if T.size == 0:
+        return 0
+    return int(np.unique(np.stack([np.round(T, 9), np.round(P, 6)], axis=1), axis=0).shape[0])
+
+
 def enumerate_mapping(space: ConfigSpace) -> tuple[np.ndarray, np.ndarray]:
     vals = np.array([space.evaluate(c)[:2] for c in itertools.product((0, 1), repeat=len(space.starts))])
     return vals[:, 0], vals[:, 1]
@@ -320,7 +328,7 @@ class Bench:
         enum_s = time.perf_counter() - t0
         valid = np.isfinite(T)
         lo, hi = float(P[valid].min()), float(P[valid].max())
-        distinct = len({(round(t, 9), round(p, 6)) for t, p in zip(T[valid], P[valid])})
+        distinct = distinct_pairs(T[valid], P[valid])
         k = self.args.hw_caps
         cases = []
         for i in range(k):
@@ -715,7 +723,8 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
-                    help="B0 only, 9 blocks, 3 seeds / runs, 50 steps, hardware space with 5 runs")
+                    help="B0 only, 9 blocks, 3 seeds / runs, 50 steps, hardware space with 3 runs at 3 caps, "
+                         "layer-granularity exact plans time-boxed to 1 s")
     ap.add_argument("--parts", default="fig4,fig5,hardware", help="comma list of fig4, fig5, hardware (Figs. 6-7)")
     ap.add_argument("--models", default=None,
                     help="comma list of B0, B2, B4: only these in Fig. 4 and the hardware space (default: all)")
@@ -723,10 +732,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fig4-seeds", type=int, default=None, help="runs per algorithm and case in Fig. 4 (default 5)")
     ap.add_argument("--fig5-runs", type=int, default=None, help="runs per algorithm and cap in Fig. 5 (default 20)")
     ap.add_argument("--hw-runs", type=int, default=None,
-                    help="runs per algorithm and cap, hardware space (default 100)")
-    ap.add_argument("--hw-caps", type=int, default=6, help="caps of the hardware sweep (Fig. 7)")
+                    help="runs per algorithm and cap, hardware space (default 100; quick 3)")
+    ap.add_argument("--hw-caps", type=int, default=None, help="caps of the hardware sweep (Fig. 7; default 6, quick 3)")
     ap.add_argument("--layer-exact-seconds", type=float, default=None,
-                    help="time box of each layer-granularity exact plan (default 10; quick 3; 0: skip them)")
+                    help="time box of each layer-granularity exact plan (default 10; quick 1; 0: skip them)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
     ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU)")
     ap.add_argument("--fresh", action="store_true", help="run every cell again (default: resume <out>-sweep/)")
@@ -737,9 +746,10 @@ def main(argv: list[str] | None = None) -> int:
     args.steps = args.steps or (50 if q else 200)
     args.fig4_seeds = args.fig4_seeds or (3 if q else 5)
     args.fig5_runs = args.fig5_runs or (3 if q else 20)
-    args.hw_runs = args.hw_runs or (5 if q else 100)
+    args.hw_runs = args.hw_runs or (3 if q else 100)
+    args.hw_caps = args.hw_caps if args.hw_caps is not None else (3 if q else 6)
     if args.layer_exact_seconds is None:
-        args.layer_exact_seconds = 3.0 if q else 10.0
+        args.layer_exact_seconds = 1.0 if q else 10.0
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     if bad := [p for p in args.parts if p not in ("fig4", "fig5", "hardware")]:
         raise SystemExit(f"unknown part(s) {', '.join(bad)}; choose fig4, fig5, hardware")

@@ -28,7 +28,7 @@ if (HERE := str(Path(__file__).resolve().parent)) not in sys.path:  # _common.py
 from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
 
 SCRIPT = Path(__file__).stem
-QUICK_SPEC = """models = ["mobilenet_v2", "squeezenet1_1"]
+QUICK_SPEC = """models = ["squeezenet1_1"]
 targets = ["hikey970"]
 objectives = ["latency", "energy"]
 deadlines = ["medium"]
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=20, help="cells to compile (default 20)")
     ap.add_argument("--seed", type=int, default=0, help="which cells (random.Random(seed))")
     ap.add_argument("--rtol", type=float, default=1e-6)
-    ap.add_argument("--quick", action="store_true", help="run a 6-cell sweep here and check 4 of its cells")
+    ap.add_argument("--quick", action="store_true", help="run a 6-cell sweep (squeezenet1_1) here and check 4 of its cells")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/sweep_agreement.json)")
     args = ap.parse_args(argv)
     from hetcc.core.read import read_toml
