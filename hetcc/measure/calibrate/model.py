@@ -68,15 +68,26 @@ def _price(problem: Any, slices: Sequence[Any], metric: str) -> float:
     return sum(_metric(problem.slice_cost(s.first, s.last, s.state), metric) for s in slices)
 
 
-def forced_optima(problem: Any, metric: str, states: np.ndarray, target: int) -> tuple[float, list, float, list]:
-    """(best cost of a plan using state ``target`` at least once, its slices, best cost of a plan
-    never using it, its slices), over ``states``: exact, a DP over (layer boundary, used)."""
-    import numpy as np
+def slice_tensor(problem: Any, metric: str, states: np.ndarray) -> np.ndarray:
+    """[l, k, j]: the ``metric`` cost of the slice of layers k..l-1 on ``states[j]`` (inf where
+    illegal), what ``forced_optima`` searches (one per problem, metric and states: every target
+    state of the same rows shares it)."""
     from hetcc.planners.dp import SliceTables, cell_costs
-    from hetcc.planners.problem import Slice
 
     tables = SliceTables(problem, cell_costs(problem), states)
-    cost = tables.latency() if metric == "latency" else tables.energy()      # [l, k, j]
+    return tables.latency() if metric == "latency" else tables.energy()
+
+
+def forced_optima(problem: Any, metric: str, states: np.ndarray, target: int, *,
+                  cost: np.ndarray | None = None) -> tuple[float, list, float, list]:
+    """(best cost of a plan using state ``target`` at least once, its slices, best cost of a plan
+    never using it, its slices), over ``states``: exact, a DP over (layer boundary, used).
+    ``cost``: ``slice_tensor(problem, metric, states)`` when the caller has it already."""
+    import numpy as np
+    from hetcc.planners.problem import Slice
+
+    if cost is None:
+        cost = slice_tensor(problem, metric, states)                         # [l, k, j]
     L = problem.num_layers
     jt = int(np.flatnonzero(states == target)[0])
     inf = np.inf
@@ -270,7 +281,11 @@ class Calibration:
                 base_power_mw=float(params.base_power_mw)))
         return out
 
-    def _plan(self, problem: Any, ref: str, spec: str, metric: str, frozen: dict, fixed: bool) -> tuple[float, Any]:
+    def _plan(self, problem: Any, ref: str, spec: str, metric: str, frozen: dict, fixed: bool,
+              priced: dict) -> tuple[float, Any]:
+        """(cost, slices) of ``spec``'s plan of model ``ref`` (``frozen``'s when ``fixed``); ``priced``
+        holds the costs of this evaluation's plans (the same plan is priced once per evaluation,
+        whatever number of rows read it)."""
         key = ("plan", ref, spec, metric)
         if not fixed and key not in frozen:
             from hetcc.planners import registry
@@ -281,7 +296,9 @@ class Calibration:
             frozen[key] = registry.run(problem, Objective(metric), name, options, PlanContext(0),
                                        allow_infeasible=True).slices
         slices = frozen[key]
-        return _price(problem, slices, metric), slices
+        if key not in priced:
+            priced[key] = _price(problem, slices, metric)
+        return priced[key], slices
 
     def evaluate(self, values: np.ndarray | None = None, *, target: Any = None, frozen: dict | None = None,
                  rows: Sequence[int] | None = None) -> Evaluation:
@@ -297,6 +314,8 @@ class Calibration:
         store: dict = frozen if fixed else {}
         n = len(self.obs)
         pred, sig, res = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        priced: dict = {}                 # this evaluation's plan costs (``_plan``)
+        tensors: dict = {}                # this evaluation's slice tensors (``slice_tensor``)
         for i in idx:
             o = self.obs[i]
             w = math.sqrt(o.weight)
@@ -313,19 +332,23 @@ class Calibration:
             elif o.kind == "gain":
                 logs = []
                 for ref in o.models:
-                    mine, _ = self._plan(probs[ref], ref, o.planner, o.objective, store, fixed)
-                    base, _ = self._plan(probs[ref], ref, o.baseline, o.objective, store, fixed)
+                    mine, _ = self._plan(probs[ref], ref, o.planner, o.objective, store, fixed, priced)
+                    base, _ = self._plan(probs[ref], ref, o.baseline, o.objective, store, fixed, priced)
                     logs.append(math.log(mine / base))
                 pred[i] = sig[i] = 1.0 - math.exp(sum(logs) / len(logs))
                 res[i] = (pred[i] - o.value) * w
             else:
                 ref = o.models[0]
                 p = probs[ref]
-                _, slices = self._plan(p, ref, o.planner, o.objective, store, fixed)
+                _, slices = self._plan(p, ref, o.planner, o.objective, store, fixed, priced)
                 pred[i] = float(any(sl.state == s for sl in slices))
                 key = ("forced", ref, o.objective, s, o.planner)
                 if not fixed and key not in store:
-                    _, use_sl, _, not_sl = forced_optima(p, o.objective, self._dp_states(p, o), s)
+                    states = self._dp_states(p, o)
+                    tkey = (ref, o.objective, states.tobytes())
+                    if tkey not in tensors:
+                        tensors[tkey] = slice_tensor(p, o.objective, states)
+                    _, use_sl, _, not_sl = forced_optima(p, o.objective, states, s, cost=tensors[tkey])
                     store[key] = (use_sl, not_sl)
                 use_sl, not_sl = store[key]
                 use = _price(p, use_sl, o.objective) if use_sl else math.inf      # [] = no such plan
