@@ -141,7 +141,7 @@ def _pad_stride(node: ir.Node) -> list[float]:
     strides = node.attributes.get("strides")
     s = [int(v) for v in strides.as_ints()] if strides is not None else []
     sh = s[0] if s else 1
-    sw = s[1] if len(s) > 1 else (1 if len(s) <= 1 else sh)
+    sw = s[1] if len(s) > 1 else 1
     return [float(top), float(left), float(bottom), float(right), float(sh), float(sw)]
 
 
