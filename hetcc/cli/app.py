@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -110,7 +111,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     parse_deadline(args.deadline)   # refuse a bad --deadline / --power-cap before loading anything
     parse_power(args.power_cap)
-    depfile = check_depfile(args.depfile, args.output)   # and an unwritable --depfile
+    depfile = check_depfile(args.depfile, args.output, _input_files(args))   # and an unwritable --depfile
     options = parse_option_args(args.planner_option)
     variants = _variants(args.variants)
     _check_planner_options(args.planner, options, variants)
@@ -188,6 +189,15 @@ def _memory_lines(analyses: Sequence[Any], named: bool) -> list[str]:
                        f"the model ({r.source}), not the board's {r.board_bytes / 1e6:.1f} MB; --observations none "
                        "for the board's")
     return out
+
+
+def _input_files(args: argparse.Namespace) -> list[str]:
+    """The files a command names as inputs: models, a board or measurement file given as a path,
+    observations files, ``@`` option files (what no output of the same command may be)."""
+    files = [*(getattr(args, "model", None) or []), getattr(args, "target", None) or "",
+             getattr(args, "observations", None) or ""]
+    files += [o[1:] for o in getattr(args, "planner_option", None) or [] if isinstance(o, str) and o.startswith("@")]
+    return [f for f in files if isinstance(f, str) and f and os.path.lexists(f)]
 
 
 def _build_files(args: argparse.Namespace, depfile: Path | None, programs: Sequence[Any], target: Any) -> list[str]:

@@ -106,12 +106,16 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     out = Path(args.output)
     _check_output(out)
+    from hetcc.files.atomic import check_not_an_input
+
+    check_not_an_input(out, "-o", [args.model, args.target])
     target = load_target(args.target)
     _check_target(target)
     device = target.devices[0].name
     progress = default_progress(quiet=args.quiet)
     program = load_program(args.model, target, input_shapes=parse_input_shapes(args.input_shape),
                            max_cut_tensors=args.max_cut_tensors, seed=args.seed, progress=progress)
+    check_not_an_input(out, "-o", [program.source_path])      # a zoo model's export in the cache, too
     cpu = CpuFrequency()
     levels = _levels(args.freqs, cpu)
     meter, why = find_power_meter()

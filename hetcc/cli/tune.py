@@ -25,6 +25,12 @@ def add_arguments(parser: Any) -> Any:
 def cmd_tune(args: Any) -> int:
     from rich.console import Console
 
+    from hetcc.files.atomic import check_not_an_input, check_replaceable_file
+
+    if not str(args.output).strip():
+        raise UsageError("-o '': name the TOML file to write, e.g. -o best.toml")
+    check_replaceable_file(Path(args.output), "-o")
+    check_not_an_input(args.output, "-o", [args.spec])
     spec = load_tune_spec(args.planner, args.spec)
     if args.samples is not None:
         spec.samples = args.samples

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from hetcc import __version__
 from hetcc.core.errors import UsageError
@@ -87,12 +87,13 @@ def depfile_text(output_dir: str | os.PathLike, inputs: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_depfile(depfile: str | None, output_dir: str | None) -> Path | None:
+def check_depfile(depfile: str | None, output_dir: str | None, inputs: Iterable[Any] = ()) -> Path | None:
     """Refuse a ``--depfile`` that cannot be written, before the compile: no ``-o`` (nothing is
-    built), or a directory, symlink or special file in its place."""
+    built), a directory, symlink or special file in its place, one of the files the compile reads
+    (``inputs``), or a path inside ``-o`` (the new artifact's files would replace it)."""
     if depfile is None:
         return None
-    from hetcc.files.atomic import check_replaceable_file
+    from hetcc.files.atomic import check_not_an_input, check_replaceable_file
 
     if not str(depfile).strip():
         raise UsageError("--depfile '': name a file, e.g. --depfile out.d")
@@ -100,6 +101,7 @@ def check_depfile(depfile: str | None, output_dir: str | None) -> Path | None:
         raise UsageError("--depfile needs -o DIR: the depfile describes the artifact a compile writes")
     path = Path(depfile)
     check_replaceable_file(path, "--depfile")
+    check_not_an_input(path, "--depfile", inputs, within=[output_dir])
     make_escape(str(output_dir), "-o")
     if "%" in str(output_dir):
         raise UsageError(f"--depfile: -o {output_dir!r} holds '%', which makes a Make rule a pattern rule; "
@@ -111,12 +113,13 @@ def write_depfile(depfile: Path, output_dir: str | os.PathLike, models: Iterable
                   target_files: Iterable[str | os.PathLike]) -> Path:
     """Write the depfile of a finished compile (atomically: a temporary file renamed over it);
     ``target_files``: what the target was read from (a measurement file and its board's TOML)."""
-    from hetcc.files.atomic import write_file
+    from hetcc.files.atomic import check_not_an_input, write_file
 
     inputs: list[str] = []
     for m in models:
         inputs += model_inputs(m)
     inputs += [os.fspath(t) for t in target_files]
+    check_not_an_input(depfile, "--depfile", inputs)    # a model's data file, a board the target named
     inputs.append(str(version_stamp()))
     text = depfile_text(output_dir, inputs)
     return write_file(depfile, text, "--depfile", "the artifact was written; choose another --depfile")

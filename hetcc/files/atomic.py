@@ -70,7 +70,7 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from hetcc.core.errors import UsageError
 from hetcc.runtime.manifest import COSTS_NAME, MANIFEST_NAME, MAX_MANIFEST_BYTES, TIMINGS_NAME
@@ -82,7 +82,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "created_mode", "MARKER", "OWN_FILES",
-           "artifact_identity", "check_replaceable_file", "read_toml"]
+           "artifact_identity", "check_replaceable_file", "read_toml", "check_output_dir_name", "check_not_an_input"]
 
 logger = logging.getLogger(__name__)
 
@@ -749,3 +749,47 @@ def check_replaceable_file(path: Path, what: str) -> None:
         kind = "a symlink" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
         raise UsageError(f"{what}: {path} is {kind}, which hetcc does not replace; move it away or name "
                          "another file")
+
+
+def check_output_dir_name(path: str | os.PathLike, what: str = "-o") -> Path:
+    """The directory a command writes (``-o``), refused in one line when it cannot be one: an
+    empty name or the file system's root."""
+    shown = os.fspath(path)
+    if not shown.strip():
+        raise UsageError(f"{what} '': the output directory is empty; name a directory, e.g. {what} out")
+    given = Path(shown)
+    if not Path(os.path.abspath(given)).name:
+        raise UsageError(f"refusing to write {shown}: it is the file system's root; name a directory below it")
+    return given
+
+
+def _same(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """``a`` and ``b`` are one file: the same resolved path, or the same device and inode (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_not_an_input(output: str | os.PathLike, what: str, inputs: Iterable[Any],
+                       within: Iterable[Any] = ()) -> None:
+    """Refuse, before anything is written, an output file (``what``: ``--depfile``, ``-o``, ...)
+    that is one of the files the same command reads (``inputs``: a model, its data, a board or
+    observations file, an option file; the same file by path or inode) or that is one of the files
+    an artifact directory the same command writes will hold (``within``: ``-o``; its manifest,
+    costs, timings, why, or anything under ``slices/`` or ``models/``)."""
+    out = os.fspath(output)
+    for inp in inputs:
+        if inp and isinstance(inp, (str, os.PathLike)) and os.path.lexists(inp) and _same(out, inp):
+            raise UsageError(f"{what} {out}: that is {os.fspath(inp)}, which this command reads; name another file")
+    real = os.path.realpath(out)
+    for d in within:
+        if not d:
+            continue
+        top = os.path.realpath(d)
+        rel = os.path.relpath(real, top).replace(os.sep, "/") if real.startswith(top.rstrip(os.sep) + os.sep) else ""
+        if real == top or rel in OWN_FILES or rel.split("/")[0] in ("slices", "models"):
+            raise UsageError(f"{what} {out}: the artifact {os.fspath(d)} this command writes holds that path; "
+                             "name a file outside it")

@@ -28,8 +28,10 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
     from hetcc.compiler.api import resolve_model
     from hetcc.files.atomic import acquire_lock, release_lock
 
+    from hetcc.files.atomic import check_output_dir_name
+
     t0 = time.perf_counter()
-    root = Path(out)
+    root = check_output_dir_name(out)
     if root.exists() and not root.is_dir():
         raise UsageError(f"-o {root}: a file is in the way; name a directory")
     root.mkdir(parents=True, exist_ok=True)
