@@ -5,9 +5,9 @@ Every workload planner, baseline, ``hetcc inspect``, the benchmark and the tests
 pipelines (docs/contention.md has the derivation, the choice and the measured error).
 
 The system it models (what ``hetcc run --concurrent`` builds): each model keeps its pipeline
-full, one worker per stage with a bounded queue between stages, a new inference entering as soon
-as the first stage is free. A device serves one stage execution at a time at the speed of the
-cost tables (they assume the stage has the whole device).
+full, one worker per stage and one inference per stage in flight, circulating in a ring. A device
+serves one stage execution at a time at the speed of the cost tables (they assume the stage has
+the whole device).
 
 ``sharing="shared"`` (FairBoost's setting): the stages waiting at a device are served one
 execution each in arrival order (first come, first served; every stage has at most one execution
@@ -20,13 +20,13 @@ the models take turns; a dominant model's run is broken twice by each execution 
 Between two saturations the device load is piecewise linear in the common level, so every step
 is closed-form: no iteration, no tolerance.
 
-Few inferences in flight (``population`` per stage, 1 as the runtime runs it): when another
-model's long execution holds a device where a pipeline has a stage that is not its bottleneck,
-the pipeline's inferences pile up in front of it and its output stops once the others are
-through: it loses ``max(0, s_j + switch - (tokens - 1) / x)`` each time (``_stalls``; ``x`` its
-rate without stalls, so a pipeline already slowed by its turns elsewhere loses nothing), one
-more linear constraint per model, ``x s_max + sum_j x_j stall_j <= 1``, in the same progressive filling (``population=None``: deep
-buffers, no stalls, the pure max-min fluid).
+Long executions (``population`` inferences per stage in flight, 1 as the runtime runs it): the
+fluid assumes executions interleave finely. An execution that outlasts another model's whole
+cycle on the same device does not: the other model stops while it runs (its inferences pile up
+in front of the device; a pipeline's other stages run dry once the rest are through). Such
+devices are modelled as held by their long executions a share of the time and free the rest
+(``_phases``): in each phase the models not stopped share the devices max-min, and a model's
+rate is the phases' mean. ``population=None``: the pure max-min fluid.
 
 ``sharing="slice"`` (round-robin baselines): a device gives each model using it a time quantum
 (``quantum_ms``) of exclusive use in turn, paying ``switch_ms[d]`` per quantum when it hosts two
@@ -42,9 +42,10 @@ under ``slice``; no device busier than 100%.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -102,43 +103,24 @@ def _switch_rate(x: Sequence[float], users: Sequence[int]) -> float:
     return min(total, 2.0 * (total - max(xs)))
 
 
-def _stalls(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int], x: Sequence[float]) -> list[list[float]]:
-    """[N][N] ms of its output model m loses each time model j runs one execution on a device
-    where m has a stage that is not its slowest: while j holds that device, m's inferences pile up
-    in front of it, and m's output stops once the ``tokens - 1`` others, completing one every
-    ``1 / x_m`` (its rate without stalls), are through: ``max(0, s_jd + switch_d - (tokens_m - 1) / x_m)``."""
-    N, D = len(s), len(sw)
-    out = [[0.0] * N for _ in range(N)]
-    for m in range(N):
-        if not (0 < x[m] < math.inf):
-            continue
-        b = s[m].index(max(s[m]))
-        hold = (tokens[m] - 1) / x[m]
-        for d in range(D):
-            if d == b or s[m][d] <= 0:
-                continue
-            for j in range(N):
-                if j != m and s[j][d] > 0:
-                    out[m][j] += max(0.0, s[j][d] + sw[d] - hold)
-    return out
-
-
-def _shared(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int] | None = None) -> list[float]:
+def _shared(s: list[list[float]], sw: Sequence[float],
+            fixed: Mapping[int, float] | None = None) -> tuple[list[float], list[int]]:
     """Max-min fair rates (per ms) under first-come-first-served sharing with switch costs
-    (progressive filling; each step closed-form). With ``tokens`` (each model's inferences in
-    flight), a model also loses its bottleneck's time to the long executions of others that
-    block its other stages (``_stalls``): one more constraint per model."""
+    (progressive filling; each step closed-form), and for each model the device that stopped it
+    (its bottleneck; -1 for a model that loads no device or whose rate is ``fixed``)."""
     N, D = len(s), len(sw)
     users = [[m for m in range(N) if s[m][d] > 0] for d in range(D)]
-    stall = (_stalls(s, sw, tokens, _shared(s, sw)) if tokens is not None else [[0.0] * N for _ in range(N)])
     x = [0.0] * N
+    where_m = [-1] * N
     active = [True] * N
     for m in range(N):       # a model whose stages all take no time never loads a device
         if not any(v > 0 for v in s[m]):
             x[m], active[m] = math.inf, False
+    for m, rate in (fixed or {}).items():
+        x[m], active[m] = rate, False
     level = 0.0
     while any(active):
-        best, where, alone = math.inf, -1, -1
+        best, where = math.inf, -1
         for d in range(D):
             a_set = [m for m in users[d] if active[m]]
             if not a_set:
@@ -157,21 +139,88 @@ def _shared(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int] | N
                         (1.0 - s_f - 2 * c * x_f) / (s_a + 2 * c * (a - 1)))
             t = max(t, level)
             if t < best:
-                best, where, alone = t, d, -1
-        for m in range(N):
-            if not active[m] or not any(stall[m]):
-                continue
-            # x_m s_m,max + sum_j x_j stall[m][j] <= 1, the x_j of models still rising = t
-            fixed = sum(x[j] * stall[m][j] for j in range(N) if not active[j])
-            rising = sum(stall[m][j] for j in range(N) if active[j] and j != m)
-            t = max((1.0 - fixed) / (max(s[m]) + rising), level)
-            if t < best:
-                best, where, alone = t, -1, m
+                best, where = t, d
         level = best
-        for m in ([alone] if alone >= 0 else users[where]):
+        for m in users[where]:
             if active[m]:
-                x[m], active[m] = level, False
-    return x
+                x[m], active[m], where_m[m] = level, False, where
+    return x, where_m
+
+
+#: the most long executions ``_phases`` tells apart (the rest stay in the fluid): 2^k phases at most
+MAX_LONG = 4
+
+
+def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) -> list[float]:
+    """Rates (per ms) when long executions hold devices in turns, not finely interleaved.
+
+    An execution of model j on device d (``B = s_jd + switch_d``) is *long* for another model m
+    on d when it outlasts m's whole cycle (``tokens_m / x_m``, ``x`` the max-min rates): m then
+    does not take turns with it but stops while it runs. Each device with long executions is held
+    by one of them a share ``x_j B`` of the time and free of them the rest (devices independent;
+    the ``MAX_LONG`` largest shares told apart). In each phase the models not stopped share the
+    devices max-min (the long executors at their max-min rates, their long stages left out); a
+    stopped model still flows ``hold / B`` of the phase at its free rate (its other ``tokens - 1``
+    inferences, ``hold = (tokens - 1) / x``). A model's rate is the phases' mean; with one long
+    execution this is ``x (1 - x_j max(0, B - hold))``."""
+    N, D = len(s), len(sw)
+    x0, _ = _shared(s, sw)
+    hold = [(tokens[m] - 1) / x0[m] if 0 < x0[m] < math.inf else math.inf for m in range(N)]
+    cycle = [tokens[m] / x0[m] if 0 < x0[m] < math.inf else math.inf for m in range(N)]
+    longs: list[tuple[float, int, int]] = []           # (share of time, model, device)
+    for d in range(D):
+        users = [m for m in range(N) if s[m][d] > 0]
+        for j in users:
+            others = [m for m in users if m != j]
+            if not others or not 0 < x0[j] < math.inf:
+                continue
+            b = s[j][d] + sw[d]
+            if any(b > cycle[m] for m in others):
+                longs.append((x0[j] * b, j, d))
+    if not longs:
+        return x0
+    longs = sorted(longs, reverse=True)[:MAX_LONG]
+    by_device: dict[int, list[tuple[float, int]]] = {}
+    for share, j, d in longs:
+        by_device.setdefault(d, []).append((share, j))
+    executors = {j for _, j, _ in longs}
+    base = [list(row) for row in s]
+    for _, j, d in longs:
+        base[j][d] = 0.0                                  # its time there is the phases'
+    fixed = {j: x0[j] for j in executors}
+    # each device with long executions: held by one of them, or free of them
+    choices = []
+    for d, held in by_device.items():
+        free = max(0.0, 1.0 - sum(sh for sh, _ in held))
+        total = free + sum(min(sh, 1.0) for sh, _ in held)
+        choices.append([(d, None, free / total)] + [(d, j, min(sh, 1.0) / total) for sh, j in held])
+    free_x, _ = _shared(base, sw, fixed)
+    out = [0.0] * N
+    for combo in itertools.product(*choices):
+        prob = math.prod(c[2] for c in combo)
+        if prob <= 0:
+            continue
+        held = [(d, j) for d, j, _ in combo if j is not None]
+        stopped: dict[int, float] = {}                     # model -> the longest execution stopping it
+        for d, j in held:
+            for m in range(N):
+                if m != j and m not in executors and s[m][d] > 0 and s[j][d] + sw[d] > cycle[m]:
+                    stopped[m] = max(stopped.get(m, 0.0), s[j][d] + sw[d])
+        if stopped:
+            phase = [[0.0] * D if m in stopped else row for m, row in enumerate(base)]
+            xp, _ = _shared(phase, sw, fixed)
+        else:
+            xp = free_x
+        for m in range(N):
+            if m in executors:
+                continue
+            if m in stopped:
+                out[m] += prob * min(1.0, hold[m] / stopped[m]) * free_x[m]
+            else:
+                out[m] += prob * xp[m]
+    for j in executors:
+        out[j] = x0[j]
+    return out
 
 
 def _slice(s: list[list[float]], sw: Sequence[float], quantum: float) -> list[float]:
@@ -210,8 +259,13 @@ def predict(mix: MixProblem, pipelines: Sequence[Pipeline], *, sharing: str = "s
     s = _service(mix, pipelines)
     N, D = mix.n_models, mix.n_devices
     sw = mix.switch_ms.tolist()
-    tokens = [len(p) * population for p in pipelines] if population else None
-    x = _shared(s, sw, tokens) if sharing == "shared" else _slice(s, sw, q)        # per ms
+    if sharing == "shared":
+        if population is None:
+            x, _ = _shared(s, sw)                                          # per ms
+        else:
+            x = _phases(s, sw, [len(p) * population for p in pipelines])
+    else:
+        x = _slice(s, sw, q)
     alone = [1.0 / max(row) if max(row) > 0 else math.inf for row in s]
     xf = [v if math.isfinite(v) else 0.0 for v in x]
     busy = [[xf[m] * s[m][d] for d in range(D)] for m in range(N)]
