@@ -375,6 +375,32 @@ def apply_policy(plan: Plan | WorkloadPlan, objective: Objective, allow_infeasib
     return plan
 
 
+def closest_plan(problem: PlanningProblem, objective: Objective, why: str) -> Plan:
+    """The plan closest to meeting ``objective``'s limits when none meets them (what
+    ``--allow-infeasible`` writes when a planner finds no feasible plan): with a deadline, the
+    fastest plan (within the power cap when some plan meets it); with a power cap alone, the
+    fastest plan among those of the lowest reachable average power. ``stats["closest"]`` says so."""
+    exact_module = importlib.import_module(BUILTIN["exact"])      # as every planner is reached: no import cycle
+
+    def exact(p: PlanningProblem, o: Objective) -> Plan:
+        return get_spec("exact").run(p, o, PlanContext())
+
+    cap = objective.power_cap_mw
+    if objective.deadline_ms is not None:
+        try:
+            plan = exact(problem, Objective("latency", power_cap_mw=cap)) if cap is not None else None
+        except InfeasibleError:
+            plan = None
+        plan = plan or exact(problem, Objective("latency"))
+        what = "the fastest plan" + (" within the power cap" if plan and cap is not None and
+                                     plan.energy_mj / plan.latency_ms * 1e3 <= cap * (1 + 1e-9) else "")
+    else:
+        floor = exact_module.lowest_average_power_mw(problem)
+        plan = exact(problem, Objective("latency", power_cap_mw=floor * (1 + 1e-9)))
+        what = "the fastest plan of the lowest reachable average power"
+    return plan.replace(stats={**plan.stats, "closest": f"{what} ({why})"})
+
+
 def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planner: str = "auto",
         options: Mapping[str, Any] | None = None, ctx: PlanContext | None = None, *,
         allow_infeasible: bool = False) -> Any:
@@ -385,7 +411,12 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     opts = parse_options(spec, split_name(name, spec, options or {}))
     ctx = (ctx or PlanContext()).with_options(opts)
     t0 = time.perf_counter()
-    result = spec.run(problem, objective, ctx)
+    try:
+        result = spec.run(problem, objective, ctx)
+    except InfeasibleError as exc:
+        if not allow_infeasible or kind != "model" or not objective.constraints:
+            raise
+        result = closest_plan(problem, objective, str(exc))
     seconds = time.perf_counter() - t0
     ctx.logger.debug("%s: planned in %.1f ms", name, seconds * 1e3)
     result = result.replace(planner=display_name(name, spec), options=dataclasses.asdict(opts), seconds=seconds,

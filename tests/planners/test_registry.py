@@ -139,9 +139,11 @@ def test_feasible_plans_are_marked_feasible(chain3, planner):
     assert result.feasible and result.violations == ()
 
 
-def test_exact_proves_infeasibility_instead_of_returning_a_plan(chain3):
+def test_exact_proves_infeasibility_and_allow_infeasible_writes_the_fastest_plan(chain3):
     with pytest.raises(InfeasibleError):
-        plan(chain3, Objective("latency", deadline_ms=1.0), "exact", allow_infeasible=True)
+        plan(chain3, Objective("latency", deadline_ms=1.0), "exact")
+    closest = plan(chain3, Objective("latency", deadline_ms=1.0), "exact", allow_infeasible=True)
+    assert not closest.feasible and closest.latency_ms == plan(chain3, Objective("latency"), "exact").latency_ms
 
 
 def test_read_only_problem_arrays(chain3):
