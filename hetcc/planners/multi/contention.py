@@ -220,6 +220,12 @@ def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) ->
                 out[m] += prob * xp[m]
     for j in executors:
         out[j] = x0[j]
+    # the phases' mean can ask a device for a hair more than it has: scale its models to fit
+    load = [sum(out[m] * s[m][d] for m in range(N) if 0 < out[m] < math.inf) for d in range(D)]
+    for m in range(N):
+        over = max((load[d] for d in range(D) if s[m][d] > 0), default=0.0)
+        if over > 1.0:
+            out[m] /= over
     return out
 
 
