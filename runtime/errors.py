@@ -26,3 +26,8 @@ class RemoteSliceError(ManifestError):
 class SliceRunError(ManifestError):
     """onnxruntime failed while running a slice on the given inputs (e.g. an index input out of
     range for a Gather): one line naming the slice, onnxruntime's message and what to check."""
+
+
+class InferenceTimeout(SliceRunError):
+    """An inference ran past the time it was given (``Executor(timeout=...)``, ``hetcc run
+    --timeout``) and was stopped inside onnxruntime (its run's terminate flag)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
 from array import array
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 import numpy as np
 
 from . import onnxrt
-from .errors import InputError, ManifestError, RemoteSliceError, SliceRunError
+from .errors import InferenceTimeout, InputError, ManifestError, RemoteSliceError, SliceRunError
 from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
                        artifact_file, read_manifest, sha256_file, slice_path, to_json)
@@ -133,10 +134,34 @@ class _Step:
         self.file = file
 
 
+def _bounded_run(step: Any, feeds: dict, remaining: float, limit: float) -> list:
+    """``step``'s session run with at most ``remaining`` seconds: a timer sets the run's terminate
+    flag, which onnxruntime checks between kernels (and in every Loop iteration)."""
+    if remaining <= 0:
+        raise InferenceTimeout(f"slice {step.file}: the inference ran past its {limit:g} s limit (--timeout) before "
+                               "this slice started; give a longer --timeout or check the model")
+    options = ort.RunOptions()
+    timer = threading.Timer(remaining, lambda: setattr(options, "terminate", True))
+    timer.daemon = True
+    timer.start()
+    try:
+        return step.session.run(step.out_names, feeds, options)
+    except Exception:
+        if options.terminate:
+            raise InferenceTimeout(f"slice {step.file}: stopped after the inference ran past its {limit:g} s limit "
+                                   "(--timeout); give a longer --timeout or check the slice (a tampered slice "
+                                   "may never finish)") from None
+        raise
+    finally:
+        timer.cancel()
+
+
 class _Options:
     """What the Executor was told, shared by the pipelines it builds."""
 
-    def __init__(self, strict_providers: bool, providers_override: ProvidersOverride, local_fallback: bool):
+    def __init__(self, strict_providers: bool, providers_override: ProvidersOverride, local_fallback: bool,
+                 timeout: float | None = None):
+        self.timeout = timeout          # seconds one inference may take (None: unbounded)
         self.strict_providers = strict_providers
         self.override = providers_override
         self.local_fallback = local_fallback
@@ -327,10 +352,16 @@ class Pipeline:
         store = self._check_feeds(feeds)
         timings = []
         clock = time.perf_counter
+        limit = self._opts.timeout
         for step in self._steps:
             t0 = clock()
             try:
-                outs = step.session.run(step.out_names, {n: store[n] for n in step.in_names})
+                if limit is None:
+                    outs = step.session.run(step.out_names, {n: store[n] for n in step.in_names})
+                else:
+                    outs = _bounded_run(step, {n: store[n] for n in step.in_names}, limit - (t0 - t_start), limit)
+            except InferenceTimeout:
+                raise
             except Exception as exc:  # onnxruntime's Fail / InvalidArgument / RuntimeException
                 text = " ".join(str(exc).split())
                 raise SliceRunError(f"slice {step.file}: onnxruntime failed on these inputs: {text[:300]}; "
@@ -461,7 +492,9 @@ class Executor:
     on; sessions of a cluster whose cores the plan takes offline are pinned to the cores it
     keeps. ``sysfs_root`` prefixes every path written (a fake tree in tests).
     ``restore_hardware``: put back what was changed on ``close()`` / leaving a ``with`` block /
-    interpreter exit (default); False leaves the board as set.
+    interpreter exit (default); False leaves the board as set. ``timeout``: seconds one inference
+    may take; past it, onnxruntime is told to stop and ``run`` raises ``InferenceTimeout`` (a
+    tampered or runaway slice cannot hang the caller).
     """
 
     def __init__(
@@ -475,6 +508,7 @@ class Executor:
         apply_hardware: bool = False,
         sysfs_root: str | os.PathLike = "/",
         restore_hardware: bool = True,
+        timeout: float | None = None,
         _hardware: Hardware | None = None,
     ) -> None:
         manifest, root, shown = read_manifest(artifact_dir)
@@ -489,7 +523,9 @@ class Executor:
         self.artifact_dir = root
         self.strict_providers = strict_providers
         self.local_fallback = local_fallback
-        self._opts = _Options(strict_providers, providers_override, local_fallback)
+        if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"timeout {timeout!r}: give a number of seconds above 0")
+        self._opts = _Options(strict_providers, providers_override, local_fallback, timeout)
         self._pipelines: dict[str, Pipeline] = {}
         self._models: dict[str, Executor] = {}
         self._last: Pipeline | None = None
@@ -508,7 +544,7 @@ class Executor:
                     raise ManifestError(f"{mfile}: sha256 mismatch; the artifact was modified — recompile")
                 child = Executor(sub, strict_providers=strict_providers, providers_override=providers_override,
                                  local_fallback=local_fallback, restore_hardware=restore_hardware,
-                                 _hardware=self._hardware)
+                                 timeout=timeout, _hardware=self._hardware)
                 if child.manifest.kind != "model":
                     raise ManifestError(f"{mfile}: a workload's model must be a model artifact, not a workload")
                 self._models[wm.name] = child

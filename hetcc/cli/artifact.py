@@ -57,6 +57,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--duration", type=duration_seconds, default=None, metavar="T",
                         help="time runs for T instead of a number of runs: 10s, 500ms, 2m, 1h (at most 1h); "
                         "not with --repeat; Ctrl-C stops early and reports the runs so far")
+    parser.add_argument("--timeout", type=duration_seconds, default=None, metavar="T",
+                        help="stop an inference that runs longer than T (10s, 500ms, 2m) with a one-line error "
+                        "(a runaway or tampered slice cannot hang the run)")
     parser.add_argument("--warmup", type=int_in(0, REPEAT_MAX), default=WARMUP_DEFAULT, metavar="N",
                         help=f"untimed runs first, 0 to {REPEAT_MAX} (default {WARMUP_DEFAULT}): the first runs "
                         "pay for onnxruntime's lazy set-up and cold caches")
@@ -363,7 +366,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     keep = apply_hw and getattr(args, "keep_hardware", False)
     ex = Executor(args.dir, strict_providers=args.strict_providers,
                   local_fallback=getattr(args, "local_fallback", False), variant=variant,
-                  apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep)
+                  apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep,
+                  timeout=getattr(args, "timeout", None))
     try:
         results = _run_all(ex, args, given, model)
     finally:
