@@ -29,3 +29,19 @@ def test_planners_lists_fairboost_and_its_options(capsys):
     assert main(["planners", "fairboost"]) == 0
     out = capsys.readouterr().out
     assert "fairboost" in out and "agent" in out and "polish" in out
+
+
+def test_the_shipped_files_match_their_recorded_sha256_and_command():
+    import hashlib
+    import json
+
+    from hetcc.planners.fairboost import DEFAULT_AGENT
+
+    data = DEFAULT_AGENT.parent
+    doc = json.loads((data / "fairboost.json").read_text())
+    for key in ("vqvae", "agent"):
+        entry = doc[key]
+        assert hashlib.sha256((data / entry["file"]).read_bytes()).hexdigest() == entry["sha256"], key
+    assert doc["agent"]["command"].startswith("hetcc train fairboost --target orangepi5 ")
+    assert doc["agent"]["vqvae_sha256"] == doc["vqvae"]["sha256"]
+    assert doc["vqvae"]["command"].startswith("hetcc train vqvae ")
