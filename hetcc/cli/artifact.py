@@ -24,7 +24,7 @@ from typing import Any
 from hetcc.core.errors import UsageError
 from hetcc.core.limits import SEED_MAX
 from hetcc.cli.common import (PlainConsole, finite, float_in, fmt, int_in, json_text, make_console,  # noqa: F401
-                              make_table, took)
+                              make_table, shown, took)
 
 __all__ = ["add_run_arguments", "add_inspect_arguments", "cmd_run", "cmd_inspect"]
 
@@ -300,7 +300,7 @@ def _run_json(r: dict[str, Any]) -> dict[str, Any]:
 def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) -> None:
     pipe, report = r["pipe"], r["report"]
     if title:
-        console.print(f"[bold]{title}[/bold]")
+        console.print(f"[bold]{shown(title)}[/bold]")
     b = r["bench"]
     table = make_table(console, ["slice", "device", "provider", "p50 ms", "mean ms", "predicted ms"],
                        {"device", "provider"})
@@ -654,9 +654,9 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
     names = [variant] if variant is not None else list(m.variants)
     for n in names:
         m.variant(n)  # unknown --variant: one-line error naming the variants
-    console.print(f"[bold]{title or m.model.name}[/bold] for {m.target.name} ({m.target.kind})"
-                  + (f"; {len(m.variants)} variants: {', '.join(m.variants)}" if len(m.variants) > 1 else "")
-                  + (f"; policy {m.policy.file}" if m.policy else ""))
+    console.print(f"[bold]{shown(title or m.model.name)}[/bold] for {shown(m.target.name)} ({m.target.kind})"
+                  + (f"; {len(m.variants)} variants: {shown(', '.join(m.variants))}" if len(m.variants) > 1 else "")
+                  + (f"; policy {shown(m.policy.file)}" if m.policy else ""))
     for n in names:
         _print_variant(console, n, m.variants[n], costs, default=n == m.default_variant, many=len(m.variants) > 1,
                        why=why, timed=timed.get(n))
@@ -744,7 +744,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if manifest.kind == "workload":
         w = manifest.workload
         obj = w.objective
-        console.print(f"[bold]workload[/bold] of {len(w.models)} models for {manifest.target.name} "
+        console.print(f"[bold]workload[/bold] of {len(w.models)} models for {shown(manifest.target.name)} "
                       f"({manifest.target.kind}), objective {obj.metric}"
                       + (f", deadline {obj.deadline_ms:g} ms" if obj.deadline_ms is not None else "")
                       + (f", power cap {obj.power_cap_mw / 1e3:g} W" if obj.power_cap_mw is not None else "")

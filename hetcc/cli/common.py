@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any, Callable
 
@@ -72,6 +73,27 @@ def json_text(doc: Any) -> str:
     return json.dumps(finite(doc), indent=2, allow_nan=False)
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def screen(text: str) -> str:
+    """``text`` with terminal control characters (an escape sequence from a model or manifest
+    string, a bidirectional override) written as visible escapes; line breaks and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
+                        f"\\u{ord(m.group()):04x}", text)
+
+
+def shown(text: Any) -> str:
+    """A user-controlled string (a model, target, device or file name) to put inside a rich
+    markup line: control characters escaped (``screen``) and ``[`` markup made literal."""
+    t = screen(str(text))
+    try:
+        from rich.markup import escape
+    except ImportError:      # the runtime installed alone: PlainConsole prints no markup
+        return t
+    return escape(t)
+
+
 class PlainTable:
     """A table as aligned text columns (``PlainConsole``); rich's ``Table`` otherwise."""
 
@@ -79,7 +101,7 @@ class PlainTable:
         self.columns, self.left, self.rows = columns, left, []
 
     def add_row(self, *cells: str) -> None:
-        self.rows.append([str(c) for c in cells])
+        self.rows.append([screen(str(c)) for c in cells])
 
     def render(self) -> str:
         lines = [self.columns, *self.rows]
@@ -98,7 +120,7 @@ class PlainConsole:
         self.file = sys.stderr if stderr else sys.stdout
 
     def print(self, obj: Any = "", markup: bool = True) -> None:
-        text = obj.render() if isinstance(obj, PlainTable) else str(obj)
+        text = obj.render() if isinstance(obj, PlainTable) else screen(str(obj))
         if markup and not isinstance(obj, PlainTable):
             text = text.replace("[bold]", "").replace("[/bold]", "")
         print(text, file=self.file)
@@ -110,7 +132,11 @@ def make_table(console: Any, columns: list[str], left: set[str]) -> Any:
         return PlainTable(columns, left)
     from rich.table import Table
 
-    table = Table(show_edge=False)
+    class ScreenedTable(Table):          # every cell's control characters made visible
+        def add_row(self, *cells: Any, **kw: Any) -> None:
+            super().add_row(*(screen(c) if isinstance(c, str) else c for c in cells), **kw)
+
+    table = ScreenedTable(show_edge=False)
     for col in columns:
         table.add_column(col, justify="left" if col in left else "right")
     return table
@@ -122,9 +148,13 @@ def make_console(stderr: bool = False) -> Any:
     except ImportError:      # the runtime installed alone: plain text
         return PlainConsole(stderr)
 
-    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    class ScreenedConsole(Console):      # control characters in printed strings made visible
+        def print(self, *objects: Any, **kw: Any) -> None:
+            super().print(*(screen(o) if isinstance(o, str) else o for o in objects), **kw)
+
+    console = ScreenedConsole(stderr=stderr, highlight=False, soft_wrap=True, emoji=False)
     if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
-        console = Console(stderr=stderr, highlight=False, soft_wrap=True, width=160)
+        console = ScreenedConsole(stderr=stderr, highlight=False, soft_wrap=True, emoji=False, width=160)
     return console
 
 

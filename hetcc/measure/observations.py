@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from hetcc.core.text import csv_cell, csv_unquote
 from hetcc.core.errors import UsageError
 
 FORMAT = "hetcc.observations/1"
@@ -209,7 +210,7 @@ def _split(raw: str, where: str) -> list[str]:
         rows = list(csv.reader([raw], strict=True))
     except csv.Error as e:
         raise UsageError(f"{where}: not a CSV row ({e}); quote fields with '\"' and keep a row on one line") from None
-    return rows[0] if rows else []
+    return [csv_unquote(c) for c in rows[0]] if rows else []
 
 
 def _header(cells: list[str], where: str) -> list[str]:
@@ -478,7 +479,7 @@ def format_observations(rows: Iterable[Observation | Mapping[str, Any]], comment
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(used)
     for m in maps:
-        w.writerow([_cell(c, m.get(c)) for c in used])
+        w.writerow([csv_cell(_cell(c, m.get(c))) for c in used])
     return buf.getvalue()
 
 

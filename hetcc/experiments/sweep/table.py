@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from hetcc.core.text import csv_cell, csv_unquote
 from hetcc.core.errors import UsageError
 
 #: the columns of cells.csv, in order
@@ -25,7 +26,7 @@ def read_table(path: Path) -> list[dict[str, str]]:
         return []
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        rows = list(reader)
+        rows = [{k: csv_unquote(v) if isinstance(v, str) else v for k, v in r.items()} for r in reader]
         header = reader.fieldnames or []
     if rows and (None in rows[-1] or any(rows[-1].get(c) is None for c in header)):
         rows = rows[:-1]
@@ -86,10 +87,11 @@ class Table:
 
 
 def csv_value(v: Any) -> str:
-    """A value as cells.csv and summary.csv write it (a float to 12 digits; None, inf, nan: empty)."""
+    """A value as cells.csv and summary.csv write it (a float to 12 digits; None, inf, nan: empty;
+    text that a spreadsheet would run as a formula behind an apostrophe: ``csv_cell``)."""
     if isinstance(v, float):
         return "" if not math.isfinite(v) else f"{v:.12g}"
-    return "" if v is None else str(v)
+    return "" if v is None else csv_cell(str(v))
 
 
 def one_line(exc: BaseException) -> str:
