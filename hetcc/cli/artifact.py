@@ -525,6 +525,24 @@ def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
     return doc, ""
 
 
+def _mismatched(costs_file: str) -> Any:
+    """A context in which a ``costs.json`` that does not fit its manifest (a key, a layer or a
+    state missing, a value of the wrong kind) is one ManifestError, not a traceback."""
+    import contextlib
+
+    from hetcc.runtime.errors import ManifestError
+
+    @contextlib.contextmanager
+    def guard() -> Any:
+        try:
+            yield
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else type(exc).__name__
+            raise ManifestError(f"{costs_file}: does not match its manifest ({what}); the artifact was modified, "
+                                "recompile") from None
+    return guard()
+
+
 def _print_why_layers(console: Any, costs: dict, why: dict | None, note: str) -> None:
     _print_why_blocked(console, costs, why, note)
     _print_why_rewrites(console, why)
@@ -636,7 +654,8 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
         line += ", meets deadline" if pr.meets_deadline else ", MISSES deadline"
     console.print(line)
     if why and costs is not None:
-        _print_why_slices(console, v, costs)
+        with _mismatched("costs.json"):
+            _print_why_slices(console, v, costs)
 
 
 def _timed(root: Path, name: str) -> float | None:
@@ -664,7 +683,8 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
         if costs is None:
             console.print("why: this artifact has no costs.json; recompile to see why")
         else:
-            _print_why_layers(console, costs, *_why(root, costs))
+            with _mismatched(str(root / "costs.json")):
+                _print_why_layers(console, costs, *_why(root, costs))
 
 
 def _why_json(m: Any, root: Path, variant: str | None) -> dict[str, Any]:

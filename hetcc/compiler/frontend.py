@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import onnx
+import onnx.inliner
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 
@@ -81,6 +82,16 @@ def _read(path: Path) -> ir.Model:
         raise ModelError(f"{path}: the file is empty, not an ONNX model; export one with torch.onnx.export or 'hetcc zoo export'")
     if len(proto.graph.node) == 0:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes); export one with torch.onnx.export or 'hetcc zoo export'")
+    if len(proto.graph.output) == 0:
+        raise ModelError(f"{path}: the model has no outputs, so nothing to compute; list its results in graph.output "
+                         "(torch.onnx.export does)")
+    _check_numeric(proto, path)
+    if len(proto.functions):              # model-local functions compile like any graph: inlined
+        try:
+            proto = onnx.inliner.inline_local_functions(proto)
+        except Exception as exc:
+            raise ModelError(f"{path}: cannot inline its model-local functions ({_first_line(exc)}); "
+                             "re-export the model without local functions") from None
     _check_proto(proto, path)
     try:
         model = ir.serde.deserialize_model(proto)
@@ -110,6 +121,32 @@ _NEWEST_OPSET = {"": onnx.defs.onnx_opset_version(), "ai.onnx": onnx.defs.onnx_o
 
 def _node_label(node: onnx.NodeProto, index: int) -> str:
     return f"node {node.name!r} ({node.op_type})" if node.name else f"node #{index} ({node.op_type})"
+
+
+#: the element types hetcc plans and slices: numbers and booleans (strings, sequences of them and
+#: other non-numeric tensors have no size per element to cost or to move between devices)
+_NUMERIC = frozenset(t for t in onnx.TensorProto.DataType.values()
+                     if t not in (onnx.TensorProto.UNDEFINED, onnx.TensorProto.STRING))
+
+
+def _check_numeric(proto: onnx.ModelProto, path: Path) -> None:
+    """Refuse a model whose inputs, outputs or weights are not numeric tensors (STRING, a
+    sequence or a map): one line naming the first, instead of a failure deep in a pass."""
+    g = proto.graph
+    for kind, values in (("input", g.input), ("output", g.output)):
+        for v in values:
+            t = v.type
+            which = t.WhichOneof("value")
+            if which != "tensor_type" or t.tensor_type.elem_type not in _NUMERIC:
+                what = (onnx.TensorProto.DataType.Name(t.tensor_type.elem_type) if which == "tensor_type"
+                        else (which or "untyped").replace("_type", ""))
+                raise ModelError(f"{path}: model {kind} {v.name!r} is {what}, not a numeric tensor; hetcc compiles "
+                                 "models whose inputs and outputs are numeric tensors (preprocess strings outside "
+                                 "the model)")
+    for t in g.initializer:
+        if t.data_type not in _NUMERIC:
+            raise ModelError(f"{path}: initializer {t.name!r} is {onnx.TensorProto.DataType.Name(t.data_type)}, not "
+                             "numeric; hetcc compiles numeric models only")
 
 
 def _check_proto(proto: onnx.ModelProto, path: Path) -> None:
