@@ -742,6 +742,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             plot_schedule(subs[0][2], plot, variant)
         else:
             plot_schedule(manifest, plot, variant)
+        print(f"hetcc: wrote the plot {plot}", file=sys.stderr)     # stderr: --json's stdout stays JSON
     why = getattr(args, "why", False)
     if args.json and why:
         if manifest.kind == "workload":

@@ -538,6 +538,15 @@ class CompileResult:
     def target(self) -> Any:
         return self.analysis.target
 
+    def __repr__(self) -> str:
+        """A short summary (the analyses behind it are hundreds of KB as text)."""
+        p = self.plan
+        energy = f", {p.energy_mj:.4g} mJ" if p.energy_mj == p.energy_mj and p.energy_mj is not None else ""
+        out = f", wrote {self.output_dir}" if self.output_dir is not None else ""
+        return (f"CompileResult({self.analysis.name} on {self.target.name}: {p.planner or 'plan'} "
+                f"{len(p.slices)} slice(s), {p.latency_ms:.4g} ms{energy}"
+                f"{'' if p.feasible else ', INFEASIBLE'}; {self.seconds:.2f} s{out})")
+
     @property
     def plans(self) -> dict[str, Plan]:
         """Every plan made (one, or one per variant), by name."""
@@ -618,6 +627,14 @@ class WorkloadResult:
     output_dir: Path | None
     seconds: float
     timings: list[PassTiming] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        """A short summary (the analyses behind it are hundreds of KB as text)."""
+        target = self.analyses[0].target.name if self.analyses else "?"
+        out = f", wrote {self.output_dir}" if self.output_dir is not None else ""
+        return (f"WorkloadResult({len(self.analyses)} models ({', '.join(self.plan.names)}) on {target}: "
+                f"{self.plan.planner or 'plan'}{'' if self.plan.feasible else ', INFEASIBLE'}; "
+                f"{self.seconds:.2f} s{out})")
 
 
 def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970", objective: str | None = None, *,

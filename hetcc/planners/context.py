@@ -119,9 +119,12 @@ class RichProgress(Progress):
                 def render(self, task: Any) -> Any:
                     return Text("" if task.total is None else f"{task.completed:g}/{task.total:g}")
 
+            console = self._console or Console(stderr=True)
             self._bar = RP(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24), Count(),
                            TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                           console=self._console or Console(stderr=True), transient=True,
+                           console=console, transient=True,
+                           # a live display on a file or pipe is blank lines: none off a terminal
+                           disable=not console.is_terminal,
                            # stdout's lines go above the display when both share the terminal;
                            # stdout sent to a file or pipe is left alone (its lines stay there)
                            redirect_stdout=_isatty(sys.stdout))
