@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,21 @@ def _epsilon(opts, t: int) -> float:
 #: second thread gains ~10% alone, and two trainings side by side (xdist workers, a sweep) with
 #: the default thread pools spin against each other: measured 387 s each against 48 s with one
 TRAIN_THREADS = 1
+
+
+def check_sizes(opts: Any, n_obs: int, n_act: int) -> None:
+    """Refuse, before torch allocates them, a Q-network (online + target + Adam's two moments: 4
+    copies of float32 weights) and a replay memory (observation, next observation, mask, action,
+    reward per transition) larger than a planner may take."""
+    from hetcc.core.limits import check_bytes
+
+    weights = n_obs * opts.width + (opts.depth - 1) * opts.width ** 2 + opts.width * n_act + opts.depth * opts.width
+    check_bytes(4.0 * 4 * weights, f"dqn's Q-network (depth {opts.depth}, width {opts.width})",
+                "lower --planner-option depth= or width=")
+    check_bytes(4.0 * opts.memory * (2 * n_obs + 2 * n_act + 3), f"dqn's replay memory ({opts.memory} transitions)",
+                "lower --planner-option memory=")
+    check_bytes(4.0 * opts.batch_size * max(opts.width, n_obs) * (opts.depth + 2),
+                f"dqn's minibatch ({opts.batch_size} x width {opts.width})", "lower --planner-option batch_size=")
 
 
 def train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Plan:
@@ -110,6 +126,7 @@ def _train(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> 
     env = SlicingEnv(problem, objective, penalty=opts.penalty)
     obs, info = env.reset(seed=ctx.seed)
     n_obs, n_act = env.observation_space.shape[0], int(env.action_space.n)
+    check_sizes(opts, n_obs, n_act)
     net = MLP(in_features=n_obs, out_features=n_act, depth=opts.depth, num_cells=opts.width,
               activation_class=torch.nn.ReLU)
     actor = QValueActor(TensorDictModule(net, in_keys=["observation"], out_keys=["action_value"]),
