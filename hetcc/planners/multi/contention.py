@@ -149,6 +149,8 @@ def _shared(s: list[list[float]], sw: Sequence[float],
 
 #: the most long executions ``_phases`` tells apart (the rest stay in the fluid): 2^k phases at most
 MAX_LONG = 4
+#: a model using less than this share of a device does not decide whether an execution there is long
+NEGLIGIBLE = 0.02
 
 
 def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) -> list[float]:
@@ -161,8 +163,10 @@ def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) ->
     the ``MAX_LONG`` largest shares told apart). In each phase the models not stopped share the
     devices max-min (the long executors at their max-min rates, their long stages left out); a
     stopped model still flows ``hold / B`` of the phase at its free rate (its other ``tokens - 1``
-    inferences, ``hold = (tokens - 1) / x``). A model's rate is the phases' mean; with one long
-    execution this is ``x (1 - x_j max(0, B - hold))``."""
+    inferences, ``hold = (tokens - 1) / x``) unless the device that stops it is its bottleneck.
+    A model's rate is the phases' mean; with one long execution on a device other than the
+    model's bottleneck this is ``x (1 - x_j max(0, B - hold))``. An execution only counts as long
+    when it outlasts the cycle of every model with a real share (``NEGLIGIBLE``) of the device."""
     N, D = len(s), len(sw)
     x0, _ = _shared(s, sw)
     hold = [(tokens[m] - 1) / x0[m] if 0 < x0[m] < math.inf else math.inf for m in range(N)]
@@ -175,7 +179,10 @@ def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) ->
             if not others or not 0 < x0[j] < math.inf:
                 continue
             b = s[j][d] + sw[d]
-            if any(b > cycle[m] for m in others):
+            # long when it outlasts the cycle of every model that takes a real share of the
+            # device (one with a negligible share is stopped by it or not, it hardly matters)
+            if any(b > cycle[m] for m in others) and all(b > cycle[m] for m in others
+                                                         if x0[m] * s[m][d] >= NEGLIGIBLE):
                 longs.append((x0[j] * b, j, d))
     if not longs:
         return x0
@@ -194,7 +201,7 @@ def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) ->
         free = max(0.0, 1.0 - sum(sh for sh, _ in held))
         total = free + sum(min(sh, 1.0) for sh, _ in held)
         choices.append([(d, None, free / total)] + [(d, j, min(sh, 1.0) / total) for sh, j in held])
-    free_x, _ = _shared(base, sw, fixed)
+    free_x, free_neck = _shared(base, sw, fixed)
     out = [0.0] * N
     for combo in itertools.product(*choices):
         prob = math.prod(c[2] for c in combo)
@@ -202,10 +209,13 @@ def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) ->
             continue
         held = [(d, j) for d, j, _ in combo if j is not None]
         stopped: dict[int, float] = {}                     # model -> the longest execution stopping it
+        at_neck: set[int] = set()                          # stopped at its own bottleneck
         for d, j in held:
             for m in range(N):
                 if m != j and m not in executors and s[m][d] > 0 and s[j][d] + sw[d] > cycle[m]:
                     stopped[m] = max(stopped.get(m, 0.0), s[j][d] + sw[d])
+                    if d == free_neck[m]:
+                        at_neck.add(m)
         if stopped:
             phase = [[0.0] * D if m in stopped else row for m, row in enumerate(base)]
             xp, _ = _shared(phase, sw, fixed)
@@ -215,7 +225,10 @@ def _phases(s: list[list[float]], sw: Sequence[float], tokens: Sequence[int]) ->
             if m in executors:
                 continue
             if m in stopped:
-                out[m] += prob * min(1.0, hold[m] / stopped[m]) * free_x[m]
+                # its other inferences keep its output going a while, unless the device that
+                # stops it is its bottleneck: then they must pass there afterwards anyway
+                if m not in at_neck:
+                    out[m] += prob * min(1.0, hold[m] / stopped[m]) * free_x[m]
             else:
                 out[m] += prob * xp[m]
     for j in executors:
