@@ -14,6 +14,7 @@ median, p90 and max over all models of all mixes (target, on the first row: medi
   * shared, cv 1      a stress case: exponential-like stage times (CV 1), far noisier than inference;
   * ... optimised     the best of ``--search`` random pipeline sets by the model's overall gain O
                       (a planner exploits the model's errors: this row checks where it looks);
+  * ... ga            the pipelines the workload planner ``ga`` picks (objective overall);
   * slice             round-robin time slicing (quantum 50 ms) of whole models (the rr baselines).
 
 The models are the zoo's core CNNs analysed for orangepi5 (``hetcc.analyse``; exported once into
@@ -40,11 +41,13 @@ from _common import MODELS_DIR, RESULTS_DIR, machine_info, utc_now, write_json  
 
 from hetcc.planners.problem import PlanningProblem, WorkloadProblem  # noqa: E402
 from hetcc.planners.multi.contention import DEFAULT_QUANTUM_MS, predict  # noqa: E402
-from hetcc.planners.multi.mix import MixProblem, random_pipeline  # noqa: E402
+from hetcc.planners.multi.mix import MixProblem, Stage, random_pipeline  # noqa: E402
 from hetcc.planners.multi.scores import baseline_throughput, score  # noqa: E402
 from hetcc.planners.multi.simulate import simulate  # noqa: E402
 
 SCRIPT = Path(__file__).stem
+#: the ga row's planner options (small: the row checks where the planner looks, not its quality)
+GA_POPULATION, GA_GENERATIONS = 24, 15
 TARGET_MEDIAN_PCT = 5.0
 #: the zoo's core CNNs (the FairBoost-like pool the mixes draw from)
 ZOO_MODELS = ("resnet50", "mobilenet_v2", "mobilenet_v2_1.3", "mnasnet0_5", "mnasnet1_0", "vgg16",
@@ -56,6 +59,7 @@ VARIANTS = (("shared, cv 0", "shared", 0.0, 1, "random"),
             ("shared, cv 0.1", "shared", 0.1, 1, "random"),
             ("shared, cv 1", "shared", 1.0, 1, "random"),
             ("shared, cv 0, optimised", "shared", 0.0, 1, "optimised"),
+            ("shared, cv 0, ga", "shared", 0.0, 1, "ga"),
             ("slice", "slice", 0.0, 1, "whole"))
 
 
@@ -84,7 +88,7 @@ def board_switch_ms(target: str) -> dict[str, float]:
 
 
 def run_mix(i: int, seed: int, pool: dict[str, PlanningProblem], switch: dict[str, float],
-            max_stages: int, inferences: int, search: int) -> dict[str, Any]:
+            max_stages: int, inferences: int, search: int, ga: tuple[int, int]) -> dict[str, Any]:
     rng = np.random.default_rng([seed, i])
     n = int(rng.integers(2, 6))
     names = [str(x) for x in rng.choice(sorted(pool), size=min(n, len(pool)), replace=False)]
@@ -101,7 +105,7 @@ def run_mix(i: int, seed: int, pool: dict[str, PlanningProblem], switch: dict[st
         o = score(mix, predict(mix, cand).throughput, baseline=base).overall
         if o > best_o:
             best, best_o = cand, o
-    sets = {"random": pipes, "optimised": best, "whole": wholes}
+    sets = {"random": pipes, "optimised": best, "whole": wholes, "ga": ga_pipelines(mix, names, pool, seed + i, ga)}
     row: dict[str, Any] = {
         "mix": i, "models": names,
         "pipelines": {x: [{"device": mix.devices[s.device], "first": s.first, "stop": s.stop} for s in p]
@@ -129,6 +133,21 @@ def run_mix(i: int, seed: int, pool: dict[str, PlanningProblem], switch: dict[st
             "utilisation_predicted": pred.utilisation.tolist(), "utilisation_simulated": sim.utilisation.tolist(),
             "simulate_s": time.perf_counter() - t0}
     return row
+
+
+def ga_pipelines(mix: MixProblem, names: list[str], pool: dict[str, PlanningProblem], seed: int,
+                 size: tuple[int, int]) -> list:
+    """The pipelines the workload planner ``ga`` (objective overall) picks for the mix: what a
+    planner that searches the model's own optimum puts in front of it."""
+    from hetcc.planners import Objective, PlanContext, plan
+
+    w = WorkloadProblem(tuple(pool[x] for x in names), tuple(names))
+    w = WorkloadProblem(tuple(p.replace(switch_ms=[float(mix.switch_ms[mix.devices.index(d)]) if d in mix.devices
+                                                   else 0.0 for d in p.states.device]) for p in w.problems), w.names)
+    res = plan(w, Objective("overall"), "ga", {"population": size[0], "generations": size[1]},
+               PlanContext(seed))
+    return [tuple(Stage(mix.devices.index(str(st["device"])), int(st["first"]), int(st["stop"]))
+                  for st in res.stats["pipelines"][n]) for n in names]
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -204,14 +223,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for i in range(mixes):
         print(f"mix {i + 1}/{mixes}", file=sys.stderr, flush=True)
-        rows.append(run_mix(i, args.seed, pool, switch, args.max_stages, args.inferences, args.search))
+        rows.append(run_mix(i, args.seed, pool, switch, args.max_stages, args.inferences, args.search,
+                            (8, 4) if args.quick else (GA_POPULATION, GA_GENERATIONS)))
     summary = summarise(rows)
     show(rows, summary)
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
                 "args": {"quick": args.quick, "mixes": mixes, "seed": args.seed, "target": args.target,
                          "source": source, "models": sorted(pool), "max_stages": args.max_stages,
-                         "inferences": args.inferences, "search": args.search},
+                         "inferences": args.inferences, "search": args.search,
+                         "ga": {"population": 8 if args.quick else GA_POPULATION,
+                                "generations": 4 if args.quick else GA_GENERATIONS}},
                 "argv": [a for a in (sys.argv[1:] if argv is None else argv)],
                 "quantum_ms": DEFAULT_QUANTUM_MS, "switch_ms": switch, "target": {"median_pct": TARGET_MEDIAN_PCT},
                 "summary": summary, "mixes": rows}, out)

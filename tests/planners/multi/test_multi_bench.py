@@ -24,7 +24,7 @@ def test_contention_benchmark_quick(tmp_path):
     assert doc["script"] == "contention" and doc["args"]["quick"] is True and doc["args"]["source"] == "synthetic"
     assert len(doc["mixes"]) == 3
     assert doc["switch_ms"]["gpu"] > doc["switch_ms"]["big"] > 0
-    for label in ("shared, cv 0", "shared, cv 0, open queues", "shared, cv 0.1", "shared, cv 1", "shared, cv 0, optimised", "slice"):
+    for label in ("shared, cv 0", "shared, cv 0, open queues", "shared, cv 0.1", "shared, cv 1", "shared, cv 0, optimised", "shared, cv 0, ga", "slice"):
         v = doc["summary"][label]
         assert v["models"] == sum(len(r["models"]) for r in doc["mixes"])
         assert 0 <= v["median_pct"] <= v["p90_pct"] <= v["max_pct"]
