@@ -45,6 +45,11 @@ MANAGERS: list[tuple[str, str, dict[str, Any]]] = [
     ("all-gpu", "all-gpu", {}), ("rr:cpu", "rr:cpu", {}), ("rr:gpu", "rr:gpu", {}), ("mosaic", "mosaic", {}),
     ("ga", "ga", {}), ("optimum", "optimum", {}), ("optimum-2", "optimum", {"blocks": 2, "limit": 60_000}),
 ]
+#: the learning manager (torch: not in --quick, whose test stays light): the planner as shipped
+#: (agent + polish) and the agent's mapping alone (polish=False, the paper's manager)
+FAIRBOOST: list[tuple[str, str, dict[str, Any]]] = [
+    ("fairboost", "fairboost", {}), ("fairboost-agent", "fairboost", {"polish": False}),
+]
 #: the exact references, finest first: a mix's gap to the optimum is to the first that ran on it
 OPTIMA = ("optimum", "optimum-2")
 #: FairBoost Sec. 5.3 as printed: FairBoost's mean O over each manager's ("x2.85" a ratio; "+54.8%" and
@@ -219,12 +224,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: a mix of {max(sizes)} models needs a pool of as many; it has {len(pool)}", file=sys.stderr)
         return 2
     pool = with_switch(pool, args.target)
-    labels = [label for label, _, _ in MANAGERS]
+    managers = MANAGERS + ([] if args.quick else FAIRBOOST)
+    labels = [label for label, _, _ in managers]
     rows = []
     for size in sizes:
         for i in range(mixes):
             print(f"mix of {size}: {i + 1}/{mixes}", file=sys.stderr, flush=True)
-            rows.append(run_mix(size, i, args.seed, pool, MANAGERS, {"ga": ga}, args.optimum_limit))
+            rows.append(run_mix(size, i, args.seed, pool, managers, {"ga": ga}, args.optimum_limit))
     summary = summarise(rows, labels)
     show(summary, labels)
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")

@@ -1279,6 +1279,19 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
         return (f"{r['model']}: per-layer MAPE {pct(r['layer_mape'], 1)}, whole model {pct(r['model_error'], 1)} "
                 "against an independent profile")
 
+    def contention(d: dict[str, Any]) -> str:
+        r = d["summary"]["shared, cv 0"]
+        return (f"predicted per-model throughput against a SimPy simulation of the same pipelines, {r['models']} "
+                f"models in {len(d['mixes'])} mixes: median error {pct(r['median_pct'] / 100, 2)}, p90 {pct(r['p90_pct'] / 100, 2)}")
+
+    def fairboost(d: dict[str, Any]) -> str:
+        sizes = sorted(d["summary"], key=int)
+        parts = []
+        for name in ("fairboost", "ga", "all-gpu"):
+            if all(name in d["summary"][k] for k in sizes):
+                parts.append(f"`{name}` " + " / ".join(fix(d["summary"][k][name]["O"], 2) for k in sizes))
+        return f"mean O (throughput x fairness) on {' / '.join(sizes)}-model mixes: " + "; ".join(parts)
+
     add("compile", "Compile time", compile_)
     add("planners", "Planner speed", planners)
     add("herti", "HERTI", herti)
@@ -1287,6 +1300,8 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
     add("verify_zoo-all", "Zoo verification", verify)
     add("runtime_overhead", "Runtime overhead", runtime)
     add("host_fit", "Host fit", host)
+    add("contention", "Contention model", contention)
+    add("fairboost", "FairBoost", fairboost)
     return rows
 
 
