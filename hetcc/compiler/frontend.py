@@ -24,7 +24,7 @@ from hetcc.core.errors import ModelError, UsageError
 from hetcc.core.read import check_regular
 from hetcc.runtime import onnxrt
 from hetcc.runtime.manifest import sha256_file
-from hetcc.passes.shapes import MAX_DIM, data_dependent_shapes, over_limit, size_text
+from hetcc.passes.shapes import MAX_DIM, data_dependent_shapes, over_limit
 from hetcc.compiler.program import Program
 
 logger = logging.getLogger(__name__)

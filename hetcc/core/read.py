@@ -32,33 +32,8 @@ def _size_text(n: int) -> str:
     return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
-def check_regular(path: str | os.PathLike, what: str, max_bytes: int | None = None, *,
-                  error: type[Exception] = UsageError, fix: str = "give a regular file") -> os.stat_result:
-    """The ``stat`` of ``path`` once it is known to be a regular file of at most ``max_bytes``
-    (opened without blocking, checked with ``fstat``); ``error`` with one line naming ``what``
-    otherwise (missing, unreadable, a FIFO/device/directory, too large)."""
-    try:
-        fd = os.open(path, _FLAGS)
-    except IsADirectoryError:
-        raise error(f"{what}: is a directory; {fix}") from None
-    except OSError as e:
-        raise error(f"{what}: cannot read it ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(st.st_mode):
-        raise error(f"{what}: {_kind(st.st_mode)}, not a regular file; {fix}")
-    if max_bytes is not None and st.st_size > max_bytes:
-        raise error(f"{what}: larger than {_size_text(max_bytes)} ({st.st_size} bytes); is this the right file?")
-    return st
-
-
-def read_regular(path: str | os.PathLike, what: str, max_bytes: int, *, error: type[Exception] = UsageError,
-                 fix: str = "give a regular file", too_large: str | None = None) -> bytes:
-    """At most ``max_bytes`` of the regular file ``path``, checked before reading as
-    ``check_regular`` does (on the same open file, so nothing can be swapped in between);
-    ``too_large``: the sentence for a file over the limit (default: the limit and the question)."""
+def _open_regular(path: str | os.PathLike, what: str, error: type[Exception], fix: str) -> tuple[int, os.stat_result]:
+    """(an fd, its stat) of ``path`` opened without blocking, once it is known to be a regular file."""
     try:
         fd = os.open(path, _FLAGS)
     except IsADirectoryError:
@@ -69,6 +44,27 @@ def read_regular(path: str | os.PathLike, what: str, max_bytes: int, *, error: t
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise error(f"{what}: {_kind(st.st_mode)}, not a regular file; {fix}")
+    return fd, st
+
+
+def check_regular(path: str | os.PathLike, what: str, max_bytes: int | None = None, *,
+                  error: type[Exception] = UsageError, fix: str = "give a regular file") -> os.stat_result:
+    """The ``stat`` of ``path`` once it is known to be a regular file of at most ``max_bytes``
+    (opened without blocking, checked with ``fstat``); ``error`` with one line naming ``what``
+    otherwise (missing, unreadable, a FIFO/device/directory, too large)."""
+    fd, st = _open_regular(path, what, error, fix)
+    os.close(fd)
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise error(f"{what}: larger than {_size_text(max_bytes)} ({st.st_size} bytes); is this the right file?")
+    return st
+
+
+def read_regular(path: str | os.PathLike, what: str, max_bytes: int, *, error: type[Exception] = UsageError,
+                 fix: str = "give a regular file", too_large: str | None = None) -> bytes:
+    """At most ``max_bytes`` of the regular file ``path``, checked before reading as
+    ``check_regular`` does (on the same open file, so nothing can be swapped in between);
+    ``too_large``: the sentence for a file over the limit (default: the limit and the question)."""
+    fd, st = _open_regular(path, what, error, fix)
     with os.fdopen(fd, "rb") as f:
         if st.st_size > max_bytes:
             raise error(too_large or f"{what}: larger than {_size_text(max_bytes)} ({st.st_size} bytes); "

@@ -82,7 +82,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "created_mode", "MARKER", "OWN_FILES",
-           "artifact_identity", "check_replaceable_file", "read_toml", "check_output_dir_name", "check_not_an_input"]
+           "artifact_identity", "check_replaceable_file", "check_output_dir_name", "check_not_an_input"]
 
 logger = logging.getLogger(__name__)
 

@@ -8,26 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness import Case, chain, compiled, text_model
+from harness import Case, board_file as _board, chain, compiled, text_model, user_file as _file
 from text_models import CHAIN
 
 M = text_model(CHAIN)
 SPEC = 'models = ["m.onnx"]\nplanners = ["dp"]\n'
 TUNE = 'models = ["m.onnx"]\nsamples = 2\n[space]\nsamples = {int = [1, 9]}\n'
-
-
-def _file(name: str, text: str):
-    def setup(work: Path) -> None:
-        (work / name).write_text(text)
-    return setup
-
-
-def _board(name: str):
-    def setup(work: Path) -> None:
-        from importlib import resources
-
-        (work / name).write_bytes(resources.files("hetcc.targets").joinpath("hikey970.toml").read_bytes())
-    return setup
 
 
 def _hardlink(src: str, dst: str):

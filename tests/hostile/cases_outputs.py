@@ -4,27 +4,12 @@ the artifact would go. Each is one line, exit 2, nothing lost and nothing writte
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from harness import Case, chain, compiled, text_model
+from harness import Case, chain, compiled, symlink as _link, text_model, user_file as _file
 from text_models import CHAIN
 
 M = text_model(CHAIN)
-
-
-def _file(name: str, text: str = "user data\n"):
-    def setup(work: Path) -> None:
-        p = work / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return setup
-
-
-def _link(name: str, target: str):
-    def setup(work: Path) -> None:
-        os.symlink(target, work / name)
-    return setup
 
 
 def _model_in(sub: str):

@@ -16,31 +16,11 @@ import json
 import os
 from pathlib import Path
 
-from harness import Case, chain, compiled, text_model
+from harness import Case, chain, compiled, directory as _dir, symlink as _link, text_model, user_file as _file
 from text_models import CHAIN
 
 M = text_model(CHAIN)
 FAKE = '{"schema": "hetcc.manifest/2"}'
-
-
-def _file(name: str, text: str = "user data\n"):
-    def setup(work: Path) -> None:
-        p = work / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return setup
-
-
-def _link(name: str, target: str):
-    def setup(work: Path) -> None:
-        os.symlink(target, work / name)
-    return setup
-
-
-def _dir(name: str):
-    def setup(work: Path) -> None:
-        (work / name).mkdir(parents=True)
-    return setup
 
 
 def _manifest(name: str, doc: dict):

@@ -8,30 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness import Case, chain, text_model
+from harness import Case, board_file as _board, chain, directory as _dir, fifo as _fifo, text_model
 from text_models import CHAIN
 
 M = text_model(CHAIN)
-
-
-def _fifo(name: str):
-    def setup(work: Path) -> None:
-        os.mkfifo(work / name)
-    return setup
-
-
-def _dir(name: str):
-    def setup(work: Path) -> None:
-        (work / name).mkdir()
-    return setup
-
-
-def _board(name: str):
-    def setup(work: Path) -> None:
-        from importlib import resources
-
-        (work / name).write_bytes(resources.files("hetcc.targets").joinpath("hikey970.toml").read_bytes())
-    return setup
 
 
 def _external(cut: int | None = None, offset: int | None = None, fifo: bool = False):

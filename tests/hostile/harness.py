@@ -252,3 +252,41 @@ def chain(*setups: Callable[[Path], None]) -> Callable[[Path], None]:
         for s in setups:
             s(work)
     return setup
+
+
+def user_file(name: str, text: str = "user data\n") -> Callable[[Path], None]:
+    """A setup writing work/name (parents made) holding ``text``: a user's file."""
+    def setup(work: Path) -> None:
+        p = work / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return setup
+
+
+def symlink(name: str, target: str) -> Callable[[Path], None]:
+    """A setup making work/name a symbolic link to ``target`` (as given: relative to work/)."""
+    def setup(work: Path) -> None:
+        os.symlink(target, work / name)
+    return setup
+
+
+def directory(name: str) -> Callable[[Path], None]:
+    def setup(work: Path) -> None:
+        (work / name).mkdir(parents=True)
+    return setup
+
+
+def fifo(name: str) -> Callable[[Path], None]:
+    """A setup making work/name a FIFO that nobody writes (a blocking read would hang)."""
+    def setup(work: Path) -> None:
+        os.mkfifo(work / name)
+    return setup
+
+
+def board_file(name: str) -> Callable[[Path], None]:
+    """A setup copying the built-in hikey970 board file to work/name."""
+    def setup(work: Path) -> None:
+        from importlib import resources
+
+        (work / name).write_bytes(resources.files("hetcc.targets").joinpath("hikey970.toml").read_bytes())
+    return setup
