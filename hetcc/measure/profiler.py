@@ -33,7 +33,7 @@ from hetcc.runtime import onnxrt
 
 logger = logging.getLogger(__name__)
 
-CACHE_VERSION = 3   # 3: a timing keeps the least of its runs (was the median)
+CACHE_VERSION = 4   # 4: boundaries scaled to the model unclamped; inconsistent profiles never cached
 
 
 def cpu_model() -> str:
@@ -209,12 +209,38 @@ def layers_fingerprint(layers: Sequence[Layer]) -> str:
 
 def boundary_scale(layer_ms: Sequence[float], model_ms: float, t_in: np.ndarray, t_out: np.ndarray) -> float:
     """Factor that makes the boundary model match this model: sum(layers alone) - whole model =
-    the L-1 boundaries' cost. Clamped to [0.2, 10] against timing noise; 1 when undetermined."""
+    the L-1 boundaries' cost; 1 when undetermined. Not clamped: the model's own timings decide
+    the boundaries' total, and the boundary fit only shares it out by bytes, so a fit taken on a
+    busy machine (boundaries many times too costly, or free) cannot move the whole model's
+    prediction away from its measured time (it once clamped at 0.2, and a poisoned fit then ate
+    every layer's time: 3.1 ms predicted for a model measured at 17.8 ms)."""
     predicted = float(t_out[:-1].sum() + t_in[1:].sum())
     measured = float(np.sum(layer_ms)) - model_ms
     if len(layer_ms) < 2 or predicted <= 0 or measured <= 0:
         return 1.0
-    return float(np.clip(measured / predicted, 0.2, 10.0))
+    return measured / predicted
+
+
+#: a profile is consistent when its L-1 boundaries (the layers alone minus the whole model) cost
+#: no less than -NEGATIVE_SLACK of the whole (timing noise) and no more than MAX_BOUNDARY_SHARE of
+#: the layers' sum; otherwise the machine was too busy for the timings to describe one machine
+NEGATIVE_SLACK = 0.10
+MAX_BOUNDARY_SHARE = 0.75
+
+
+def profile_inconsistency(layer_ms: Sequence[float], model_ms: float) -> str | None:
+    """Why a profile's timings cannot be one machine's (None when they can): the whole model
+    much slower than its layers timed alone, or its boundaries most of its layers' time."""
+    total = float(np.sum(layer_ms))
+    if not (np.isfinite(total) and np.isfinite(model_ms) and model_ms > 0 and total > 0):
+        return "a timing is not a positive number"
+    if model_ms > total * (1 + NEGATIVE_SLACK):
+        return (f"the whole model ({model_ms:.3g} ms) took longer than its {len(layer_ms)} layers timed alone "
+                f"({total:.3g} ms)")
+    if len(layer_ms) > 1 and total - model_ms > MAX_BOUNDARY_SHARE * total:
+        return (f"its layers timed alone ({total:.3g} ms) took {total / model_ms:.3g}x the whole model "
+                f"({model_ms:.3g} ms)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -299,15 +325,21 @@ def _measure_boundary_shown() -> BoundaryFit:
         return measure_boundary()
 
 
-def _cached(key: str, compute: Any, use_cache: bool = True) -> Any:
-    """``compute()``'s JSON value, read from the profile cache when there (and ``use_cache``)."""
+def _cached(key: str, compute: Any, use_cache: bool = True, keep: Any = None) -> Any:
+    """``compute()``'s JSON value, read from the profile cache when there (and ``use_cache``);
+    ``keep(value)``: whether a fresh value may be cached (a profile that failed its own
+    consistency check is used once, never cached)."""
     path = cache_dir() / "profiles" / f"{key}.json"
     if use_cache:
         try:
-            return json.loads(path.read_text())
+            value = json.loads(path.read_text())
+            if keep is None or keep(value):
+                return value
         except (OSError, ValueError):
             pass
     value = compute()
+    if keep is not None and not keep(value):
+        return value
     try:
         atomic_write_text(path, json.dumps(value))
     except OSError as exc:  # a read-only home is not an error, just no cache
@@ -351,6 +383,17 @@ def costs_from_profile(layers: Sequence[Layer], target: Any, legal_dev: np.ndarr
                      transfer_in_ms=rep(t_in), transfer_out_ms=rep(t_out), transfer_in_mj=zeros.copy(),
                      transfer_out_mj=zeros.copy(), legal=legal,
                      capacity_bytes=np.full(n_s, np.inf), base_power_mw=0.0, source=source)
+
+
+#: how often a profile is measured before an inconsistent one is used as it is (uncached)
+PROFILE_ATTEMPTS = 3
+
+
+def _load_text() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:       # pragma: no cover - not on Linux
+        return "unknown"
 
 
 def pinned_cores(target: Any) -> tuple[int, ...] | None:
@@ -405,10 +448,19 @@ def measured_costs(program: Program, target: Any, legal_dev: np.ndarray, repeats
     layer_key = hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
 
     def measure() -> dict[str, Any]:
-        with pinned_thread(pin):
-            return {"layers_ms": [t.ms for t in layer_timings(program, layers, so, min_seconds)],
-                    "model_ms": model_timing(program, so, min_seconds).ms}
+        why = None
+        for _ in range(PROFILE_ATTEMPTS):          # a busy moment passes: measure again
+            with pinned_thread(pin):
+                got = {"layers_ms": [t.ms for t in layer_timings(program, layers, so, min_seconds)],
+                       "model_ms": model_timing(program, so, min_seconds).ms}
+            why = profile_inconsistency(got["layers_ms"], got["model_ms"])
+            if why is None:
+                return got
+        logger.warning("the host profile of %s is inconsistent after %d tries (%s; load average %s on %d cores): "
+                       "it is used for this compile but not cached; profile again when the machine is quieter "
+                       "(--reprofile)", program.name, PROFILE_ATTEMPTS, why, _load_text(), os.cpu_count() or 1)
+        return {**got, "inconsistent": why}
 
-    profile = _cached(f"layers-{layer_key}", measure, use_cache)
+    profile = _cached(f"layers-{layer_key}", measure, use_cache, keep=lambda v: not v.get("inconsistent"))
     return costs_from_profile(layers, target, legal_dev, profile["layers_ms"], float(profile["model_ms"]),
                               boundary_fit(use_cache))

@@ -99,7 +99,7 @@ def test_the_two_boards_keep_separate_profiles(program, tmp_path, monkeypatch):
     """The profile cache keys host-cores' pinned profile apart from host's."""
     keys = []
 
-    def cached(key, compute, use_cache=True):
+    def cached(key, compute, use_cache=True, keep=None):
         keys.append(key)
         if key.startswith("layers-"):
             return {"layers_ms": [1.0] * 3, "model_ms": 2.5}
