@@ -1,5 +1,8 @@
 """Real concurrent execution of a workload artifact: every model's pipeline at the same time.
 
+One module (over 600 lines) because the workers, their device queues and the measuring phases
+share one lifecycle (fill, count, stop on Ctrl-C, join): split, the stop rules would drift apart.
+
 ``run_concurrent("build/mix", 10.0)`` (``hetcc run build/mix --concurrent --duration 10s``):
 
 * one worker thread per stage (slice) of every model, each with its own onnxruntime session

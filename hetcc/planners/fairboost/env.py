@@ -43,7 +43,6 @@ asks the contention model. The cache may be shared between environments (``cache
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
