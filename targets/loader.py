@@ -52,6 +52,7 @@ def target_source(name_or_path: str | Path) -> tuple[bytes, Path, str]:
     from hetcc.core.read import read_regular
 
     data = read_regular(path, str(path), MAX_TARGET_BYTES, error=TargetError, fix="give a board file (.toml)",
+                        noun="the target file",
                         too_large=f"{path}: larger than {MAX_TARGET_BYTES >> 10} KiB; a board file is a few KiB "
                                   "(is this the right file?)")
     return data, path, str(path)

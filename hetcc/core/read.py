@@ -32,14 +32,15 @@ def _size_text(n: int) -> str:
     return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
-def _open_regular(path: str | os.PathLike, what: str, error: type[Exception], fix: str) -> tuple[int, os.stat_result]:
+def _open_regular(path: str | os.PathLike, what: str, error: type[Exception], fix: str,
+                  noun: str = "it") -> tuple[int, os.stat_result]:
     """(an fd, its stat) of ``path`` opened without blocking, once it is known to be a regular file."""
     try:
         fd = os.open(path, _FLAGS)
     except IsADirectoryError:
         raise error(f"{what}: is a directory; {fix}") from None
     except OSError as e:
-        raise error(f"{what}: cannot read it ({e.strerror or e})") from None
+        raise error(f"{what}: cannot read {noun} ({e.strerror or e})") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
@@ -60,11 +61,12 @@ def check_regular(path: str | os.PathLike, what: str, max_bytes: int | None = No
 
 
 def read_regular(path: str | os.PathLike, what: str, max_bytes: int, *, error: type[Exception] = UsageError,
-                 fix: str = "give a regular file", too_large: str | None = None) -> bytes:
+                 fix: str = "give a regular file", too_large: str | None = None, noun: str = "it") -> bytes:
     """At most ``max_bytes`` of the regular file ``path``, checked before reading as
     ``check_regular`` does (on the same open file, so nothing can be swapped in between);
-    ``too_large``: the sentence for a file over the limit (default: the limit and the question)."""
-    fd, st = _open_regular(path, what, error, fix)
+    ``too_large``: the sentence for a file over the limit (default: the limit and the question);
+    ``noun``: what a file that cannot be opened is called ("cannot read the observations file")."""
+    fd, st = _open_regular(path, what, error, fix, noun)
     with os.fdopen(fd, "rb") as f:
         if st.st_size > max_bytes:
             raise error(too_large or f"{what}: larger than {_size_text(max_bytes)} ({st.st_size} bytes); "

@@ -162,7 +162,7 @@ def read_text(path: str | os.PathLike) -> str:
     from hetcc.core.read import read_regular
 
     label = str(path)
-    data = read_regular(path, label, MAX_BYTES, fix="give an observations file (.csv)",
+    data = read_regular(path, label, MAX_BYTES, fix="give an observations file (.csv)", noun="the observations file",
                         too_large=f"{label}: larger than {MAX_BYTES >> 20} MiB; an observations file is a few "
                                   "hundred KB (is this the right file?)")
     try:
