@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import threading
 import types
 
@@ -145,7 +146,17 @@ def interrupt_when(label):
     return on_phase
 
 
-def test_ctrl_c_returns_what_was_measured(workload):
+@pytest.fixture
+def default_sigint():
+    """Python's own Ctrl-C handler for the test: ``_thread.interrupt_main`` does nothing when an
+    earlier test on this worker left SIGINT ignored or handled outside Python (the test would
+    then wait out its 30 s window)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_returns_what_was_measured(workload, default_sigint):
     r = C.run_concurrent(workload, 30.0, alone_s=SHORT, warmup=0, on_phase=interrupt_when("shared"))
     assert r.stopped == "interrupted" and r.window_s["shared"] < 30.0
     assert all(m.alone_ips > 0 for m in r.models)
@@ -155,7 +166,7 @@ def test_ctrl_c_returns_what_was_measured(workload):
     assert r.measured.throughput_ips is None
 
 
-def test_cli_ctrl_c_prints_then_exits_130(workload, capsys, monkeypatch):
+def test_cli_ctrl_c_prints_then_exits_130(workload, capsys, monkeypatch, default_sigint):
     real = C.run_concurrent
     monkeypatch.setattr(C, "run_concurrent",
                         lambda *a, **kw: real(*a, **{**kw, "on_phase": interrupt_when("alone:chain")}))
