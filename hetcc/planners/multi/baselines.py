@@ -30,7 +30,7 @@ from hetcc.planners.metrics import Objective
 from hetcc.planners.problem import WorkloadPlan, WorkloadProblem
 from hetcc.planners.registry import PlannerSpec
 
-from .mix import MixProblem, Pipeline, Stage
+from .mix import MixProblem, Pipeline
 from .plans import Scorer, mix_of, workload_plan
 
 #: the metrics every workload planner of contention scores (the first is the default objective)
@@ -92,37 +92,12 @@ def plan_round_robin(workload: WorkloadProblem, objective: Objective, ctx: PlanC
 
 
 def latency_pipeline(mix: MixProblem, m: int) -> Pipeline:
-    """Model ``m``'s pipeline of least latency (sum of its stages) under the masking rule: a
-    dynamic programme over (stop layer, set of devices used, last device)."""
-    L, D = mix.n_layers(m), mix.n_devices
-    M = 1 << D
-    best = np.full((L + 1, M, D + 1), math.inf)
-    back = np.full((L + 1, M, D + 1, 3), -1, dtype=np.int64)
-    best[0, 0, D] = 0.0
-    for a in range(L):
-        cost = mix.stage_table(m, a)               # [L+1, D]: stages a..stop-1
-        for mask, last in zip(*np.nonzero(np.isfinite(best[a]))):
-            here = best[a, mask, last]
-            for d in range(D):
-                if mask >> d & 1:
-                    continue
-                total = here + cost[:, d]
-                key = mask | 1 << d
-                better = total < best[:, key, d]
-                if better.any():
-                    best[better, key, d] = total[better]
-                    back[better, key, d] = (a, mask, last)
-    final = best[L]
-    if not np.isfinite(final).any():
+    """Model ``m``'s pipeline of least latency (sum of its stages) under the masking rule
+    (``MixProblem.masked_pipeline``)."""
+    _, pipeline = mix.masked_pipeline(m, np.add)
+    if not pipeline:
         raise InfeasibleError(f"mosaic: model {mix.names[m]!r} has no legal pipeline")
-    mask, last = (int(i) for i in np.unravel_index(int(np.argmin(final)), final.shape))
-    stages: list[Stage] = []
-    b = L
-    while b > 0:
-        a, pmask, plast = (int(v) for v in back[b, mask, last])
-        stages.append(Stage(last, a, b))
-        b, mask, last = a, pmask, plast
-    return tuple(reversed(stages))
+    return pipeline
 
 
 def plan_mosaic(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> WorkloadPlan:

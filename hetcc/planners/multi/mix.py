@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -319,41 +319,51 @@ class MixProblem:
         out[first + 1:] = np.where(n[first + 1:] - n[first][None, :] > 0, np.inf, cost)
         return out
 
-    def best_alone(self, m: int) -> tuple[float, Pipeline]:
-        """Model ``m``'s fastest pipeline alone (its slowest stage the least, distinct devices,
-        capacity ignored): (inferences/s, pipeline); (0.0, ()) when no pipeline is legal."""
+    def masked_pipeline(self, m: int, combine: Any) -> tuple[float, Pipeline]:
+        """Model ``m``'s pipeline that minimises its stages' times folded by ``combine``
+        (``np.add``: its latency; ``np.maximum``: its slowest stage), under the masking rule
+        (distinct devices, capacity ignored): a dynamic programme over (stop layer, set of
+        devices used, last device). (value, pipeline); (inf, ()) when no pipeline is legal."""
         L, D = self.n_layers(m), self.n_devices
         M = 1 << D
-        # best[b, mask, d]: the least slowest stage of a pipeline over layers 0..b-1 using the
-        # device set ``mask`` and ending on d (index D: the empty pipeline)
+        # best[b, mask, d]: the best folded cost over layers 0..b-1 using the device set ``mask``
+        # and ending on d (index D: the empty pipeline)
         best = np.full((L + 1, M, D + 1), np.inf)
         back = np.full((L + 1, M, D + 1, 3), -1, dtype=np.int64)   # (a, mask, last) of the previous state
         best[0, 0, D] = 0.0
         for a in range(L):
             cost = self.stage_table(m, a)
             for mask, last in zip(*np.nonzero(np.isfinite(best[a]))):
-                worst = best[a, mask, last]
+                here = best[a, mask, last]
                 for d in range(D):
                     if mask >> d & 1:
                         continue
-                    w = np.maximum(worst, cost[:, d])
+                    folded = combine(here, cost[:, d])
                     key = mask | 1 << d
-                    better = w < best[:, key, d]
+                    better = folded < best[:, key, d]
                     if better.any():
-                        best[better, key, d] = w[better]
+                        best[better, key, d] = folded[better]
                         back[better, key, d] = (a, mask, last)
         final = best[L]
         if not np.isfinite(final).any():
-            return 0.0, ()
+            return math.inf, ()
         mask, last = (int(i) for i in np.unravel_index(int(np.argmin(final)), final.shape))
-        worst = float(final[mask, last])
+        value = float(final[mask, last])
         stages: list[Stage] = []
         b = L
         while b > 0:
             a, pmask, plast = (int(v) for v in back[b, mask, last])
             stages.append(Stage(last, a, b))
             b, mask, last = a, pmask, plast
-        return (1000.0 / worst if worst > 0 else math.inf), tuple(reversed(stages))
+        return value, tuple(reversed(stages))
+
+    def best_alone(self, m: int) -> tuple[float, Pipeline]:
+        """Model ``m``'s fastest pipeline alone (its slowest stage the least, distinct devices,
+        capacity ignored): (inferences/s, pipeline); (0.0, ()) when no pipeline is legal."""
+        worst, pipeline = self.masked_pipeline(m, np.maximum)
+        if not pipeline:
+            return 0.0, ()
+        return (1000.0 / worst if worst > 0 else math.inf), pipeline
 
     @cached_property
     def _ideal(self) -> np.ndarray:

@@ -48,15 +48,22 @@ def workload_throughput(throughput: Sequence[float] | np.ndarray) -> float:
     return float(t.mean())
 
 
-def jain(throughput: Sequence[float] | np.ndarray, ideal: Sequence[float] | np.ndarray) -> float:
-    """Jain's index of t / t_ideal; 0 when no model runs at all (nothing is not fair, it is
-    nothing)."""
+def _against_ideal(throughput: Sequence[float] | np.ndarray,
+                   ideal: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(throughputs, ideal throughputs) as arrays of one shape, every ideal above 0 (ValueError)."""
     t = np.asarray(throughput, dtype=np.float64)
     ref = np.asarray(ideal, dtype=np.float64)
     if t.shape != ref.shape or t.size == 0:
         raise ValueError(f"{t.size} throughputs for {ref.size} ideal throughputs")
     if not (ref > 0).all():
         raise ValueError("every ideal throughput must be > 0")
+    return t, ref
+
+
+def jain(throughput: Sequence[float] | np.ndarray, ideal: Sequence[float] | np.ndarray) -> float:
+    """Jain's index of t / t_ideal; 0 when no model runs at all (nothing is not fair, it is
+    nothing)."""
+    t, ref = _against_ideal(throughput, ideal)
     r = t / ref
     sq = float((r * r).sum())
     return float(r.sum() ** 2 / (r.size * sq)) if sq > 0 else 0.0
@@ -91,12 +98,7 @@ def reward(throughput: Sequence[float] | np.ndarray, ideal: Sequence[float] | np
     ratios = std(t / t_ideal * 100) / 50; fairness = 2 sigmoid(-alpha (ratios - 0.5)) - 1;
     t_achieved = sum t / sum t_ideal; throughput = 2 sigmoid(gamma (t_achieved - 0.5)) - 1.
     (std: the population standard deviation, numpy's default.)"""
-    t = np.asarray(throughput, dtype=np.float64)
-    ref = np.asarray(ideal, dtype=np.float64)
-    if t.shape != ref.shape or t.size == 0:
-        raise ValueError(f"{t.size} throughputs for {ref.size} ideal throughputs")
-    if not (ref > 0).all():
-        raise ValueError("every ideal throughput must be > 0")
+    t, ref = _against_ideal(throughput, ideal)
     if not 0.0 <= beta <= 1.0:
         raise ValueError(f"beta weighs throughput against fairness and must be in [0, 1], got {beta}")
     ratios = float(np.std(t / ref * 100.0)) / 50.0
