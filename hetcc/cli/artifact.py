@@ -488,7 +488,7 @@ def _run_all(ex: Any, args: argparse.Namespace, given: dict[str, str], model: st
 
 
 # ---------------------------------------------------------------- inspect
-def _costs(root: Path) -> dict | None:
+def _costs(root: Path, why: bool = False) -> dict | None:
     """The artifact's ``costs.json`` (None when it has none); one-line ManifestError when it is a
     symlink out of the artifact, not a regular file, or not JSON."""
     from hetcc.runtime.errors import ManifestError
@@ -502,6 +502,10 @@ def _costs(root: Path) -> dict | None:
         raise ManifestError(f"{shown}: not a regular file; the artifact is damaged, recompile")
     doc = read_json(path, shown)
     check_costs(doc, shown)               # an object whose layers inspect can read, or one line
+    if why:                               # and every table --why reads, in its shape
+        from hetcc.compiler.why import check_costs_for_why
+
+        check_costs_for_why(doc, shown)
     return doc
 
 
@@ -523,24 +527,6 @@ def _why(root: Path, costs: dict | None) -> tuple[dict | None, str]:
     if costs is None or doc["costs_sha256"] != sha256_file(root / COSTS_NAME):
         return None, f"{WHY_NAME} is from another compile than costs.json and is ignored; recompile"
     return doc, ""
-
-
-def _mismatched(costs_file: str) -> Any:
-    """A context in which a ``costs.json`` that does not fit its manifest (a key, a layer or a
-    state missing, a value of the wrong kind) is one ManifestError, not a traceback."""
-    import contextlib
-
-    from hetcc.runtime.errors import ManifestError
-
-    @contextlib.contextmanager
-    def guard() -> Any:
-        try:
-            yield
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else type(exc).__name__
-            raise ManifestError(f"{costs_file}: does not match its manifest ({what}); the artifact was modified, "
-                                "recompile") from None
-    return guard()
 
 
 def _print_why_layers(console: Any, costs: dict, why: dict | None, note: str) -> None:
@@ -654,8 +640,7 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
         line += ", meets deadline" if pr.meets_deadline else ", MISSES deadline"
     console.print(line)
     if why and costs is not None:
-        with _mismatched("costs.json"):
-            _print_why_slices(console, v, costs)
+        _print_why_slices(console, v, costs)
 
 
 def _timed(root: Path, name: str) -> float | None:
@@ -668,7 +653,7 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
                  why: bool = False) -> None:
     from hetcc.runtime.manifest import read_timings
 
-    costs = _costs(root)
+    costs = _costs(root, why)
     timed = read_timings(root) or {}   # timings.json: only with compile --timings
     names = [variant] if variant is not None else list(m.variants)
     for n in names:
@@ -683,14 +668,13 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
         if costs is None:
             console.print("why: this artifact has no costs.json; recompile to see why")
         else:
-            with _mismatched(str(root / "costs.json")):
-                _print_why_layers(console, costs, *_why(root, costs))
+            _print_why_layers(console, costs, *_why(root, costs))
 
 
 def _why_json(m: Any, root: Path, variant: str | None) -> dict[str, Any]:
     from hetcc.compiler.why import why_report
 
-    costs = _costs(root)
+    costs = _costs(root, True)
     names = [variant] if variant is not None else list(m.variants)
     for n in names:
         m.variant(n)  # unknown --variant: one-line error naming the variants

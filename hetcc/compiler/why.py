@@ -128,6 +128,48 @@ def check_why(doc: Any, shown: str) -> dict[str, Any]:
     return doc
 
 
+#: the [L][S] tables of costs.json that --why reads (each cell a number, or null where illegal)
+COST_TABLES = ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_out_mj")
+
+
+def check_costs_for_why(costs: Any, shown: str) -> None:
+    """A one-line ManifestError naming ``shown`` and the key unless ``costs`` (a parsed
+    ``costs.json`` that passed ``check_costs``) has every key ``inspect --why`` reads, in the
+    shapes the compiler writes: ``states`` (objects with a ``device``), ``legal`` and the cost
+    tables (one row per layer, one cell per state), per-state ``capacity_bytes`` and
+    ``activation_factor`` (optional), a numeric ``base_power_mw``, integer layer sizes."""
+    from hetcc.runtime.errors import ManifestError
+
+    def bad(key: str, want: str) -> ManifestError:
+        return ManifestError(f"{shown}: {key}: expected {want}; it does not match its manifest, recompile")
+
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    layers, states = costs["layers"], costs.get("states")
+    if not isinstance(states, list) or not states or not all(
+            isinstance(st, dict) and isinstance(st.get("device"), str)
+            and (st.get("frequency_mhz") is None or number(st.get("frequency_mhz"))) for st in states):
+        raise bad("states", "an array of objects with a device name")
+    L, S = len(layers), len(states)
+    for key, cell in (("legal", lambda v: isinstance(v, bool)), *((k, lambda v: v is None or number(v))
+                                                                  for k in COST_TABLES)):
+        rows = costs.get(key)
+        if not (isinstance(rows, list) and len(rows) == L and all(
+                isinstance(r, list) and len(r) == S and all(cell(v) for v in r) for r in rows)):
+            raise bad(key, f"{L} rows of {S} cells (layers x states)")
+    for key in ("capacity_bytes", "activation_factor"):
+        v = costs.get(key)
+        if v is not None and not (isinstance(v, list) and len(v) == S and all(x is None or number(x) for x in v)):
+            raise bad(key, f"{S} numbers or nulls (one per state)")
+    if not number(costs.get("base_power_mw")):
+        raise bad("base_power_mw", "a number")
+    for i, layer in enumerate(layers):
+        for key in ("id", "param_bytes", "activation_bytes"):
+            if key in layer and not _is_int(layer[key]):
+                raise bad(f"layers[{i}].{key}", "an integer")
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
