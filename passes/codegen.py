@@ -40,7 +40,7 @@ from hetcc.compiler.program import COSTS, LAYERS, TENSORS, Layer, Program, Tenso
 from hetcc.compiler.why import write_why
 from hetcc.passes.costs import costs_document
 from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
-                                    FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
+                                    FileRef, HardwareControls, LinkInfo, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
                                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec,
                                     TargetInfo, TensorSpec, Variant, Workload, WorkloadModel, parse_manifest,
                                     sha256_file)
@@ -320,8 +320,19 @@ def _controls(target: Any) -> HardwareControls | None:
     return HardwareControls(devices=devices, knobs=knobs) if devices or knobs else None
 
 
+def _links(target: Any) -> dict[str, LinkInfo] | None:
+    """The target's link tables (a remote slice's cost at the signal strength seen at run time);
+    None for a target without links."""
+    links = getattr(target, "links", None) or {}
+    return {name: LinkInfo(kind=ln.kind, signal_dbm=tuple(ln.signal_dbm), bandwidth_mbps=tuple(ln.bandwidth_mbps),
+                           tx_power_mw=tuple(ln.tx_power_mw), rx_power_mw=tuple(ln.rx_power_mw),
+                           rtt_ms=float(ln.rtt_ms), default_signal_dbm=float(ln.default_signal_dbm))
+            for name, ln in sorted(links.items())} or None
+
+
 def _target_info(target: Any) -> TargetInfo:
-    return TargetInfo(name=target.name, sha256=target.sha256, kind=target.kind, controls=_controls(target))
+    return TargetInfo(name=target.name, sha256=target.sha256, kind=target.kind, controls=_controls(target),
+                      links=_links(target))
 
 
 class _SliceStore:

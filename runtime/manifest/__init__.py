@@ -36,7 +36,7 @@ from __future__ import annotations
 from .model import (COSTS_NAME, DTYPES, FILES_CHECKED_ABOVE, MANIFEST_NAME, MAX_COSTS_BYTES, MAX_INT_DIGITS,
                     MAX_JSON_DEPTH, MAX_MANIFEST_BYTES, MAX_SLICES, MAX_THREADS, MAX_VARIANTS, MAX_WORKLOAD_MODELS,
                     NAME_PATTERN, SCHEMA_FILE, SCHEMA_ID, SHA256_PATTERN, SYSFS_PATTERN, TIMINGS_NAME, TIMINGS_SCHEMA,
-                    DeviceControl, DType, FileRef, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
+                    Agreement, DeviceControl, DType, FileRef, LinkInfo, PRECISIONS, Precision, HardwareControls, KnobControl, Manifest, ModelInfo, ObjectiveInfo,
                     PlannerInfo, Predicted, RuntimeInfo, SliceInput, SlicePredicted, SliceSpec, TargetInfo,
                     TensorSpec, Variant, Workload, WorkloadModel, to_json)
 from .model import Contention, ContentionDevice, ContentionMetrics, ContentionModel, ContentionStage
@@ -71,6 +71,10 @@ __all__ = [
     "PlannerInfo",
     "Predicted",
     "Variant",
+    "Agreement",
+    "LinkInfo",
+    "Precision",
+    "PRECISIONS",
     "FileRef",
     "WorkloadModel",
     "Workload",

@@ -47,7 +47,7 @@ MAX_JSON_DEPTH = 32
 MAX_INT_DIGITS = 20
 #: slices of one variant, variants of a model artifact, models of a workload
 MAX_SLICES = 4096
-MAX_VARIANTS = 64
+MAX_VARIANTS = 256
 MAX_WORKLOAD_MODELS = 64
 #: a manifest listing more slice files than this is read only if the artifact holds as many files
 FILES_CHECKED_ABOVE = 256
@@ -68,6 +68,9 @@ def _meta(doc: str = "", **constraints: Any) -> dict:
 
 
 _SHA = _meta(pattern=SHA256_PATTERN)
+#: metadata key: the field is left out of the JSON form while it holds its default (fields added
+#: after an artifact format settled, so artifacts that do not use them stay byte-identical)
+OMIT_DEFAULT = "omit_default"
 _NONNEG = _meta(minimum=0)
 _NONEMPTY = _meta(minLength=1)
 
@@ -193,6 +196,41 @@ class HardwareControls(_Record):
 
 
 @dataclass(frozen=True)
+class LinkInfo(_Record):
+    """A wireless link to remote devices (the target's ``links.<name>``): bandwidth and radio power
+    as functions of the signal strength, interpolated linearly between the tabled levels, so a
+    remote slice's cost is computed at the signal strength seen at run time (AutoScale Eq. 4)."""
+
+    kind: str = field(metadata=_NONEMPTY)
+    signal_dbm: tuple[float, ...] = field(metadata=_meta("increasing signal levels", minItems=1))
+    bandwidth_mbps: tuple[float, ...] = field(metadata=_meta(minItems=1, item={"minimum": 0}))
+    tx_power_mw: tuple[float, ...] = field(metadata=_meta(minItems=1, item={"minimum": 0}))
+    rx_power_mw: tuple[float, ...] = field(metadata=_meta(minItems=1, item={"minimum": 0}))
+    rtt_ms: float = field(metadata=_NONNEG)
+    default_signal_dbm: float
+
+    def _at(self, values: tuple[float, ...], signal_dbm: float | None) -> float:
+        s = self.default_signal_dbm if signal_dbm is None else float(signal_dbm)
+        xs = self.signal_dbm
+        if s <= xs[0]:
+            return float(values[0])
+        for i in range(1, len(xs)):
+            if s <= xs[i]:
+                w = (s - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return float(values[i - 1] + w * (values[i] - values[i - 1]))
+        return float(values[-1])
+
+    def bandwidth_mbps_at(self, signal_dbm: float | None = None) -> float:
+        return self._at(self.bandwidth_mbps, signal_dbm)
+
+    def tx_power_mw_at(self, signal_dbm: float | None = None) -> float:
+        return self._at(self.tx_power_mw, signal_dbm)
+
+    def rx_power_mw_at(self, signal_dbm: float | None = None) -> float:
+        return self._at(self.rx_power_mw, signal_dbm)
+
+
+@dataclass(frozen=True)
 class TargetInfo(_Record):
     name: str = field(metadata=_NONEMPTY)
     sha256: str
@@ -200,6 +238,9 @@ class TargetInfo(_Record):
     controls: HardwareControls | None = field(
         default=None, metadata=_meta("how the OS sets the devices' frequencies and the knobs (null or absent: "
                                      "the target has no control tables, nothing is applied)"))
+    links: dict[str, LinkInfo] | None = field(default=None, metadata=_meta(
+        "link name -> its tables, for a target with remote devices (absent: none)", key_pattern=r"^\S",
+        omit_default=True))
 
 
 @dataclass(frozen=True)
@@ -239,6 +280,23 @@ class Predicted(_Record):
     meets_deadline: bool | None
 
 
+Precision = Literal["float32", "float16", "int8"]
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
+
+
+@dataclass(frozen=True)
+class Agreement(_Record):
+    """How closely a low-precision variant's outputs follow the FP32 model on a fixed, seeded input
+    set (random inputs; with the zoo's random weights this proxy stands in for accuracy)."""
+
+    inputs: int = field(metadata=_meta("how many inputs were compared", minimum=1))
+    seed: int = field(metadata=_NONNEG)
+    top1: float = field(metadata=_meta("fraction of inputs whose first output has the same argmax", minimum=0,
+                                       maximum=1))
+    rel_error: float = field(metadata=_meta("mean ||y - y_fp32|| / ||y_fp32|| over the inputs and outputs",
+                                            minimum=0))
+
+
 @dataclass(frozen=True)
 class Variant(_Record):
     """One plan of the model: its slices and what it was planned for."""
@@ -250,6 +308,11 @@ class Variant(_Record):
     violations: tuple[str, ...]
     slices: tuple[SliceSpec, ...] = field(metadata=_meta(minItems=1))
     predicted: Predicted
+    precision: Precision = field(default="float32", metadata=_meta(
+        "the precision its slices compute in (they cast at their boundaries: inputs and outputs keep the "
+        "model's types); absent: float32", omit_default=True))
+    agreement: Agreement | None = field(default=None, metadata=_meta(
+        "a low-precision variant's measured agreement with FP32 (absent: not measured)", omit_default=True))
 
 
 @dataclass(frozen=True)
@@ -392,7 +455,8 @@ def is_union(tp: Any) -> bool:
 def to_json(obj: Any) -> Any:
     """A dataclass tree as JSON-able data (tuples become lists, every field written)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not (f.metadata.get(OMIT_DEFAULT) and getattr(obj, f.name) == f.default)}
     if isinstance(obj, Mapping):
         return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
