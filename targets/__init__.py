@@ -66,16 +66,21 @@ Schema ``hetcc.target/1`` (units are in the key names; MB = 10**6 bytes):
                                        # tensor its nodes produce
         supported_ops: [op types] (optional, absent = all) ; unsupported_ops: [op types]
         dtypes: [element types it computes in] ; predicates: [registered predicate names]
+        precisions = {float32, float16, int8}   # optional: latency factor (> 0) of the device's
+                                       # work at each precision relative to the one peak_gflops
+                                       # assume; the precisions a precision-picking planner may
+                                       # use here (each needs its dtype); absent = every
+                                       # precision dtypes allow, at factor 1
 """
 from __future__ import annotations
 
 from .loader import builtin_targets, load_bytes, load_target
-from .model import (DEVICE_KINDS, INDEX_DTYPES, KNOB_EFFECTS, KNOWN_DTYPES, OP_CLASSES, SCHEMA, TARGET_KINDS,
-                    Device, DvfsLevel, Knob, Link, State, Target)
+from .model import (DEVICE_KINDS, INDEX_DTYPES, KNOB_EFFECTS, KNOWN_DTYPES, OP_CLASSES, PRECISIONS, SCHEMA,
+                    TARGET_KINDS, Device, DvfsLevel, Knob, Link, State, Target)
 from .predicates import PREDICATES, Predicate, register_predicate
 from .schema import KEYS, RULES, Key, schema_doc, validate
 
 __all__ = ["DEVICE_KINDS", "Device", "DvfsLevel", "INDEX_DTYPES", "KEYS", "KNOB_EFFECTS", "KNOWN_DTYPES", "Key",
-           "Knob", "Link", "OP_CLASSES", "PREDICATES", "Predicate", "RULES", "SCHEMA", "State", "TARGET_KINDS",
+           "Knob", "Link", "OP_CLASSES", "PRECISIONS", "PREDICATES", "Predicate", "RULES", "SCHEMA", "State", "TARGET_KINDS",
            "Target", "builtin_targets", "load_bytes", "load_target", "register_predicate", "schema_doc",
            "validate"]

@@ -18,6 +18,12 @@ KNOB_EFFECTS = ("active_cores", "memory_frequency")
 # (ONNX Runtime places such nodes on the CPU inside a session), so ``dtypes`` does not list them
 # and legality does not check them.
 INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
+#: the precisions a device's work may run at (``devices.<name>.precisions``; AutoScale Sec. 5.3's
+#: quantisation actions), each the ONNX element type of a model converted to it
+PRECISIONS = ("float32", "float16", "int8")
+#: the dtypes that let a device run a precision (int8 models hold int8 or uint8 tensors: QDQ)
+PRECISION_DTYPES: Mapping[str, frozenset[str]] = MappingProxyType({
+    "float32": frozenset({"float32"}), "float16": frozenset({"float16"}), "int8": frozenset({"int8", "uint8"})})
 #: what a device's ``capacity_bytes`` counts: a slice's parameters, or its parameters plus
 #: ``activation_bytes_factor`` x the bytes of every tensor its nodes produce
 CAPACITY_COUNTS = ("params", "params+activations")
@@ -150,6 +156,24 @@ class Device:
     #: ms the device pays to switch from one model's work to another's when models share it
     #: (concurrent workloads; hetcc.planners.multi reads it through PlanningProblem.switch_ms)
     switch_ms: float = 0.0
+    #: latency factor of running the device's work at each precision of PRECISIONS, relative to
+    #: the precision its ``peak_gflops`` assume (a planner that picks the precision per variant,
+    #: e.g. AutoScale's, multiplies the device's float costs by it); empty = every precision its
+    #: ``dtypes`` allow, at factor 1 (see ``precision_factors``)
+    precisions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    def precision_factors(self) -> Mapping[str, float]:
+        """Precision -> latency factor (relative to the precision ``peak_gflops`` assume), in
+        PRECISIONS order: the file's ``precisions`` table where it gives one (only those
+        precisions run here), else every precision ``dtypes`` allow at factor 1 (no speed-up)."""
+        if self.precisions:
+            return MappingProxyType({p: self.precisions[p] for p in PRECISIONS if p in self.precisions})
+        return MappingProxyType({p: 1.0 for p in PRECISIONS if PRECISION_DTYPES[p] & self.dtypes})
+
+    def precision_factor(self, precision: str) -> float | None:
+        """The latency factor of ``precision`` on this device (``precision_factors``), or None
+        when the device does not run it."""
+        return self.precision_factors().get(precision)
 
     @property
     def activation_factor(self) -> float:
@@ -284,4 +308,4 @@ class Target:
 
 
 __all__ = ["CAPACITY_COUNTS", "DEVICE_KINDS", "DeviceControl", "DvfsLevel", "Device", "INDEX_DTYPES", "KNOB_EFFECTS", "KNOWN_DTYPES",
-           "Knob", "KnobControl", "Link", "OP_CLASSES", "SCHEMA", "State", "TARGET_KINDS", "Target"]
+           "Knob", "PRECISIONS", "PRECISION_DTYPES", "KnobControl", "Link", "OP_CLASSES", "SCHEMA", "State", "TARGET_KINDS", "Target"]

@@ -25,8 +25,8 @@ from hetcc.core.errors import TargetError
 
 from hetcc.core.opclasses import OP_CLASSES, REQUIRED_CLASSES, class_figures
 
-from .model import (CAPACITY_COUNTS, DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, SCHEMA, TARGET_KINDS, Device,
-                    DvfsLevel, Knob, Link, Target)
+from .model import (CAPACITY_COUNTS, DEVICE_KINDS, KNOB_EFFECTS, KNOWN_DTYPES, PRECISION_DTYPES, PRECISIONS, SCHEMA,
+                    TARGET_KINDS, Device, DvfsLevel, Knob, Link, Target)
 from .controls import CLOCK_UNITS, device_control, knob_control, rule_controls
 from .predicates import PREDICATES
 
@@ -273,6 +273,13 @@ KEYS: tuple[Key, ...] = (
         required=True, nonempty=True),
     Key("devices.*.dtypes[]", "str", "an ONNX element type", choices=tuple(sorted(KNOWN_DTYPES)),
         what="element type"),
+    Key("devices.*.precisions", "table", "latency factor of running the device's work at a precision, relative to "
+        "the precision its peak_gflops assume (e.g. { float16 = 1.0, float32 = 2.0 } on a GPU rated at FP16): the "
+        "precisions a planner that picks one per variant (autoscale) may use here; absent = every precision dtypes "
+        "allow, at factor 1", nonempty=True, empty_msg="give a factor per precision (float32, float16, int8) or "
+        "leave the table out", hint="float32, float16 and/or int8 = factor"),
+    *(_num(f"devices.*.precisions.{p}", f"latency factor of {p} work relative to the peak_gflops precision "
+           f"(needs {' or '.join(sorted(PRECISION_DTYPES[p]))} in dtypes)", "", lo_open=True) for p in PRECISIONS),
     Key("devices.*.predicates", "array", "registered legality predicates (hetcc.targets.PREDICATES)"),
     Key("devices.*.predicates[]", "str", "a predicate name", choices=lambda: sorted(PREDICATES), what="predicate"),
 )
@@ -535,9 +542,20 @@ def _rule_knobs(doc: Mapping[str, Any], fail: Fail) -> None:
                            "the memory's power at the top value is part of the board's base power")
 
 
+def _rule_precisions(doc: Mapping[str, Any], fail: Fail) -> None:
+    """A device runs a precision only in an element type its dtypes list."""
+    for _, key, d in _devices(doc):
+        for p in d.get("precisions", {}):
+            if not PRECISION_DTYPES[p] & set(d["dtypes"]):
+                need = " or ".join(sorted(PRECISION_DTYPES[p]))
+                raise fail(f"{key}.precisions.{p}", f"the device does not compute in {need} (dtypes: "
+                           f"{', '.join(d['dtypes'])}); add it to dtypes or drop this precision")
+
+
 #: cross-key rules, checked in order after every key passed ``KEYS``
 RULES: tuple[Callable[[Mapping[str, Any], Fail], None], ...] = (
-    _rule_modelled_power, _rule_dvfs, _rule_affinity, _rule_links, _rule_knobs, rule_controls)
+    _rule_modelled_power, _rule_dvfs, _rule_affinity, _rule_links, _rule_knobs, _rule_precisions,
+    rule_controls)
 
 
 def validate(doc: Mapping[str, Any], label: str) -> None:
@@ -587,7 +605,8 @@ def _device(name: str, d: Mapping[str, Any]) -> Device:
         power_model=power_model, endpoint=d.get("endpoint"), control=device_control(d),
         int8_peak_gops=None if int8 is None else MappingProxyType({c: float(int8[c]) for c in OP_CLASSES if c in int8}),
         capacity_counts=d.get("capacity_counts", "params"),
-        activation_bytes_factor=float(d.get("activation_bytes_factor", 1.0)))
+        activation_bytes_factor=float(d.get("activation_bytes_factor", 1.0)),
+        precisions=MappingProxyType({p: float(d["precisions"][p]) for p in PRECISIONS if p in d.get("precisions", {})}))
 
 
 def _link(name: str, ln: Mapping[str, Any]) -> Link:
