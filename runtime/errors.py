@@ -5,7 +5,7 @@ prints the one-line message; importing this module imports neither onnxruntime n
 """
 from __future__ import annotations
 
-__all__ = ["ManifestError", "InputError", "RemoteSliceError", "SliceRunError"]
+__all__ = ["ManifestError", "InputError", "RemoteSliceError", "SliceRunError", "PolicyError"]
 
 
 class ManifestError(Exception):
@@ -31,3 +31,9 @@ class SliceRunError(ManifestError):
 class InferenceTimeout(SliceRunError):
     """An inference ran past the time it was given (``Executor(timeout=...)``, ``hetcc run
     --timeout``) and was stopped inside onnxruntime (its run's terminate flag)."""
+
+
+class PolicyError(ManifestError):
+    """An AutoScale policy or Q-table file (``policy/autoscale.json``, ``hetcc.qtable/1``) is
+    missing, malformed or does not match the manifest's sha256, or the policy cannot act (no
+    action allowed): one line naming the file and what to do."""

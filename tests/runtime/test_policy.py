@@ -1,0 +1,256 @@
+"""AutoScale's run-time policy (hetcc.runtime.autoscale): Table 1 states, Eq. 5 rewards, Eq. 1-4
+energy, Alg. 1's update and epsilon-greedy choice, the two file formats and their refusals."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from hetcc.runtime.autoscale import (POLICY_SCHEMA, QTABLE_SCHEMA, Hyper, Policy, QTable, energy_mj, reward,
+                                     state_bins, state_key, write_atomic)
+from hetcc.runtime.errors import ManifestError, PolicyError
+
+WIFI = {"kind": "wifi", "signal_dbm": [-90.0, -50.0], "bandwidth_mbps": [10.0, 100.0],
+        "tx_power_mw": [1200.0, 400.0], "rx_power_mw": [600.0, 200.0], "rtt_ms": 4.0, "default_signal_dbm": -50.0}
+
+
+def action(variant, device="cpu", freq=None, precision="float32", remote=False, link=None, compute_ms=10.0,
+           busy=1000.0, accuracy=1.0, kind=None):
+    return {"variant": variant, "device": device, "kind": kind or device, "freq_mhz": freq, "precision": precision,
+            "remote": remote, "link": link, "compute_ms": compute_ms, "busy_power_mw": busy,
+            "bytes_in": 150528, "bytes_out": 4000, "accuracy": accuracy}
+
+
+def policy_doc(qtable=None, min_accuracy=0.0):
+    acts = [action("cpu@1000:fp32", freq=1000.0), action("cpu@2000:fp32", freq=2000.0),
+            action("cpu@2000:int8", freq=2000.0, precision="int8", accuracy=0.9),
+            action("cloud", device="cloud", kind="remote", remote=True, link="wifi", busy=100.0)]
+    doc = {"schema": POLICY_SCHEMA, "model": {"name": "m", "conv": 20, "fc": 1, "rc": 0, "macs": 3e8},
+           "qos_ms": 50.0, "min_accuracy": min_accuracy, "base_power_mw": 500.0, "links": {"wifi": WIFI},
+           "actions": acts}
+    if qtable is not None:
+        doc["qtable"] = qtable
+    return doc
+
+
+# -- Table 1
+
+
+@pytest.mark.parametrize("conv,bin_", [(0, "S"), (29, "S"), (30, "M"), (49, "M"), (50, "L"), (89, "L"), (90, "XL")])
+def test_conv_bins(conv, bin_):
+    assert state_bins(conv, 0, 0, 0, 0, 0, -50, -50)[0] == bin_
+
+
+def test_table1_boundaries():
+    assert state_bins(0, 9, 9, 999e6, 0, 0, -50, -50)[1:4] == ("S", "S", "S")
+    assert state_bins(0, 10, 10, 1000e6, 0, 0, -50, -50)[1:4] == ("L", "L", "M")
+    assert state_bins(0, 0, 0, 1999e6, 0, 0, -50, -50)[3] == "M"
+    assert state_bins(0, 0, 0, 2000e6, 0, 0, -50, -50)[3] == "L"
+    co = [(0.0, "N"), (0.004, "N"), (0.01, "S"), (0.2499, "S"), (0.25, "M"), (0.7499, "M"), (0.75, "L"), (1.0, "L")]
+    for x, b in co:
+        assert state_bins(0, 0, 0, 0, x, x, -50, -50)[4:6] == (b, b), x
+    assert state_bins(0, 0, 0, 0, 0, 0, -79.9, -80.0)[6:] == ("R", "W")
+    assert state_bins(0, 0, 0, 0, 0, 0, None, -95)[6:] == ("R", "W")
+
+
+def test_state_key_format():
+    assert state_key(53, 1, 0, 4.1e9, 0, 0, -50, -50) == "L|S|S|L|N|N|R|R"
+    assert state_key(95, 12, 11, 1.5e9, 0.5, 0.9, -85, -60) == "XL|L|L|M|M|L|W|R"
+
+
+# -- Eq. 5
+
+
+def test_reward_branches():
+    h = Hyper(alpha=0.1, beta=0.1)
+    # accuracy below the target: minus the accuracy in percent, whatever the energy
+    assert reward(10, 500, 0.6, 50, 0.7, h) == pytest.approx(-60.0)
+    # QoS met: -E + alpha * slack + beta * accuracy_pct
+    assert reward(30, 200, 0.95, 50, 0.7, h) == pytest.approx(-200 + 0.1 * 20 + 0.1 * 95)
+    # QoS missed: no latency term
+    assert reward(60, 200, 0.95, 50, 0.7, h) == pytest.approx(-200 + 0.1 * 95)
+    assert reward(50, 200, 1.0, 50, 0.0, h) == pytest.approx(-200 + 10)  # at the target is not under it
+
+
+# -- Eq. 1-4
+
+
+def test_energy_local_and_remote():
+    a = action("cpu@2000:fp32", busy=1500.0)
+    assert energy_mj(a, 20.0, 500.0, {}) == pytest.approx((1500 + 500) * 20 / 1000)
+    r = action("cloud", remote=True, link="wifi", busy=100.0)
+    links = {"wifi": WIFI}
+    e = energy_mj(r, 30.0, 500.0, links, rssi=-50.0, t_tx_ms=10.0, t_rx_ms=2.0)
+    assert e == pytest.approx((400 * 10 + 200 * 2 + 600 * 18) / 1000)
+    weak = energy_mj(r, 30.0, 500.0, links, rssi={"wifi": -90.0}, t_tx_ms=10.0, t_rx_ms=2.0)
+    assert weak == pytest.approx((1200 * 10 + 600 * 2 + 600 * 18) / 1000)
+    # estimated transfers: slower and costlier at a weak signal
+    assert energy_mj(r, 500.0, 500.0, links, rssi=-90) > energy_mj(r, 500.0, 500.0, links, rssi=-50)
+    with pytest.raises(PolicyError, match="link 'lte'"):
+        energy_mj(action("x", remote=True, link="lte"), 1.0, 0.0, links)
+
+
+# -- Alg. 1
+
+
+def test_update_follows_alg1():
+    qt = QTable(["a", "b", "c"], Hyper(learning_rate=0.9, discount=0.1))
+    s, s2 = "S|S|S|S|N|N|R|R", "S|S|S|S|L|N|R|R"
+    q0 = qt.values(s)
+    assert np.all(np.abs(q0) <= 1e-6) and np.any(q0 != 0)        # tiny random init
+    assert np.array_equal(qt.values(s), q0)                       # the same every time (seeded by key)
+    nxt = qt.values(s2)
+    qt.update(s, 1, 10.0, s2)
+    expect = q0[1] + 0.9 * (10.0 + 0.1 * nxt.max() - q0[1])
+    assert qt.values(s)[1] == pytest.approx(expect)
+    assert qt.values(s)[0] == q0[0] and qt.visits(s).tolist() == [0, 1, 0]
+    qt.update(s2, 2, -5.0, s)
+    qt.update(s, 1, 10.0, s2)
+    expect2 = expect + 0.9 * (10.0 + 0.1 * qt.values(s2).max() - expect)
+    assert qt.values(s)[1] == pytest.approx(expect2)
+    assert qt.visits(s)[1] == 2 and qt.states == tuple(sorted((s, s2)))
+    with pytest.raises(PolicyError, match="state key"):
+        qt.update("bogus", 0, 1.0, s)
+
+
+def test_choose_greedy_epsilon_and_mask():
+    qt = QTable(["a", "b", "c", "d"], Hyper(epsilon=0.0))
+    s = "S|S|S|S|N|N|R|R"
+    for _ in range(3):
+        qt.update(s, 2, 100.0, s)
+    qt.update(s, 3, 50.0, s)
+    rng = np.random.default_rng(0)
+    assert qt.choose(s, rng) == 2
+    mask = np.array([True, True, False, True])
+    assert qt.choose(s, rng, allowed=mask) == 3
+    # epsilon 1: uniform over the allowed actions only, reproducible with a seeded generator
+    qt.hyper = Hyper(epsilon=1.0)
+    picks = [qt.choose(s, np.random.default_rng(7), allowed=mask) for _ in range(3)]
+    assert len(set(picks)) == 1                                     # same seed, same choice
+    many = {qt.choose(s, rng, allowed=mask) for _ in range(200)}
+    assert many == {0, 1, 3}
+    assert qt.choose(s, rng, allowed=mask, explore=False) == 3     # explore=False is greedy
+    qt.hyper = Hyper(epsilon=0.5)
+    seq1 = [qt.choose(s, np.random.default_rng(3)) for _ in range(1)] + [
+        qt.choose(s, r) for r in [np.random.default_rng(3)] for _ in range(20)]
+    seq2 = [qt.choose(s, np.random.default_rng(3)) for _ in range(1)] + [
+        qt.choose(s, r) for r in [np.random.default_rng(3)] for _ in range(20)]
+    assert seq1 == seq2 and len(set(seq1)) > 1
+    with pytest.raises(PolicyError, match="no action is allowed"):
+        qt.choose(s, rng, allowed=np.zeros(4, dtype=bool))
+
+
+def test_qtable_round_trip(tmp_path):
+    qt = QTable(["cpu@1000:fp32", "cpu@2000:fp32"], Hyper(epsilon=0.2), target="host", trained={"runs": 3})
+    qt.update("S|S|S|S|N|N|R|R", 0, 3.5, "S|S|S|S|S|N|R|R")
+    p = tmp_path / "q.json"
+    qt.save(p)
+    back = QTable.load(p)
+    assert back.to_json() == qt.to_json()
+    assert back.to_json()["schema"] == QTABLE_SCHEMA and back.hyper.epsilon == 0.2
+    assert np.array_equal(back.values("M|S|S|S|N|N|R|R"), qt.values("M|S|S|S|N|N|R|R"))
+    assert [f.name for f in tmp_path.iterdir()] == ["q.json"]      # no temporary left behind
+
+
+def test_policy_round_trip_and_sha(tmp_path):
+    p = tmp_path / "autoscale.json"
+    p.write_text(json.dumps(policy_doc()))
+    pol = Policy.load(p)
+    assert pol.variants == ("cpu@1000:fp32", "cpu@2000:fp32", "cpu@2000:int8", "cloud")
+    assert pol.state_key(0.0, 0.3, -85, None) == "S|S|S|S|N|M|W|R"
+    s = pol.state_key(0, 0, -50, -50)
+    pol.qtable.update(s, 3, pol.reward("cloud", 20.0, pol.energy_mj("cloud", 20.0, rssi=-50)), s)
+    out = tmp_path / "copy.json"
+    sha = pol.save(out)
+    assert sha == hashlib.sha256(out.read_bytes()).hexdigest()
+    back = Policy.load(out, sha256=sha)
+    assert back.to_json() == pol.to_json()
+    assert back.qtable.values(s)[3] == pol.qtable.values(s)[3]
+
+
+def test_min_accuracy_mask(tmp_path):
+    p = tmp_path / "autoscale.json"
+    p.write_text(json.dumps(policy_doc(min_accuracy=0.95)))
+    pol = Policy.load(p)
+    assert pol.allowed().tolist() == [True, True, False, True]
+    rng = np.random.default_rng(0)
+    pol.qtable.hyper = Hyper(epsilon=1.0)
+    assert 2 not in {pol.qtable.choose("S|S|S|S|N|N|R|R", rng, pol.allowed()) for _ in range(100)}
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda d: d.update(schema="hetcc.autoscale/9"), "schema"),
+    (lambda d: d["actions"][0].update(accuracy=1.5), r"actions\[0\]: accuracy"),
+    (lambda d: d["actions"][3].update(link="lte"), "link 'lte'"),
+    (lambda d: d.update(qtable={"schema": QTABLE_SCHEMA, "actions": ["x"]}), "qtable.actions must equal"),
+    (lambda d: d.update(qtable={"schema": QTABLE_SCHEMA, "actions": ["cpu@1000:fp32", "cpu@2000:fp32",
+                                                                     "cpu@2000:int8", "cloud"],
+                                "q": {"S|S|S|S|N|N|R|R": [1, 2]}}), "expected 4 numbers"),
+    (lambda d: d.update(qtable={"schema": QTABLE_SCHEMA, "actions": ["cpu@1000:fp32", "cpu@2000:fp32",
+                                                                     "cpu@2000:int8", "cloud"],
+                                "hyper": {"learning_rate": 2}}), "learning_rate"),
+])
+def test_malformed_policy_is_one_line(tmp_path, mutate, match):
+    doc = policy_doc()
+    mutate(doc)
+    p = tmp_path / "autoscale.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(PolicyError, match=match) as e:
+        Policy.load(p)
+    assert str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_tampered_missing_and_wrong_sha(tmp_path):
+    p = tmp_path / "autoscale.json"
+    p.write_text(json.dumps(policy_doc()))
+    sha = hashlib.sha256(p.read_bytes()).hexdigest()
+    Policy.load(p, sha)
+    p.write_text(p.read_text().replace('"qos_ms": 50.0', '"qos_ms": 5.0'))
+    with pytest.raises(PolicyError, match="does not match the manifest") as e:
+        Policy.load(p, sha)
+    assert str(p) in str(e.value) and "\n" not in str(e.value)
+    assert isinstance(e.value, ManifestError) and e.value.exit_code == 2
+    with pytest.raises(PolicyError, match="no such policy file") as e:
+        Policy.load(tmp_path / "gone.json")
+    assert "gone.json" in str(e.value)
+    p.write_text('{"schema": "hetcc.autoscale/1", "qos_ms": NaN')
+    with pytest.raises(PolicyError, match="not valid JSON|not a JSON number"):
+        Policy.load(p)
+    p.write_bytes(b"\xff\xfe")
+    with pytest.raises(PolicyError, match="not UTF-8"):
+        Policy.load(p)
+
+
+def test_transfer_to_another_action_set():
+    old = QTable(["cpu@826:fp32", "cpu@2803:fp32", "gpu@710:fp16", "dsp:int8", "cloud"])
+    s = "L|S|S|L|N|N|R|R"
+    for a, r in enumerate([1.0, 2.0, 3.0, 4.0, 5.0]):
+        old.update(s, a, r, s)
+    vals = old.values(s)
+    new = old.transfer(["cpu@2700:fp32", "cpu@1000:fp32", "cpu@1800:fp32", "gpu@600:fp32", "edge", "npu:int8"])
+    got = new.values(s)
+    assert new.actions[0] == "cpu@2700:fp32"
+    assert got[0] == vals[1]               # the top CPU step takes the top CPU step's value
+    assert got[1] == vals[0]               # the lowest takes the lowest
+    assert got[3] == vals[2]               # same device, other precision
+    assert got[4] == vals[4]               # remote for remote
+    assert abs(got[5]) <= 1e-6             # no match: unvisited
+    assert new.visits(s).tolist() == [0] * 6
+    # dicts of the policy file work too (matched on their kind)
+    d = old.transfer([action("gpu@700:fp16", device="gpu", freq=700.0, precision="float16")])
+    assert d.actions == ("gpu@700:fp16",) and d.values(s)[0] == vals[2]
+
+
+def test_write_atomic_keeps_old_on_failure(tmp_path, monkeypatch):
+    p = tmp_path / "f.json"
+    write_atomic(p, b"old")
+    import os
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        write_atomic(p, b"new")
+    assert p.read_bytes() == b"old" and [f.name for f in tmp_path.iterdir()] == ["f.json"]
