@@ -93,6 +93,7 @@ BUILTIN: dict[str, str] = {
     "ga": "hetcc.planners.multi.ga",
     "optimum": "hetcc.planners.multi.optimum",
     "fairboost": "hetcc.planners.fairboost",
+    "autoscale": "hetcc.planners.autoscale",
 }
 #: ``auto`` picks the first of these whose capabilities cover the objective
 AUTO_ORDER = ("dp", "exact")
@@ -407,6 +408,8 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     """Plan ``problem`` for ``objective`` with ``planner``; see the module docstring."""
     kind = "workload" if isinstance(problem, WorkloadProblem) else "model"
     name = resolve(planner, objective, kind)
+    if kind == "model" and get_spec(name).kind == "policy":   # a run-time policy: variants of one model
+        kind = "policy"
     spec = check_planner(name, kind, objective.metric)
     opts = parse_options(spec, split_name(name, spec, options or {}))
     ctx = (ctx or PlanContext()).with_options(opts)
@@ -421,6 +424,8 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     ctx.logger.debug("%s: planned in %.1f ms", name, seconds * 1e3)
     result = result.replace(planner=display_name(name, spec), options=dataclasses.asdict(opts), seconds=seconds,
                             objective=objective)
+    if kind == "policy":   # each variant carries its own feasibility: a policy may choose one that misses a limit
+        return result
     if isinstance(result, WorkloadPlan):     # a workload planner's own model plans carry its name
         result = result.replace(plans=tuple(p if p.planner else p.replace(planner=result.planner, objective=objective)
                                             for p in result.plans))

@@ -1,0 +1,316 @@
+"""AutoScale's action table for a model on a target (the compile side of AutoScale, Kim and Wu, MICRO'20).
+
+An AutoScale action runs the whole model on one execution target (AutoScale Sec. 4.2): one local
+processor at one of its V/F steps and at one precision (Sec. 5.3's augmented actions: INT8 on the
+CPU and the DSP, FP16 on the GPU, FP32 wherever a device computes in float32), or a connected
+device reached over a link (edge, cloud; remote variants are FP32: the phone sends the FP32
+model's input). ``action_table(analysis)`` lists them for an analysed model::
+
+    from hetcc import analyse
+    from hetcc.compiler.autoscale import action_table, model_features
+
+    a = analyse("resnet18", "mi8pro-edge-cloud")
+    table = action_table(a)                 # table.actions: dicts in the policy file's form
+    table.names                             # ('cpu@826:fp32', ..., 'dsp:int8', 'edge', 'cloud')
+    table.excluded                          # [{'variant': ..., 'reason': ...}] actions the model cannot take
+    model_features(a)                       # {'name', 'conv', 'fc', 'rc', 'macs'}: AutoScale Table 1
+
+Names: ``{device}@{round(MHz)}:{fp32|fp16|int8}`` for a device with DVFS steps, ``{device}:{prec}``
+for one without (``dsp:int8``), the device's name for a remote one (``edge``, ``cloud``).
+
+Numbers (every action dict): ``compute_ms`` is the whole model's predicted latency on the state
+(the analysis' cost table: ``analysis.problem``), the link's share excluded for a remote device
+(``problem.communication``), the rest multiplied by the device's latency factor for the
+precision; ``busy_power_mw`` the device's average power over it (base power and, remote, the
+radio's transfer energy excluded: the phone's idle radio while it waits); ``bytes_in`` /
+``bytes_out`` what the model takes and returns (a remote variant sends and receives them);
+``accuracy`` 1.0 at FP32, None for a low precision until its agreement is measured
+(``hetcc.passes.precision``).
+
+Precision factors come from the target's per-device ``precisions`` table
+(``Device.precision_factors()``: latency factor relative to the precision ``peak_gflops``
+assume). A target loader without that table falls back to ``DEFAULT_FACTORS`` by device kind
+(CPU FP32 1.0 / INT8 0.5; GPU FP16 1.0 / FP32 2.0; DSP and NPU INT8 1.0; remote FP32 1.0), each
+kept only where the device's ``dtypes`` allow it.
+
+Legality is judged at the variant's precision: every float element type of a layer counts as the
+precision's (an INT8 variant holds int8 tensors), so the DSP, which takes int8 only, has a legal
+INT8 action although the float model is illegal there; its costs then come from the analytical
+cost model (a measured target has no costs for a state its model cannot run: such an action is
+excluded). Op support, predicates and capacity are judged as the legality pass judges them.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from hetcc.core.errors import UsageError
+from hetcc.planners.autoscale import whole_model_cost
+from hetcc.planners.problem import Communication, PlanningProblem, StateTable
+
+#: the precisions, in the order actions list them; their tags in variant names
+PRECISIONS = ("float32", "float16", "int8")
+TAGS = {"float32": "fp32", "float16": "fp16", "int8": "int8"}
+#: element types a precision's variant computes in (what legality checks against ``dtypes``)
+PRECISION_DTYPES = {"float32": ("float32",), "float16": ("float16",), "int8": ("int8", "uint8")}
+#: a layer's element types that a precision's conversion turns into its own
+FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64"})
+#: latency factor per precision by device kind, when the target gives no ``precisions`` table
+#: (relative to the precision ``peak_gflops`` assume: FP32 on a CPU, FP16 on a mobile GPU, INT8 on
+#: a DSP or NPU; mi8pro-edge-cloud's assumptions, AutoScale Sec. 5.3)
+DEFAULT_FACTORS: Mapping[str, Mapping[str, float]] = {
+    "cpu": {"float32": 1.0, "int8": 0.5},
+    "gpu": {"float32": 2.0, "float16": 1.0},
+    "dsp": {"int8": 1.0},
+    "npu": {"int8": 1.0},
+    "remote": {"float32": 1.0},
+}
+#: node types counted as AutoScale Table 1's layers
+CONV_TYPES = frozenset({"Conv", "ConvTranspose", "QLinearConv", "ConvInteger"})
+FC_TYPES = frozenset({"Gemm", "MatMul", "QLinearMatMul", "MatMulInteger", "QGemm", "MatMulIntegerToFloat"})
+RC_TYPES = frozenset({"LSTM", "GRU", "RNN"})
+#: the op classes whose FLOPs are multiply-adds (MACs = their FLOPs / 2)
+MAC_CLASSES = ("conv", "matmul", "dwconv", "pwconv", "dwconv_large")
+
+
+def precision_of(text: str) -> str:
+    """``fp32``/``float32`` -> ``float32`` (and so on); UsageError for another."""
+    t = str(text).strip().lower()
+    for p, tag in TAGS.items():
+        if t in (p, tag):
+            return p
+    raise UsageError(f"unknown precision {text!r}; use fp32, fp16 or int8")
+
+
+def device_factors(device: Any) -> dict[str, float]:
+    """Precision -> latency factor of ``device`` (see the module docstring)."""
+    own = getattr(device, "precision_factors", None)
+    if callable(own):
+        return {p: float(f) for p, f in own().items() if p in PRECISIONS}
+    table = DEFAULT_FACTORS.get(device.kind, {"float32": 1.0})
+    return {p: f for p, f in table.items() if any(device.supports_dtype(d) for d in PRECISION_DTYPES[p])}
+
+
+def action_name(device: Any, freq_mhz: float | None, precision: str) -> str:
+    if device.kind == "remote":
+        return device.name
+    if freq_mhz and len(device.dvfs) > 1:
+        return f"{device.name}@{round(freq_mhz)}:{TAGS[precision]}"
+    return f"{device.name}:{TAGS[precision]}"
+
+
+@dataclass(frozen=True)
+class ActionTable:
+    """The actions of a model on a target (``action_table``).
+
+    ``actions``: dicts in the ``hetcc.autoscale/1`` policy file's form, in order (device in the
+    target's order, then precision, then frequency ascending); ``excluded``: ``{"variant",
+    "reason"}`` for every action the target offers that the model cannot take; ``states``: for
+    each action the index of its device state in ``analysis.problem``; ``factors``: each
+    action's precision latency factor; ``problem``: the numbers of every action, one column each
+    (precision applied, legality at the precision), what the ``autoscale`` planner plans."""
+
+    actions: tuple[dict[str, Any], ...]
+    excluded: tuple[dict[str, str], ...]
+    states: tuple[int, ...]
+    factors: tuple[float, ...]
+    problem: PlanningProblem | None = field(default=None, repr=False)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a["variant"] for a in self.actions)
+
+    def action(self, name: str) -> dict[str, Any]:
+        for a in self.actions:
+            if a["variant"] == name:
+                return a
+        raise KeyError(name)
+
+
+def _layer_nodes(program: Any) -> tuple[Any, dict[str, Any], Any]:
+    from hetcc.compiler.program import LAYERS, TENSORS
+
+    return program.get(LAYERS), {n.name: n for n in program.graph}, program.get(TENSORS)
+
+
+def _reasons_at(program: Any, device: Any, precision: str, layers: Any, by_name: Mapping[str, Any],
+                tensors: Any) -> list[str]:
+    """Why the whole model cannot run on ``device`` at ``precision`` (empty: it can)."""
+    from hetcc.passes.legality import device_reasons
+
+    out: list[str] = []
+    for layer in layers:
+        dtypes = tuple(dict.fromkeys(precision if d in FLOAT_DTYPES else d for d in layer.dtypes))
+        nodes = [by_name[n] for n in layer.nodes if n in by_name]
+        why = device_reasons(dataclasses.replace(layer, dtypes=dtypes), nodes, tensors, device)
+        if why:
+            out.append(f"{layer.name}: {', '.join(why)}")
+    return out
+
+
+def _io_bytes(program: Any) -> tuple[int, int]:
+    """(bytes of the model's inputs, of its outputs) as the model holds them."""
+    from hetcc.compiler.program import TENSORS
+
+    tensors = program.get(TENSORS)
+    graph = program.graph
+    ins = [v.name for v in graph.inputs if v.name not in graph.initializers]
+    return (int(sum(tensors[n].nbytes for n in ins if n in tensors)),
+            int(sum(tensors[v.name].nbytes for v in graph.outputs if v.name in tensors)))
+
+
+def action_table(analysis: Any, *, precisions: Sequence[str] = PRECISIONS,
+                 actions: Sequence[str] | str | None = None) -> ActionTable:
+    """The AutoScale actions of ``analysis`` (``hetcc.analyse(model, target)``); see the module
+    docstring. ``precisions``: the precisions considered (names or tags). ``actions``: names
+    (a list or one comma-separated string) narrowing the table, kept in table order; a name the
+    target does not offer, or one the model cannot take, is a UsageError naming it."""
+    precisions = tuple(dict.fromkeys(precision_of(p) for p in precisions))
+    target, program, problem = analysis.target, analysis.program, analysis.problem
+    layers, by_name, tensors = _layer_nodes(program)
+    L = problem.num_layers
+    states = problem.states
+    bytes_in, bytes_out = _io_bytes(program)
+    full: PlanningProblem | None = None     # the analytical costs of every cell, legal or not (built on demand)
+    found: list[tuple[dict[str, Any], int, float, PlanningProblem]] = []
+    excluded: list[dict[str, str]] = []
+    for device in target.devices:
+        cols = [int(s) for s in states.of(device.name)]
+        factors = device_factors(device)
+        remote = device.kind == "remote"
+        for prec in PRECISIONS:
+            if prec not in precisions or prec not in factors:
+                continue
+            why = _reasons_at(program, device, prec, layers, by_name, tensors)
+            for s in cols:
+                freq = float(states.freq_mhz[s]) or None
+                name = action_name(device, freq, prec)
+                if why:
+                    excluded.append({"variant": name, "reason": f"{why[0]}" + (f" (and {len(why) - 1} more layers)"
+                                                                             if len(why) > 1 else "")})
+                    continue
+                source = problem
+                if not problem.slice_legal(0, L - 1, s):
+                    if not problem.slice_fits(0, L - 1, s):
+                        excluded.append({"variant": name, "reason": f"the model ({problem.slice_bytes(0, L - 1, s)} "
+                                         f"bytes) exceeds {device.name}'s capacity"})
+                        continue
+                    if full is None:
+                        full = _all_cells(analysis)
+                    if full is None:
+                        excluded.append({"variant": name, "reason": f"no measured cost of the model on {device.name} "
+                                         f"(target {target.name} is measured)"})
+                        continue
+                    source = full
+                factor = float(factors[prec])
+                t, busy = whole_model_cost(source, s, remote)
+                found.append(({"variant": name, "device": device.name, "kind": device.kind, "freq_mhz": freq,
+                               "precision": prec, "remote": remote, "link": getattr(device, "link", None),
+                               "compute_ms": t * (1.0 if remote else factor), "busy_power_mw": busy,
+                               "bytes_in": bytes_in, "bytes_out": bytes_out,
+                               "accuracy": 1.0 if prec == "float32" else None}, s, factor, source))
+    found = _narrow(found, excluded, actions, target.name)
+    if not found:
+        why = "; ".join(f"{e['variant']}: {e['reason']}" for e in excluded[:3])
+        raise UsageError(f"no AutoScale action of {analysis.name} on {target.name}" + (f" ({why})" if why else ""))
+    return ActionTable(actions=tuple(f[0] for f in found), excluded=tuple(excluded), states=tuple(f[1] for f in found),
+                       factors=tuple(f[2] for f in found), problem=_action_problem(problem, found))
+
+
+def _narrow(found: list, excluded: list[dict[str, str]], actions: Sequence[str] | str | None,
+            target: str) -> list:
+    if actions is None:
+        return found
+    wanted = [a.strip() for a in (actions.split(",") if isinstance(actions, str) else actions) if a.strip()]
+    if not wanted:
+        raise UsageError("actions= names no action; give names separated by commas, e.g. cpu@2803:fp32,edge")
+    names = [f[0]["variant"] for f in found]
+    gone = {e["variant"]: e["reason"] for e in excluded}
+    for w in wanted:
+        if w in gone:
+            raise UsageError(f"action {w!r} cannot run this model: {gone[w]}; drop it from actions=")
+        if w not in names:
+            import difflib
+
+            close = difflib.get_close_matches(w, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown action {w!r} on {target}{hint}; its actions: {', '.join(names)}")
+    dup = sorted({w for w in wanted if wanted.count(w) > 1})
+    if dup:
+        raise UsageError(f"actions= names {dup[0]!r} twice; give each action once")
+    return [f for f in found if f[0]["variant"] in wanted]
+
+
+def _all_cells(analysis: Any) -> PlanningProblem | None:
+    """The analytical cost table of every (layer, state) cell, whatever its float legality (None for
+    a target whose costs are measured)."""
+    if getattr(analysis.target, "kind", "modelled") != "modelled":
+        return None
+    from hetcc.compiler.costmodel import analytical_costs
+
+    layers = analysis.program.get("layers")
+    mask = np.ones((len(layers), len(analysis.target.devices)), dtype=bool)
+    return analytical_costs(layers, analysis.target, mask).problem(name=analysis.name)
+
+
+def _action_problem(problem: PlanningProblem, found: list) -> PlanningProblem:
+    """One column per action: its state's costs, from ``problem`` or the all-cells table, the
+    compute share (everything but communication) times the precision factor; every cell legal,
+    capacity unlimited (checked already)."""
+    L = problem.num_layers
+
+    def col(src: PlanningProblem, key: str, s: int) -> np.ndarray:
+        return np.asarray(getattr(src, key)[:, s], dtype=np.float64)
+
+    keys = ("latency_ms", "power_mw", "transfer_in_ms", "transfer_out_ms", "transfer_in_mj", "transfer_out_mj")
+    out: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    comm: dict[str, list[np.ndarray]] = {k: [] for k in ("in_ms", "out_ms", "in_mj", "out_mj")}
+    for action, s, factor, src in found:
+        c = src.communication
+        share = {k: (np.asarray(getattr(c, k)[:, s]) if c is not None else np.zeros(L)) for k in comm}
+        f = 1.0 if action["remote"] else factor
+        out["latency_ms"].append(col(src, "latency_ms", s) * f)
+        out["power_mw"].append(col(src, "power_mw", s))
+        for key, ck in (("transfer_in_ms", "in_ms"), ("transfer_out_ms", "out_ms"), ("transfer_in_mj", "in_mj"),
+                        ("transfer_out_mj", "out_mj")):
+            total = col(src, key, s)
+            out[key].append(share[ck] + (total - share[ck]) * f)
+        for k in comm:
+            comm[k].append(share[k])
+    arrays = {k: np.stack(v, axis=1) for k, v in out.items()}
+    A = len(found)
+    states = StateTable.build([a["variant"] for a, *_ in found], [0.0] * A,   # labelled by the variant name
+                              kind=[a["kind"] for a, *_ in found], is_fmax=[True] * A)
+    communication = Communication(**{k: np.stack(v, axis=1) for k, v in comm.items()})
+    return PlanningProblem(**arrays, legal=np.ones((L, A), dtype=bool), param_bytes=problem.param_bytes,
+                           capacity_bytes=np.full(A, np.inf), base_power_mw=problem.base_power_mw, states=states,
+                           layer_names=problem.layer_names, layer_features=problem.layer_features,
+                           name=problem.name, communication=communication)
+
+
+def model_features(analysis: Any) -> dict[str, Any]:
+    """AutoScale Table 1's model features: ``conv``, ``fc`` and ``rc`` layer counts (the nodes of
+    those types, subgraphs included) and ``macs`` (multiply-accumulates of the convolutions and
+    matrix products), with the model's ``name``."""
+    from hetcc.compiler.graphutil import walk
+
+    counts = {"conv": 0, "fc": 0, "rc": 0}
+    for node in analysis.program.graph:
+        for n in walk(node):
+            t = n.op_type
+            if t in CONV_TYPES:
+                counts["conv"] += 1
+            elif t in FC_TYPES:
+                counts["fc"] += 1
+            elif t in RC_TYPES:
+                counts["rc"] += 1
+    layers = analysis.program.get("layers")
+    flops = sum(float(l.flops_by_class.get(c, 0.0)) for l in layers for c in MAC_CLASSES)
+    return {"name": analysis.name, **counts, "macs": flops / 2.0}
+
+
+__all__ = ["ActionTable", "DEFAULT_FACTORS", "PRECISIONS", "TAGS", "action_name", "action_table", "device_factors",
+           "model_features", "precision_of"]
