@@ -451,7 +451,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- main
 def _add_command(parser: argparse.ArgumentParser, module: str) -> None:
-    """Arguments and command of ``hetcc.cli.{sweep,tune,profile,calibrate,cache,train}`` (light modules: Ray, scipy and
+    """Arguments and command of ``hetcc.cli.{sweep,tune,profile,calibrate,cache,train,serve}`` (light modules: Ray, scipy and
     the profiler are imported only by the command itself)."""
     import importlib
 
@@ -539,6 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "orangepi5 -o agent.pt (or its VQ-VAE: hetcc train vqvae)"), "train")
     _add_command(sub.add_parser("cache", help="list or clear what hetcc cached (zoo exports, modules, host profiles)"),
                  "cache")
+    _add_command(sub.add_parser("serve", help="serve a model or an artifact's slices to boards that offload to "
+                                "this machine (HTTP, bearer token; the serve extra)"), "serve")
 
     z = sub.add_parser("zoo", help="torchvision architectures with random weights")
     zs = z.add_subparsers(dest="zoo_cmd", required=True, parser_class=_Parser)
