@@ -5,7 +5,7 @@ prints the one-line message; importing this module imports neither onnxruntime n
 """
 from __future__ import annotations
 
-__all__ = ["ManifestError", "InputError", "RemoteSliceError", "SliceRunError", "PolicyError"]
+__all__ = ["ManifestError", "InputError", "RemoteSliceError", "SliceRunError", "PolicyError", "TraceError"]
 
 
 class ManifestError(Exception):
@@ -37,3 +37,8 @@ class PolicyError(ManifestError):
     """An AutoScale policy or Q-table file (``policy/autoscale.json``, ``hetcc.qtable/1``) is
     missing, malformed or does not match the manifest's sha256, or the policy cannot act (no
     action allowed): one line naming the file and what to do."""
+
+
+class TraceError(PolicyError):
+    """A signal-strength trace (``hetcc run --policy --trace FILE``) cannot be read: one line
+    naming the file, the line and the fix."""
