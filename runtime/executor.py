@@ -25,6 +25,7 @@ import numpy as np
 from . import onnxrt
 from .errors import InferenceTimeout, InputError, ManifestError, RemoteSliceError, SliceRunError
 from .hardware import Hardware, HardwareReport, configuration_key, offline_cpus
+from .offload import OFFLOAD_TIMEOUT_S, FallbackRecord, OffloadError, OffloadRecord, RemoteSlice, ShapedLink, is_http
 from .manifest import (MANIFEST_NAME, Manifest, ModelInfo, RuntimeInfo, SliceSpec, TensorSpec, Variant,
                        artifact_file, read_manifest, sha256_file, slice_path, to_json)
 
@@ -124,14 +125,16 @@ def make_session_options(
 class _Step:
     """One slice, prepared for the run loop."""
 
-    __slots__ = ("session", "in_names", "out_names", "free", "file")
+    __slots__ = ("session", "in_names", "out_names", "free", "file", "remote")
 
-    def __init__(self, session: Any, in_names: tuple, out_names: list, free: tuple, file: str):
+    def __init__(self, session: Any, in_names: tuple, out_names: list, free: tuple, file: str,
+                 remote: RemoteSlice | None = None):
         self.session = session
         self.in_names = in_names
         self.out_names = out_names
         self.free = free
         self.file = file
+        self.remote = remote   # a slice sent to its endpoint over HTTP (session: None until a local fallback)
 
 
 def _bounded_run(step: Any, feeds: dict, remaining: float, limit: float) -> list:
@@ -160,13 +163,25 @@ class _Options:
     """What the Executor was told, shared by the pipelines it builds."""
 
     def __init__(self, strict_providers: bool, providers_override: ProvidersOverride, local_fallback: bool,
-                 timeout: float | None = None):
+                 timeout: float | None = None, endpoints: Mapping[str, str] | None = None, token: str | None = None,
+                 links: Mapping[str, Any] | None = None, signal_dbm: Mapping[str, float] | None = None):
         self.timeout = timeout          # seconds one inference may take (None: unbounded)
         self.strict_providers = strict_providers
         self.override = providers_override
         self.local_fallback = local_fallback
         self.available = set(ort.get_available_providers())
         self.warned: set[str] = set()
+        self.endpoints = dict(endpoints or {})   # remote device -> URL, over the manifest's endpoints
+        self.token = token                       # bearer token of the endpoints (None: HETCC_SERVE_TOKEN)
+        self.links = dict(links or {})           # the manifest's LinkInfo by link name
+        self.signal_dbm = dict(signal_dbm or {})  # link -> dBm: offloads over it are shaped (client side)
+        self.sessions: dict[tuple, Any] = {}     # shared by every pipeline: one session per file and settings
+
+    def shaping(self, link: str | None) -> ShapedLink | None:
+        """How traffic over ``link`` is shaped now (None: not shaped: no signal level set for it)."""
+        if link is None or link not in self.signal_dbm or link not in self.links:
+            return None
+        return ShapedLink.from_link(self.links[link], self.signal_dbm[link], name=link)
 
 
 class Pipeline:
@@ -193,31 +208,38 @@ class Pipeline:
         self.providers: list[str] = []
         self.last_timings: list[float] = []
         self.last_total_ms: float = 0.0
+        #: the latest run's offloaded slices (times and bytes) and the remote slices that ran here instead
+        self.last_offloads: list[OffloadRecord] = []
+        self.last_fallbacks: list[FallbackRecord] = []
+        #: slice id -> [local fallbacks since the pipeline was built, the latest reason]
+        self.fallback_counts: dict[int, list] = {}
         self._offline = offline_cpus   # cores the plan's hardware takes offline: not in any affinity
         self._activate: Callable[[], Any] | None = None   # applies the variant's hardware (Executor)
 
         # every session owns a CPU intra-op pool (non-CPU providers fall back to it), so
         # chained sessions share the cores whatever their provider
         shared_cpu = len(self.slices) > 1
+        self._shared_cpu = shared_cpu
         sessions = []
-        for sl in self.slices:
+        self._remote: dict[int, RemoteSlice] = {}
+        for k, sl in enumerate(self.slices):
             shown = os.path.join(str(self.root), sl.file)
             path = slice_path(self.root, sl.file, shown, "file")
             if not path.is_file():
                 raise ManifestError(f"{shown}: slice file is missing; the artifact is incomplete, recompile")
             if sha256_file(path) != sl.sha256:
                 raise ManifestError(f"{shown}: sha256 mismatch; the artifact was modified — recompile")
+            url = opts.endpoints.get(sl.device, sl.endpoint) if sl.remote else None
+            if is_http(url):   # sent to `hetcc serve` there (a local session only if it must fall back)
+                self._remote[k] = RemoteSlice(url, sha256=sl.sha256, slice_id=sl.id, device=sl.device, link=sl.link,
+                                              outputs=sl.outputs, token=opts.token,
+                                              timeout=opts.timeout or OFFLOAD_TIMEOUT_S)
+                self.providers.append(url)
+                sessions.append(None)
+                logger.debug("%s: device %s offloaded to %s", shown, sl.device, url)
+                continue
             provider, provider_options, affinity = self._choose_provider(sl, shown)
-            so = make_session_options(runtime, shared_cpu=shared_cpu, affinity=affinity, label=shown)
-            providers: list = [(provider, provider_options)]
-            if provider != CPU_PROVIDER:
-                providers.append(CPU_PROVIDER)
-            try:
-                sess = ort.InferenceSession(str(path), so, providers=providers)
-            except Exception as e:  # onnxruntime raises its own exception types
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise ManifestError(f"{shown}: onnxruntime cannot load this slice ({first})") from e
-            _check_signature(sess, sl, shown)
+            sess = self._open_session(sl, path, shown, provider, provider_options, affinity)
             actual = sess.get_providers()[0]
             if actual != provider:
                 if opts.strict_providers:
@@ -234,6 +256,27 @@ class Pipeline:
 
     # -----------------------------------------------------------------------------------------
     # set-up
+
+    def _open_session(self, sl: SliceSpec, path: Path, shown: str, provider: str, provider_options: dict,
+                      affinity: Sequence[int] | None) -> Any:
+        """The session of ``sl``'s file with these settings: one per file content (sha256) and
+        settings, shared by every variant of the Executor that runs it."""
+        pinned = tuple(affinity) if affinity and not set(affinity) - _usable_cores() else None
+        key = (sl.sha256, provider, tuple(sorted(provider_options.items())), pinned, self._shared_cpu)
+        sess = self._opts.sessions.get(key)
+        if sess is None:
+            so = make_session_options(self.runtime, shared_cpu=self._shared_cpu, affinity=affinity, label=shown)
+            providers: list = [(provider, provider_options)]
+            if provider != CPU_PROVIDER:
+                providers.append(CPU_PROVIDER)
+            try:
+                sess = ort.InferenceSession(str(path), so, providers=providers)
+            except Exception as e:  # onnxruntime raises its own exception types
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise ManifestError(f"{shown}: onnxruntime cannot load this slice ({first})") from e
+            self._opts.sessions[key] = sess
+        _check_signature(sess, sl, shown)
+        return sess
 
     def _choose_provider(self, sl: SliceSpec, shown: str) -> tuple[str, dict, Sequence[int] | None]:
         opts = self._opts
@@ -302,6 +345,7 @@ class Pipeline:
                 out_names=[spec.name for spec in sl.outputs],
                 free=tuple(free_at[k]),
                 file=sl.file,
+                remote=self._remote.get(k),
             )
             for k, sl in enumerate(slices)
         ]
@@ -340,6 +384,54 @@ class Pipeline:
             )
         return store
 
+    def _offload(self, step: _Step, feeds: dict, remaining: float | None) -> list:
+        """``step``'s slice on its endpoint; when that fails and local fallback is allowed, here
+        (recorded in ``last_fallbacks``, a warning the first time per slice and reason)."""
+        remote, opts, limit = step.remote, self._opts, self._opts.timeout
+        if remaining is not None and remaining <= 0:
+            raise InferenceTimeout(f"slice {step.file}: the inference ran past its {limit:g} s limit (--timeout) "
+                                   "before this slice started; give a longer --timeout or check the model")
+        try:
+            outs, record = remote.call(feeds, step.out_names, opts.shaping(remote.link), remaining)
+            self.last_offloads.append(record)
+            return outs
+        except OffloadError as exc:
+            where = f"slice {remote.slice_id} of variant {self.name!r} (remote device {remote.device!r})"
+            if not opts.local_fallback:
+                raise OffloadError(f"{where}: {exc}") from None
+            reason = str(exc)
+        if step.session is None:
+            sl = self.slices[next(k for k, s in enumerate(self._steps) if s is step)]
+            shown = os.path.join(str(self.root), sl.file)
+            step.session = self._open_session(sl, slice_path(self.root, sl.file, shown, "file"), shown, CPU_PROVIDER,
+                                              {}, None)
+        count = self.fallback_counts.setdefault(remote.slice_id, [0, reason])
+        if count[0] == 0 or count[1] != reason:
+            logger.warning("%s: %s; ran it here on %s instead (--local-fallback)", where, reason, CPU_PROVIDER)
+        count[0] += 1
+        count[1] = reason
+        self.last_fallbacks.append(FallbackRecord(remote.slice_id, remote.device, remote.url, reason))
+        if remaining is None:
+            return step.session.run(step.out_names, feeds)
+        return _bounded_run(step, feeds, remaining, limit)
+
+    @property
+    def fallbacks(self) -> list[dict]:
+        """Every remote slice that ran here at least once since the pipeline was built: slice id,
+        device, endpoint, how many runs and the latest reason (what ``hetcc run --json`` shows)."""
+        out = []
+        for k, remote in self._remote.items():
+            count = self.fallback_counts.get(remote.slice_id)
+            if count:
+                out.append({"slice": remote.slice_id, "device": remote.device, "endpoint": remote.url,
+                            "runs": count[0], "reason": count[1]})
+        return out
+
+    @property
+    def offloaded(self) -> tuple[int, ...]:
+        """The ids of the slices this pipeline sends to an endpoint over HTTP."""
+        return tuple(r.slice_id for r in self._remote.values())
+
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run every slice in order on ``feeds``; returns the model outputs by name.
 
@@ -353,14 +445,19 @@ class Pipeline:
         timings = []
         clock = time.perf_counter
         limit = self._opts.timeout
+        if self._remote:
+            self.last_offloads, self.last_fallbacks = [], []
         for step in self._steps:
             t0 = clock()
             try:
-                if limit is None:
+                if step.remote is not None:
+                    outs = self._offload(step, {n: store[n] for n in step.in_names},
+                                         None if limit is None else limit - (t0 - t_start))
+                elif limit is None:
                     outs = step.session.run(step.out_names, {n: store[n] for n in step.in_names})
                 else:
                     outs = _bounded_run(step, {n: store[n] for n in step.in_names}, limit - (t0 - t_start), limit)
-            except InferenceTimeout:
+            except (InferenceTimeout, OffloadError):
                 raise
             except Exception as exc:  # onnxruntime's Fail / InvalidArgument / RuntimeException
                 text = " ".join(str(exc).split())
@@ -485,6 +582,14 @@ class Executor:
     ``local_fallback``: run slices planned for a remote device here, on the CPU provider, with
     one warning per slice (without it such a slice is a RemoteSliceError).
 
+    A remote slice whose endpoint is an http:// URL (the manifest's, or ``endpoints={device:
+    url}``) is sent to the ``hetcc serve`` there (``hetcc.runtime.offload``; bearer ``token``, else
+    HETCC_SERVE_TOKEN); when that fails it runs here if ``local_fallback``, reported in
+    ``last_fallbacks`` and one warning, else it is an ``OffloadError`` (a RemoteSliceError).
+    ``last_offloads`` holds each offload's measured t_tx / t_rx. ``signal_dbm={link: dBm}``
+    (or ``set_signal``) shapes the traffic over a link as its tables give at that signal.
+    Sessions are shared by the variants: one per slice file content and settings.
+
     ``apply_hardware``: set the plan's hardware configuration on this board (knobs and each
     device's frequency, from the manifest's ``target.controls``; ``hetcc.runtime.hardware``)
     before the variant first runs, and again when another variant or workload model runs.
@@ -509,6 +614,9 @@ class Executor:
         sysfs_root: str | os.PathLike = "/",
         restore_hardware: bool = True,
         timeout: float | None = None,
+        endpoints: Mapping[str, str] | None = None,
+        token: str | None = None,
+        signal_dbm: Mapping[str, float] | None = None,
         _hardware: Hardware | None = None,
     ) -> None:
         manifest, root, shown = read_manifest(artifact_dir)
@@ -525,7 +633,16 @@ class Executor:
         self.local_fallback = local_fallback
         if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise ValueError(f"timeout {timeout!r}: give a number of seconds above 0")
-        self._opts = _Options(strict_providers, providers_override, local_fallback, timeout)
+        for device, url in (endpoints or {}).items():
+            if not is_http(url):
+                raise ValueError(f"endpoints[{device!r}] = {url!r}: give an http:// URL of a `hetcc serve`, e.g. "
+                                 "http://127.0.0.1:7070")
+        self._opts = _Options(strict_providers, providers_override, local_fallback, timeout, endpoints, token,
+                              manifest.target.links, signal_dbm)
+        unknown = sorted(set(signal_dbm or {}) - set(manifest.target.links or {}))
+        if unknown and manifest.kind == "model":
+            raise ValueError(f"signal_dbm[{unknown[0]!r}]: the target has no such link (links: "
+                             f"{', '.join(manifest.target.links or {}) or 'none'})")
         self._pipelines: dict[str, Pipeline] = {}
         self._models: dict[str, Executor] = {}
         self._last: Pipeline | None = None
@@ -544,7 +661,8 @@ class Executor:
                     raise ManifestError(f"{mfile}: sha256 mismatch; the artifact was modified — recompile")
                 child = Executor(sub, strict_providers=strict_providers, providers_override=providers_override,
                                  local_fallback=local_fallback, restore_hardware=restore_hardware,
-                                 timeout=timeout, _hardware=self._hardware)
+                                 timeout=timeout, endpoints=endpoints, token=token, signal_dbm=signal_dbm,
+                                 _hardware=self._hardware)
                 if child.manifest.kind != "model":
                     raise ManifestError(f"{mfile}: a workload's model must be a model artifact, not a workload")
                 self._models[wm.name] = child
@@ -673,6 +791,36 @@ class Executor:
     @property
     def last_total_ms(self) -> float:
         return (self._last or self._default).last_total_ms
+
+    # ---- offloading (remote slices with an http:// endpoint)
+    @property
+    def last_offloads(self) -> list[OffloadRecord]:
+        """The latest run's offloaded slices: endpoint, t_tx / t_rx / wait / server ms, bytes."""
+        return (self._last or self._default).last_offloads
+
+    @property
+    def last_fallbacks(self) -> list[FallbackRecord]:
+        """The latest run's remote slices that ran here instead (local_fallback), with the reason."""
+        return (self._last or self._default).last_fallbacks
+
+    def set_signal(self, link: str, dbm: float | None) -> None:
+        """Shape later offloads over ``link`` as at ``dbm`` (the link's tabled bandwidth and RTT);
+        None: stop shaping that link."""
+        opts = self._opts
+        if link not in opts.links:
+            raise ValueError(f"no link {link!r} in this artifact's target (links: {', '.join(opts.links) or 'none'})")
+        if dbm is None:
+            opts.signal_dbm.pop(link, None)
+        else:
+            opts.signal_dbm[link] = float(dbm)
+        for child in self._models.values():
+            child.set_signal(link, dbm)
+
+    @property
+    def sessions_opened(self) -> int:
+        """onnxruntime sessions opened so far (one per slice file content and settings, shared by
+        the variants; a workload's models counted together)."""
+        return len(self._opts.sessions) + sum(c.sessions_opened for c in self._models.values())
 
     @property
     def _steps(self) -> list[_Step]:

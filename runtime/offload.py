@@ -38,8 +38,9 @@ import numpy as np
 
 from .errors import RemoteSliceError
 
-__all__ = ["OffloadClient", "OffloadError", "OffloadResult", "ShapedLink", "TensorDecodeError", "encode_tensors",
-           "decode_tensors", "TOKEN_ENV", "NPY_TYPE", "NPZ_TYPE", "MAX_TENSOR_BYTES", "MAX_TENSORS"]
+__all__ = ["OffloadClient", "OffloadError", "OffloadResult", "OffloadRecord", "FallbackRecord", "RemoteSlice",
+           "ShapedLink", "TensorDecodeError", "encode_tensors", "decode_tensors", "is_http", "TOKEN_ENV", "NPY_TYPE",
+           "NPZ_TYPE", "MAX_TENSOR_BYTES", "MAX_TENSORS", "OFFLOAD_TIMEOUT_S"]
 
 #: where the client (and ``hetcc serve``) read the bearer token when none is given
 TOKEN_ENV = "HETCC_SERVE_TOKEN"
@@ -51,6 +52,8 @@ MAX_TENSOR_BYTES = 256 << 20
 MAX_TENSORS = 256
 #: the largest .npy header read (numpy writes 128 bytes for a small array)
 _MAX_HEADER = 64 << 10
+#: seconds one offload attempt may take when the inference itself is not bounded (--timeout)
+OFFLOAD_TIMEOUT_S = 30.0
 #: body chunk of a shaped transfer: small enough that pacing is smooth at 3 Mbit/s
 _CHUNK = 16 << 10
 
@@ -157,6 +160,11 @@ def decode_tensors(body: bytes, names: str | None = None, *, max_bytes: int = MA
         except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError) as exc:
             raise TensorDecodeError(f"tensor {name!r}: damaged .npz member ({exc})") from None
     return out
+
+
+def is_http(url: str | None) -> bool:
+    """Whether an endpoint is one the runtime offloads to (http:// or https://)."""
+    return isinstance(url, str) and url.lower().startswith(("http://", "https://"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,3 +433,74 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
     except (ValueError, OSError):
         detail = None
     return " ".join(str(detail or exc.reason or "").split())[:300]
+
+
+# ---------------------------------------------------------------------------------------------
+# what the executor keeps of offloaded slices
+
+
+@dataclass
+class OffloadRecord:
+    """One slice run on its endpoint: which, where, and the measured times (ms) and bytes."""
+
+    slice: int
+    device: str
+    endpoint: str
+    link: str | None
+    t_tx_ms: float
+    t_rx_ms: float
+    wait_ms: float
+    server_ms: float | None
+    bytes_sent: int
+    bytes_received: int
+    attempts: int
+    signal_dbm: float | None = None
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class FallbackRecord:
+    """One slice planned for a remote device that ran here instead, and why."""
+
+    slice: int
+    device: str
+    endpoint: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+class RemoteSlice:
+    """A slice the executor sends to its endpoint: the client, the slice's sha256 and the
+    outputs it must get back (name -> dtype, shape: a server holding another file is caught)."""
+
+    def __init__(self, url: str, *, sha256: str, slice_id: int, device: str, link: str | None,
+                 outputs: Sequence[Any], token: str | None, timeout: float):
+        self.url, self.sha256, self.slice_id, self.device, self.link = url, sha256, slice_id, device, link
+        self.client = OffloadClient(url, token=token, timeout=timeout)
+        self.timeout = float(timeout)
+        self.expected = {spec.name: (np.dtype(spec.dtype), tuple(spec.shape)) for spec in outputs}
+        self.local: Any = None     # the session of a local fallback, opened on first need
+
+    def call(self, feeds: Mapping[str, np.ndarray], out_names: Sequence[str], shaping: ShapedLink | None,
+             remaining: float | None) -> tuple[list, OffloadRecord]:
+        client = self.client
+        client.link = shaping
+        client.timeout = self.timeout if remaining is None else max(1e-3, min(self.timeout, remaining))
+        res = client.run(feeds, slices=(self.sha256,), outputs=out_names)
+        outs = []
+        for name in out_names:
+            value = res.outputs.get(name)
+            dtype, shape = self.expected[name]
+            if value is None or value.dtype != dtype or tuple(value.shape) != shape:
+                got = "nothing" if value is None else f"{value.dtype}{list(value.shape)}"
+                raise OffloadError(f"offload to {self.url}: output {name!r} came back as {got}, not "
+                                   f"{dtype}{list(shape)}; does the server hold the same artifact?")
+            outs.append(value)
+        record = OffloadRecord(self.slice_id, self.device, self.url, self.link, res.t_tx_ms, res.t_rx_ms,
+                               res.wait_ms, res.server_ms, res.bytes_sent, res.bytes_received, res.attempts,
+                               shaping.signal_dbm if shaping is not None else None)
+        return outs, record
