@@ -19,6 +19,7 @@ readings in their stats) go only to the optional ``timings.json`` (``timings=``)
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -338,19 +339,25 @@ def _target_info(target: Any) -> TargetInfo:
 class _SliceStore:
     """Writes slice files into ``root/slices``, storing identical files once (by sha256)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, converter: Any = None) -> None:
         self.root = root
         self.by_sha: dict[str, str] = {}
         self.count = 0
+        self.converter = converter      # hetcc.passes.precision.Converter: slices at a lower precision
+        self.agreements: dict[str, Any] = {}   # file -> its Agreement with the FP32 slice (converted files)
         (root / "slices").mkdir(exist_ok=True)
 
     def add(self, program: Program, bnd: SliceBoundary, rel: str | None, graph_name: str,
-            label: str) -> tuple[str, str, FileRef | None]:
+            label: str, precision: str = "float32") -> tuple[str, str, FileRef | None]:
         """Write one slice; ``rel`` None names it by content (``slices/<label>_<sha256[:12]>.onnx``).
-        Returns its path, sha256 and its data file (None: weights embedded)."""
+        Returns its path, sha256 and its data file (None: weights embedded). At a ``precision``
+        other than float32 the slice is converted (``hetcc.passes.precision``; weights embedded)
+        and its agreement with the FP32 slice kept in ``agreements``."""
         self.count += 1
         staging = self.root / "slices" / f".staging-{self.count}.onnx"
         data = write_slice(program, bnd, staging, graph_name)
+        if precision != "float32":
+            return self._add_converted(staging, data, rel, label, precision)
         ref = None
         if data is not None:  # a large slice's data file: named after the slice file, or by content
             data_sha = sha256_file(staging.parent / data)
@@ -366,9 +373,36 @@ class _SliceStore:
         self.by_sha[sha] = rel
         return rel, sha, ref
 
+    def _add_converted(self, staging: Path, data: str | None, rel: str | None, label: str,
+                       precision: str) -> tuple[str, str, FileRef | None]:
+        if self.converter is None:
+            from hetcc.passes.precision import Converter
+
+            self.converter = Converter()
+        fp32 = onnx.load(str(staging)).SerializeToString(deterministic=True) if data is not None \
+            else staging.read_bytes()          # a data file's weights embedded: the converted file holds them
+        if data is not None:
+            (staging.parent / data).unlink()
+        low = self.converter.convert(fp32, precision)
+        agreement = self.converter.agreement(fp32, precision)
+        sha = hashlib.sha256(low).hexdigest()
+        if sha in self.by_sha:
+            staging.unlink()
+            return self.by_sha[sha], sha, None
+        staging.write_bytes(low)
+        rel = rel or f"slices/{label}_{_TAG.get(precision, precision)}_{sha[:12]}.onnx"
+        staging.rename(self.root / rel)
+        self.by_sha[sha] = rel
+        self.agreements[rel] = agreement
+        return rel, sha, None
+
+
+#: a precision's tag in a converted slice's file name
+_TAG = {"float16": "fp16", "int8": "int8"}
+
 
 def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_content: bool,
-             has_power: bool, objective: Any) -> Variant:
+             has_power: bool, objective: Any, precision: str = "float32") -> Variant:
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     layers: tuple[Layer, ...] = program.get(LAYERS)
     costs = program.get(COSTS)
@@ -384,7 +418,7 @@ def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_co
         # so equal slices of two variants are equal files.
         rel = None if by_content else f"slices/{sid:02d}_{_slug(state.device)}.onnx"
         rel, sha, data = store.add(program, bnd, rel, f"{program.name}_L{sl.first}-L{sl.last}",
-                                   f"L{sl.first:02d}-L{sl.last:02d}")
+                                   f"L{sl.first:02d}-L{sl.last:02d}", precision)
         slices.append(SliceSpec(
             id=sid, file=rel, sha256=sha, device=state.device, frequency_mhz=state.frequency_mhz,
             execution_provider=device.execution_provider, provider_options=_jsonable(dict(device.provider_options)),
@@ -413,12 +447,21 @@ def _variant(program: Program, target: Any, plan: Any, store: _SliceStore, by_co
                             edp_mj_ms=plan.edp_mj_ms if has_power else None,
                             meets_deadline=None if deadline is None
                             else bool(plan.latency_ms <= deadline * (1 + 1e-9))),
+        precision=precision,
+        agreement=_worst([store.agreements.get(s.file) for s in slices]) if precision != "float32" else None,
     )
+
+
+def _worst(agreements: Sequence[Any]) -> Any:
+    from hetcc.passes.precision import worst
+
+    return worst(list(agreements))
 
 
 def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, Any], *,
                  default_variant: str | None, runtime: RuntimeInfo | None, policy: Path | None,
-                 has_power: bool, objective: Any = None, timings: Sequence[Any] | None = None) -> Manifest:
+                 has_power: bool, objective: Any = None, timings: Sequence[Any] | None = None,
+                 precisions: Mapping[str, str] | None = None, converter: Any = None) -> Manifest:
     """Write one model artifact into the (fresh) directory ``root``; returns its manifest."""
     if not plans:
         raise UsageError("no plan to emit")
@@ -432,8 +475,10 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
         raise UsageError(f"default variant {default_variant!r} is not one of {', '.join(names)}")
     tensors: dict[str, TensorInfo] = program.get(TENSORS)
     graph = program.graph
-    store = _SliceStore(root)
-    variants = {str(name): _variant(program, target, plan, store, len(plans) > 1, has_power, objective)
+    store = _SliceStore(root, converter)
+    precisions = precisions or {}
+    variants = {str(name): _variant(program, target, plan, store, len(plans) > 1, has_power, objective,
+                                    precisions.get(str(name), "float32"))
                 for name, plan in plans.items()}
     policy_ref = None
     if policy is not None:
@@ -478,7 +523,8 @@ def _has_power(target: Any, has_power_model: bool | None) -> bool:
 def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Mapping[str, Any], *,
                   default_variant: str | None = None, runtime: RuntimeInfo | None = None,
                   policy: Path | None = None, has_power_model: bool | None = None,
-                  objective: Any = None, timings: Sequence[Any] | None = None) -> Path:
+                  objective: Any = None, timings: Sequence[Any] | None = None,
+                  precisions: Mapping[str, str] | None = None, converter: Any = None) -> Path:
     """Write the artifact of one model: ``slices/``, ``manifest.json``, ``costs.json``.
 
     ``plans``: variant name -> Plan (one entry = the ordinary artifact; several = variants whose
@@ -491,12 +537,15 @@ def emit_artifact(out_dir: str | Path, program: Program, target: Any, plans: Map
     calls with equal inputs write byte-identical artifacts. ``timings`` (pass timings, objects
     with ``name`` and ``seconds``; ``[]`` for none) adds ``timings.json`` with those and the
     planners' wall times, the one file that differs from compile to compile.
+    ``precisions``: variant name -> the precision its slices are converted to (float32, float16,
+    int8; absent: float32) by ``converter`` (a ``hetcc.passes.precision.Converter``; default
+    one with seeded calibration); each converted variant records its agreement with FP32.
     """
     out = _out_dir(out_dir)
     with atomic_directory(out) as tmp:
         _write_model(tmp, program, target, plans, default_variant=default_variant, runtime=runtime,
                      policy=policy, has_power=_has_power(target, has_power_model), objective=objective,
-                     timings=timings)
+                     timings=timings, precisions=precisions, converter=converter)
     return out
 
 

@@ -405,16 +405,21 @@ class Analysis:
         return run_planner(self.problem_at(hardware), obj, planner, options, ctx, allow_infeasible=allow_infeasible)
 
     def emit(self, plans: Plan | Mapping[str, Plan], output_dir: str | Path, *,
-             default_variant: str | None = None, timings: Sequence[PassTiming] | None = None) -> Path:
+             default_variant: str | None = None, timings: Sequence[PassTiming] | None = None,
+             precisions: Mapping[str, str] | None = None, converter: Any = None,
+             policy: str | Path | None = None) -> Path:
         """Write the artifact: one plan, or several named variants of this model; ``timings``
         (pass timings, or ``[]``) also writes ``timings.json`` (wall times: the one file that
-        differs between two compiles of the same inputs)."""
+        differs between two compiles of the same inputs). ``precisions`` (variant -> float16 or
+        int8; ``converter`` a ``hetcc.passes.precision.Converter``) converts a variant's slices;
+        ``policy`` a file the artifact ships in ``policy/`` (``passes.codegen.emit_artifact``)."""
         from hetcc.passes.codegen import emit_artifact
 
         if isinstance(plans, Plan):
             plans = {plans.planner or "plan": plans}
         return emit_artifact(output_dir, self.program, self.target, dict(plans), default_variant=default_variant,
-                             timings=timings)
+                             timings=timings, precisions=precisions, converter=converter,
+                             policy=Path(policy) if policy is not None else None)
 
 
 def load_program(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequence[int] | None = None,
@@ -529,6 +534,9 @@ class CompileResult:
     output_dir: Path | None
     timings: list[PassTiming] = field(default_factory=list)
     seconds: float = 0.0
+    #: a policy compile's (``--planner autoscale``) actions, exclusions and policy file
+    #: (``hetcc.compiler.autoscale.PolicyVariants``); None otherwise
+    policy: Any = None
 
     @property
     def program(self) -> Program:
@@ -571,7 +579,8 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
             progress: Progress | None = None, hardware: Mapping[str, Any] | None = None,
             variants: Sequence[str] | None = None,
             on_pass: Callable[[PassTiming], None] | None = None, dump_after: str | None = None,
-            write_timings: bool = False, observations: str | Path | None = "board") -> CompileResult:
+            write_timings: bool = False, observations: str | Path | None = "board",
+            min_accuracy: float | str | None = None, calibration_data: str | Path | None = None) -> CompileResult:
     """Analyse, plan and (with ``output_dir``) emit in one call.
 
     ``deadline`` / ``power_cap``: as ``--deadline`` / ``--power-cap`` ('170ms', 'medium', '1.3x';
@@ -581,20 +590,39 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     meets the limits. The artifact is the same, byte for byte, for the same inputs;
     ``write_timings`` adds ``timings.json`` (wall times). ``dump_after`` writes beside
     ``output_dir`` (``dump_path``). ``observations``: the memory rows (``analyse``).
+
+    A planner of kind ``policy`` (``autoscale``) writes one variant per action and the policy
+    file (``hetcc.compiler.autoscale``): the deadline is its QoS target (default 50 ms),
+    ``min_accuracy`` (a fraction or ``"90%"``) leaves out low-precision variants whose agreement
+    with FP32 is below it, ``calibration_data`` a directory of ``NAME.npy`` INT8 calibration inputs.
     """
     from hetcc.compiler.pipeline import Emit, Partition
 
     t_start = time.perf_counter()
+    policy = _is_policy(planner, variants)
+    if policy and deadline is None and deadline_ms is None:
+        from hetcc.compiler.autoscale import DEFAULT_QOS
+
+        deadline = DEFAULT_QOS
+    _check_policy_args(planner, policy, min_accuracy, calibration_data)
     limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)  # refused before the work
     for name in (variants or [planner]):
-        _check_planner(name, "model", objective, planner_options if not variants else None)
+        _check_planner(name, "policy" if policy else "model", objective, planner_options if not variants else None)
     session = analyse(model, target, input_shapes=input_shapes, max_cut_tensors=max_cut_tensors, seed=seed,
                       profile_repeats=profile_repeats, profile_cache=profile_cache, on_pass=on_pass,
                       dump_after=dump_after, progress=progress, dump_beside=output_dir, observations=observations)
     obj = session.objective(objective, deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
     names = list(variants) if variants else [planner]
+    built: list[Any] = []
 
     def plan_all() -> dict[str, Plan]:
+        if policy:
+            from hetcc.compiler.autoscale import policy_variants
+
+            ctx = PlanContext(check_seed(seed), budget=budget, progress=progress)
+            built.append(policy_variants(session, obj, planner_options, min_accuracy=min_accuracy,
+                                         calibration_data=calibration_data, seed=seed, ctx=ctx))
+            return built[0].plans
         plans = {}
         for name in names:
             p = session.plan(obj, planner=name, options=planner_options if len(names) == 1 else None, seed=seed,
@@ -607,16 +635,46 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
         "no budget: --budget-seconds bounds a search"
     passes: list = [Partition(plan_all, label=f"planning ({', '.join(names)}; {limit})")]
     if output_dir is not None:
-        passes.append(Emit(lambda plans: session.emit(
-            plans, output_dir, timings=[*session.timings, *manager.timings] if write_timings else None),
-            label=f"writing {output_dir}"))
+        def emit(plans: dict[str, Plan]) -> Path:
+            timings = [*session.timings, *manager.timings] if write_timings else None
+            if built:
+                return built[0].emit(session, output_dir, timings)
+            return session.emit(plans, output_dir, timings=timings)
+
+        passes.append(Emit(emit, label=f"writing {output_dir}"))
     manager = PassManager(passes, on_pass=on_pass, dump_after=dump_after, progress=progress,
                           dump=lambda prog, name: _dump(prog, name, output_dir))
     manager.run(session.program)
     plans = session.program.get(PLAN)
-    return CompileResult(plan=next(iter(plans.values())), analysis=session, objective=obj,
-                         output_dir=Path(output_dir) if output_dir is not None else None,
-                         timings=session.timings + manager.timings, seconds=time.perf_counter() - t_start)
+    return CompileResult(plan=plans[built[0].default] if built else next(iter(plans.values())), analysis=session,
+                         objective=obj, output_dir=Path(output_dir) if output_dir is not None else None,
+                         timings=session.timings + manager.timings, seconds=time.perf_counter() - t_start,
+                         policy=built[0] if built else None)
+
+
+def _is_policy(planner: str, variants: Sequence[str] | None) -> bool:
+    """``planner`` is a run-time policy's (kind ``policy``: ``autoscale``)."""
+    from hetcc.planners.registry import get_spec
+
+    return not variants and planner != "auto" and get_spec(planner).kind == "policy"
+
+
+def _check_policy_args(planner: str, policy: bool, min_accuracy: Any, calibration_data: Any) -> None:
+    """--min-accuracy and --calibration-data checked before the work; refused for a planner that
+    makes no low-precision variants."""
+    if not policy:
+        given = [f for f, v in (("--min-accuracy", min_accuracy), ("--calibration-data", calibration_data))
+                 if v is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies to a planner that makes low-precision variants (--planner "
+                             f"autoscale), not {planner}; drop it")
+        return
+    from hetcc.compiler.autoscale import parse_accuracy
+    from hetcc.passes.precision import check_calibration_dir
+
+    if min_accuracy is not None:
+        parse_accuracy(min_accuracy)
+    check_calibration_dir(calibration_data)
 
 
 @dataclass

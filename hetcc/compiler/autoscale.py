@@ -312,5 +312,171 @@ def model_features(analysis: Any) -> dict[str, Any]:
     return {"name": analysis.name, **counts, "macs": flops / 2.0}
 
 
-__all__ = ["ActionTable", "DEFAULT_FACTORS", "PRECISIONS", "TAGS", "action_name", "action_table", "device_factors",
-           "model_features", "precision_of"]
+#: AutoScale Sec. 5.2: the QoS target of an interactive inference, the deadline a policy compile defaults to
+DEFAULT_QOS = "50ms"
+
+
+def parse_accuracy(text: Any, flag: str = "--min-accuracy") -> float:
+    """``0.9``, ``90%`` -> 0.9: a fraction in [0, 1] or a percentage; UsageError otherwise."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, shown = float(text), text
+    else:
+        shown = str(text).strip()
+        pct = shown.endswith("%")
+        try:
+            value = float(shown[:-1] if pct else shown) / (100.0 if pct else 1.0)
+        except ValueError:
+            raise UsageError(f"malformed {flag} {text!r}; give a fraction or a percentage, e.g. 0.9 or 90%") from None
+    if not (value == value and 0.0 <= value <= 1.0):
+        raise UsageError(f"{flag} {shown!r} is out of range; give a fraction from 0 to 1 or a percentage up to 100%, "
+                         "e.g. 0.9 or 90%")
+    return value
+
+
+@dataclass
+class PolicyVariants:
+    """What ``policy_variants`` returns: the variants' plans by name (in action order, each one
+    slice of the whole model on its device state), the default one, each variant's precision, the
+    converter that converts and measured their slices (codegen reuses it), the policy file's JSON
+    (``hetcc.autoscale/1``), the actions the model cannot take and those left out by
+    ``min_accuracy`` ({"variant", "reason"} each)."""
+
+    plans: dict[str, Any]
+    default: str
+    precisions: dict[str, str]
+    converter: Any
+    policy: dict[str, Any]
+    table: ActionTable
+    excluded: list[dict[str, str]]
+    below_accuracy: list[dict[str, str]]
+    qtable: str | None = None
+    policy_bytes: bytes = b""
+
+    def emit(self, analysis: Any, output_dir: Any, timings: Any = None) -> Any:
+        """Write the artifact: every variant (low-precision slices converted, equal files stored
+        once), ``policy/autoscale.json`` recorded in the manifest's ``policy``."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="hetcc-policy-") as tmp:
+            path = Path(tmp) / "autoscale.json"
+            path.write_bytes(self.policy_bytes)
+            return analysis.emit(self.plans, output_dir, default_variant=self.default, timings=timings,
+                                 precisions=self.precisions, converter=self.converter, policy=path)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able: the actions, default, exclusions and where the Q-table came from."""
+        return {"default": self.default, "actions": [dict(a) for a in self.policy["actions"]],
+                "excluded": list(self.excluded), "below_accuracy": list(self.below_accuracy),
+                "qos_ms": self.policy["qos_ms"], "min_accuracy": self.policy["min_accuracy"],
+                "qtable": self.qtable}
+
+
+def _whole_model_bytes(program: Any) -> bytes:
+    """The whole model as one slice file, byte for byte what codegen writes for a one-slice plan."""
+    import tempfile
+    from pathlib import Path
+
+    from hetcc.compiler.program import LAYERS
+    from hetcc.passes.codegen import slice_boundaries, write_slice
+    from hetcc.planners.problem import Slice
+
+    layers = program.get(LAYERS)
+
+    class One:
+        slices = (Slice(0, len(layers) - 1, 0),)
+
+    bnd = slice_boundaries(layers, One(), [v.name for v in program.graph.outputs])[0]
+    with tempfile.TemporaryDirectory(prefix="hetcc-autoscale-") as tmp:
+        path = Path(tmp) / "whole.onnx"
+        data = write_slice(program, bnd, path, f"{program.name}_L0-L{len(layers) - 1}")
+        if data is None:
+            return path.read_bytes()
+        import onnx
+
+        return onnx.load(str(path)).SerializeToString(deterministic=True)
+
+
+def _links(target: Any) -> dict[str, Any]:
+    from hetcc.runtime.manifest import LinkInfo
+
+    return {name: LinkInfo(kind=ln.kind, signal_dbm=tuple(ln.signal_dbm), bandwidth_mbps=tuple(ln.bandwidth_mbps),
+                           tx_power_mw=tuple(ln.tx_power_mw), rx_power_mw=tuple(ln.rx_power_mw),
+                           rtt_ms=float(ln.rtt_ms), default_signal_dbm=float(ln.default_signal_dbm))
+            for name, ln in sorted((getattr(target, "links", None) or {}).items())}
+
+
+def _qtable(path: str | None, actions: Sequence[dict[str, Any]], target: str, seed: int) -> Any:
+    """The policy's Q-table: ``path``'s (a hetcc.qtable/1 file; transferred when its actions differ
+    from these) or an untrained one (seeded)."""
+    from hetcc.runtime.autoscale import QTable
+    from hetcc.runtime.errors import PolicyError
+
+    names = [a["variant"] for a in actions]
+    if path is None:
+        return QTable(names, target=target, seed=seed)
+    try:
+        table = QTable.load(path)
+    except PolicyError as exc:
+        raise UsageError(f"--planner-option qtable={path}: {exc}") from None
+    return table if list(table.actions) == names else table.transfer(list(actions))
+
+
+def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | None = None, *,
+                    min_accuracy: float | str | None = None, calibration_data: Any = None, seed: int = 0,
+                    ctx: Any = None) -> PolicyVariants:
+    """AutoScale's variants of ``analysis`` for ``objective`` (its deadline is the QoS target):
+    the action table (``options``: the ``autoscale`` planner's, ``actions=`` narrowing it,
+    ``qtable=`` a trained table to ship), each low precision's whole-model slice converted once
+    and its agreement with FP32 measured (``hetcc.passes.precision``; ``calibration_data``: the
+    INT8 calibration directory), actions whose agreement (top-1) is below ``min_accuracy`` left
+    out, the ``autoscale`` planner run over the rest, and the policy file's JSON."""
+    from hetcc.passes.precision import Converter
+    from hetcc.planners import plan as run_planner
+    from hetcc.planners.problem import Slice
+    from hetcc.planners.registry import get_spec, parse_options
+    from hetcc.runtime.autoscale import Policy
+
+    spec = get_spec("autoscale")
+    opts = parse_options(spec, options or {})
+    floor = 0.0 if min_accuracy is None else parse_accuracy(min_accuracy)
+    converter = Converter(calibration_data, seed)
+    table = action_table(analysis, actions=opts.actions)
+    low = sorted({a["precision"] for a in table.actions} - {"float32"}, key=PRECISIONS.index)
+    measured: dict[str, Any] = {}
+    if low:
+        whole = _whole_model_bytes(analysis.program)
+        measured = {p: converter.agreement(whole, p) for p in low}
+    below = [{"variant": a["variant"], "reason": f"agreement {measured[a['precision']].top1:.1%} < "
+              f"{floor:.1%}"} for a in table.actions
+             if a["precision"] in measured and measured[a["precision"]].top1 < floor]
+    if below:
+        gone = {b["variant"] for b in below}
+        keep = [n for n in table.names if n not in gone]
+        if not keep:
+            raise UsageError(f"--min-accuracy {floor:.1%} leaves no action (every one is low precision and below it); "
+                             "lower it or keep an FP32 action")
+        table = action_table(analysis, actions=keep)
+    actions = [dict(a, accuracy=(measured[a["precision"]].top1 if a["precision"] in measured else 1.0))
+               for a in table.actions]
+    pplan = run_planner(table.problem, objective, "autoscale", options, ctx)
+    L = analysis.problem.num_layers
+    plans: dict[str, Any] = {}
+    for name, p, state in zip(table.names, pplan.plans, table.states):
+        plans[name] = p.replace(slices=(Slice(0, L - 1, state),), planner=pplan.planner, options=pplan.options,
+                                seconds=pplan.seconds / max(len(table.names), 1),
+                                stats={"action": name, "default": pplan.default == table.names.index(name)})
+    default = table.names[pplan.default]
+    target = analysis.target
+    qtable = _qtable(opts.qtable, actions, target.name, seed)
+    policy = Policy(model_features(analysis), actions, qtable, qos_ms=float(objective.deadline_ms),
+                    min_accuracy=floor, base_power_mw=float(analysis.problem.base_power_mw), links=_links(target),
+                    source="policy/autoscale.json")
+    return PolicyVariants(plans=plans, default=default, precisions={a["variant"]: a["precision"] for a in actions},
+                          converter=converter, policy=policy.to_json(), table=table,
+                          excluded=list(table.excluded), below_accuracy=below, qtable=opts.qtable,
+                          policy_bytes=policy.dumps())
+
+
+__all__ = ["ActionTable", "DEFAULT_FACTORS", "DEFAULT_QOS", "PRECISIONS", "PolicyVariants", "TAGS", "action_name",
+           "action_table", "device_factors", "model_features", "parse_accuracy", "policy_variants", "precision_of"]
