@@ -81,3 +81,35 @@ def test_mi8pro_precisions() -> None:
     got = {d.name: dict(d.precision_factors()) for d in t.devices}
     assert got == {"cpu": {"float32": 1.0, "int8": 0.5}, "gpu": {"float32": 2.0, "float16": 1.0},
                    "dsp": {"int8": 1.0}, "edge": {"float32": 1.0}, "cloud": {"float32": 1.0}}
+
+
+# --- AutoScale's other two phones (Table 2) --------------------------------------------------------
+
+TABLE_2 = {  # board: {device: (V/F steps, f_max MHz, peak power mW)}
+    "galaxy-s10e": {"cpu": (21, 2730.0, 5600.0), "gpu": (9, 702.0, 2400.0)},
+    "motox-force": {"cpu": (15, 1958.4, 3600.0), "gpu": (6, 600.0, 2000.0)},
+    "mi8pro-edge-cloud": {"gpu": (7, 710.0, 2800.0)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_2))
+def test_autoscale_boards_have_table_2_steps_and_peak_power(name: str) -> None:
+    t = load_target(name)
+    for dev, (steps, f_max, peak_mw) in TABLE_2[name].items():
+        d = t.device(dev)
+        assert len(d.dvfs) == steps and d.f_max_mhz == f_max
+        assert d.dvfs[-1].static_power_mw + d.dynamic_power_mw == pytest.approx(peak_mw)
+
+
+@pytest.mark.parametrize("name", ["galaxy-s10e", "motox-force"])
+def test_new_boards_share_mi8pros_edge_cloud_setup(name: str) -> None:
+    t, mi8 = load_target(name), load_target("mi8pro-edge-cloud")
+    assert t.kind == "modelled" and "(analytical model)" in t.description
+    assert t.device_names == ("cpu", "gpu", "edge", "cloud")     # no DSP (AutoScale Table 2)
+    assert dict(t.links) == dict(mi8.links)
+    for dev in ("edge", "cloud"):   # the same remote devices; only the endpoint's scheme may differ
+        assert replace(t.device(dev), endpoint=None) == replace(mi8.device(dev), endpoint=None)
+    got = {d.name: dict(d.precision_factors()) for d in t.devices}
+    assert got == {"cpu": {"float32": 1.0, "int8": 0.5}, "gpu": {"float32": 2.0, "float16": 1.0},
+                   "edge": {"float32": 1.0}, "cloud": {"float32": 1.0}}
+    assert not t.knobs
