@@ -398,7 +398,8 @@ class Pipeline:
         except OffloadError as exc:
             where = f"slice {remote.slice_id} of variant {self.name!r} (remote device {remote.device!r})"
             if not opts.local_fallback:
-                raise OffloadError(f"{where}: {exc}") from None
+                raise OffloadError(f"{where}: {exc}; pass --local-fallback (local_fallback=True) to run it here "
+                                   "when the offload fails") from None
             reason = str(exc)
         if step.session is None:
             sl = self.slices[next(k for k, s in enumerate(self._steps) if s is step)]
@@ -407,7 +408,8 @@ class Pipeline:
                                               {}, None)
         count = self.fallback_counts.setdefault(remote.slice_id, [0, reason])
         if count[0] == 0 or count[1] != reason:
-            logger.warning("%s: %s; ran it here on %s instead (--local-fallback)", where, reason, CPU_PROVIDER)
+            logger.warning("%s: %s; ran it here on %s instead (--local-fallback; every fallback is listed in "
+                           "last_fallbacks, hetcc run --json)", where, reason, CPU_PROVIDER)
         count[0] += 1
         count[1] = reason
         self.last_fallbacks.append(FallbackRecord(remote.slice_id, remote.device, remote.url, reason))
@@ -635,14 +637,14 @@ class Executor:
             raise ValueError(f"timeout {timeout!r}: give a number of seconds above 0")
         for device, url in (endpoints or {}).items():
             if not is_http(url):
-                raise ValueError(f"endpoints[{device!r}] = {url!r}: give an http:// URL of a `hetcc serve`, e.g. "
+                raise ValueError(f"endpoint of {device!r} = {url!r}: give an http:// URL of a `hetcc serve`, e.g. "
                                  "http://127.0.0.1:7070")
         self._opts = _Options(strict_providers, providers_override, local_fallback, timeout, endpoints, token,
                               manifest.target.links, signal_dbm)
         unknown = sorted(set(signal_dbm or {}) - set(manifest.target.links or {}))
         if unknown and manifest.kind == "model":
-            raise ValueError(f"signal_dbm[{unknown[0]!r}]: the target has no such link (links: "
-                             f"{', '.join(manifest.target.links or {}) or 'none'})")
+            raise ValueError(f"signal strength (--rssi) for link {unknown[0]!r}: the artifact's target has no such "
+                             f"link (links: {', '.join(manifest.target.links or {}) or 'none'})")
         self._pipelines: dict[str, Pipeline] = {}
         self._models: dict[str, Executor] = {}
         self._last: Pipeline | None = None

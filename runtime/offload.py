@@ -345,7 +345,7 @@ class OffloadClient:
             except _Retryable as exc:
                 if attempts > self.retries:
                     raise OffloadError(f"offload to {self.url}: {exc} (after {attempts} attempt(s)); is `hetcc "
-                                       "serve` running there? (--local-fallback runs the slice here instead)") from None
+                                       "serve` running there?") from None
 
     # ---- one attempt
     def _attempt(self, url: str, body: bytes, headers: dict) -> OffloadResult:

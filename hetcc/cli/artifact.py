@@ -81,7 +81,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--strict-providers", action="store_true",
                         help="fail if a slice's execution provider is missing")
     parser.add_argument("--local-fallback", action="store_true",
-                        help="run slices planned for a remote device here, on the CPU (one warning per slice)")
+                        help="run slices planned for a remote device here, on the CPU (one warning per slice); with "
+                        "an http:// endpoint: only when the offload fails (reported, and listed in --json)")
+    parser.add_argument("--endpoint", action="append", metavar="NAME=URL",
+                        help="send the slices of remote device NAME to the hetcc serve at URL (http://host:port), "
+                        "instead of the endpoint in the manifest (repeatable)")
+    parser.add_argument("--token", help="bearer token of the endpoints (default: the environment variable "
+                        "HETCC_SERVE_TOKEN, which other users cannot see on the command line)")
+    parser.add_argument("--rssi", action="append", metavar="LINK=DBM",
+                        help="shape the traffic over LINK as the target's link tables give at DBM signal strength "
+                        "(bandwidth and round trip; e.g. wifi=-85), client side (repeatable)")
     parser.add_argument("--apply-hardware", action="store_true",
                         help="set the plan's hardware configuration on this board first (knobs, each device's "
                         "frequency; needs root and a target with control tables) and put it back on exit; what "
@@ -104,6 +113,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         f"each for --duration / N, counted together, 1 to {ROUNDS_MAX} (default 1): on a machine "
                         "others use, every phase then sees about the same load")
     parser.add_argument("--json", action="store_true", help="print the timings (and verify results) as JSON")
+    parser.add_argument("--policy", action="store_true",
+                        help="let the artifact's AutoScale policy pick the variant of every inference (--repeat "
+                        "of them) and learn from what it measures; the table is written back into the artifact "
+                        "(docs/autoscale-runtime.md)")
+    parser.add_argument("--trace", metavar="FILE.csv",
+                        help="with --policy: the signal strengths, a CSV t,wifi_dbm,p2p_dbm (a row per inference; "
+                        "--policy-option trace_by=time: by time); default /proc/net/wireless")
+    parser.add_argument("--policy-option", action="append", metavar="KEY=VALUE",
+                        help="with --policy (repeatable): lr, discount, epsilon, alpha, beta (override the policy "
+                        "file's), seed, learn=0|1, persist=N, penalty, trace_by, mem_baseline=0|1, meter=0|1")
     return parser
 
 
@@ -246,6 +265,29 @@ def _feeds(pipe: Any, inputs: dict[str, Any], seed: int, random_missing: bool, m
     return feeds
 
 
+def _offload_args(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, float]]:
+    """``--endpoint NAME=URL`` and ``--rssi LINK=DBM`` (repeatable) as dicts, checked."""
+    endpoints: dict[str, str] = {}
+    for spec in getattr(args, "endpoint", None) or ():
+        name, sep, url = spec.partition("=")
+        name, url = name.strip(), url.strip()
+        if not sep or not name or not url.lower().startswith(("http://", "https://")):
+            raise UsageError(f"malformed --endpoint {spec!r}; expected NAME=http://host:port (the remote device's "
+                             "hetcc serve)")
+        endpoints[name] = url
+    signal_dbm: dict[str, float] = {}
+    for spec in getattr(args, "rssi", None) or ():
+        link, sep, value = spec.partition("=")
+        try:
+            dbm = float(value)
+        except ValueError:
+            dbm = math.nan
+        if not sep or not link.strip() or not math.isfinite(dbm) or not -150.0 <= dbm <= 0.0:
+            raise UsageError(f"malformed --rssi {spec!r}; expected LINK=DBM with DBM from -150 to 0 (e.g. wifi=-85)")
+        signal_dbm[link.strip()] = dbm
+    return endpoints, signal_dbm
+
+
 def _timed_runs(args: argparse.Namespace) -> tuple[int | None, float | None]:
     """(repeat, duration_s) of ``hetcc run``: --duration, else --repeat (default REPEAT_DEFAULT);
     both given is refused."""
@@ -293,6 +335,8 @@ def _run_json(r: dict[str, Any]) -> dict[str, Any]:
             "latency_ms": _latency(b), "throughput_per_s": b.throughput,
             "predicted_ms": pipe.variant.predicted.latency_ms, "slices": slices,
             "saved_outputs": r["saved"],
+            **({"offloads": [o.to_json() for o in pipe.last_offloads], "fallbacks": pipe.fallbacks}
+               if pipe.offloaded else {}),
             "verify": None if report is None else {"ok": report.ok, "rtol": report.rtol, "inputs": list(report.inputs),
                                                    "outputs": [o.__dict__ for o in report.outputs]}}
 
@@ -304,8 +348,11 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
     b = r["bench"]
     table = make_table(console, ["slice", "device", "provider", "p50 ms", "mean ms", "predicted ms"],
                        {"device", "provider"})
+    fell_back = {f["slice"] for f in pipe.fallbacks}
     for s, p50, mean, prov in zip(pipe.slices, b.slice_percentile(50), b.slice_mean_ms, pipe.providers):
-        device = f"{s.device} (remote, run here)" if s.remote else s.device
+        offloaded = s.id in pipe.offloaded
+        device = (f"{s.device} (remote, run here)" if s.remote and (not offloaded or s.id in fell_back)
+                  else f"{s.device} (remote)" if s.remote else s.device)
         table.add_row(str(s.id), device, prov, f"{p50:.3f}", f"{mean:.3f}", fmt(s.predicted.latency_ms))
     console.print(table)
     lat = _latency(b)
@@ -319,6 +366,9 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
            else f", stopped at {b.runs} runs before --duration {b.duration_s:g} s")
     rate = "-" if b.throughput is None else f"{b.throughput:.1f}"
     console.print(f"throughput: {rate} inferences/s ({b.runs} run(s) in {b.wall_s:.3f} s{why})")
+    for f in pipe.fallbacks:
+        console.print(f"fallback: slice {f['slice']} ({f['device']}) ran here in {f['runs']} run(s): {f['reason']}",
+                      markup=False)
     if r["saved"]:
         where = os.path.dirname(next(iter(r["saved"].values())))
         console.print(f"outputs: {len(r['saved'])} file(s) in {where}: "
@@ -362,12 +412,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     _timed_runs(args)          # --repeat with --duration: refused before anything is read
     given = _input_args(args.input)
     save_dir = _save_dir(args.save_outputs) if getattr(args, "save_outputs", None) is not None else None
+    if getattr(args, "policy", False):
+        from hetcc.cli.run_policy import cmd_run_policy
+
+        return cmd_run_policy(args, lambda pipe: _feeds(pipe, _read_inputs(given, [(None, pipe)]), args.seed,
+                                                        args.random_missing, None),
+                              None if save_dir is None else lambda outputs: save_outputs(outputs, save_dir))
+    if getattr(args, "trace", None) is not None or getattr(args, "policy_option", None):
+        raise UsageError("--trace and --policy-option go with --policy")
     apply_hw = getattr(args, "apply_hardware", False)
     keep = apply_hw and getattr(args, "keep_hardware", False)
-    ex = Executor(args.dir, strict_providers=args.strict_providers,
-                  local_fallback=getattr(args, "local_fallback", False), variant=variant,
-                  apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep,
-                  timeout=getattr(args, "timeout", None))
+    endpoints, signal_dbm = _offload_args(args)
+    try:
+        ex = Executor(args.dir, strict_providers=args.strict_providers,
+                      local_fallback=getattr(args, "local_fallback", False), variant=variant,
+                      apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep,
+                      timeout=getattr(args, "timeout", None), endpoints=endpoints, token=getattr(args, "token", None),
+                      signal_dbm=signal_dbm)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     try:
         results = _run_all(ex, args, given, model)
     finally:
@@ -616,6 +679,11 @@ def _print_variant(console: Any, name: str, v: Any, costs: dict | None, *, defau
     console.print(f"{head}objective {obj.metric}{limits}; planner {planner.name}{took(planner, timed)}")
     if v.hardware:
         console.print("  hardware: " + ", ".join(f"{k}={val}" for k, val in v.hardware.items()))
+    if getattr(v, "precision", "float32") != "float32":
+        ag = v.agreement
+        console.print(f"  precision {v.precision}" + (f": agreement with FP32 top-1 {ag.top1:.1%}, mean relative "
+                                                      f"error {ag.rel_error:.3g} ({ag.inputs} seeded inputs)"
+                                                      if ag is not None else ""))
     if not v.feasible:
         console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(v.violations) or "(no reason recorded)"))
     table = make_table(console, ["slice", "layers", "#", "device", "MHz", "latency ms", "energy mJ", "transfer", "ops"],
@@ -658,6 +726,9 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
     names = [variant] if variant is not None else list(m.variants)
     for n in names:
         m.variant(n)  # unknown --variant: one-line error naming the variants
+    if m.policy is not None and variant is None and not why:   # a run-time policy's variants: a line each
+        _print_policy_variants(console, m, title)
+        return
     console.print(f"[bold]{shown(title or m.model.name)}[/bold] for {shown(m.target.name)} ({m.target.kind})"
                   + (f"; {len(m.variants)} variants: {shown(', '.join(m.variants))}" if len(m.variants) > 1 else "")
                   + (f"; policy {shown(m.policy.file)}" if m.policy else ""))
@@ -669,6 +740,34 @@ def _print_model(console: Any, m: Any, root: Path, variant: str | None, title: s
             console.print("why: this artifact has no costs.json; recompile to see why")
         else:
             _print_why_layers(console, costs, *_why(root, costs))
+
+
+def _print_policy_variants(console: Any, m: Any, title: str | None) -> None:
+    """An artifact with a run-time policy (AutoScale: one whole-model variant per action): one line
+    per variant (device, MHz, precision, predicted latency and energy, agreement with FP32);
+    ``--variant NAME`` shows one variant's slices."""
+    first = next(iter(m.variants.values()))
+    obj = first.objective
+    qos = f", QoS target {obj.deadline_ms:g} ms" if obj.deadline_ms is not None else ""
+    console.print(f"[bold]{shown(title or m.model.name)}[/bold] for {shown(m.target.name)} ({m.target.kind}): "
+                  f"{len(m.variants)} variants, policy {shown(m.policy.file)}; objective {obj.metric}{qos}; "
+                  f"planner {first.planner.name}; default {shown(m.default_variant)}")
+    table = make_table(console, ["variant", "device", "MHz", "precision", "latency ms", "energy mJ", "agreement",
+                                 "QoS"], {"variant", "device", "precision", "agreement"})
+    for name, v in m.variants.items():
+        s = v.slices[0]
+        devices = sorted({x.device for x in v.slices})
+        device = ",".join(devices) + (f" via {s.link}" if s.remote else "")
+        ag = v.agreement
+        agreement = f"top-1 {ag.top1:.0%}, err {ag.rel_error:.2g}" if ag is not None else "-"
+        meets = v.predicted.meets_deadline
+        table.add_row(shown(name) + (" *" if name == m.default_variant else ""), shown(device),
+                      fmt(s.frequency_mhz, 0) if s.frequency_mhz and len(v.slices) == 1 else "-",
+                      getattr(v, "precision", "float32"), fmt(v.predicted.latency_ms), fmt(v.predicted.energy_mj),
+                      agreement, "-" if meets is None else "meets" if meets else "MISSES")
+    console.print(table)
+    console.print("* the default variant (run without a policy); predicted latency includes a remote variant's link "
+                  "at its default signal; hetcc inspect DIR --variant NAME shows one variant's slices")
 
 
 def _why_json(m: Any, root: Path, variant: str | None) -> dict[str, Any]:

@@ -141,8 +141,9 @@ def test_remote_slice_records_link(remote_artifact, target):
 
 def test_remote_slice_refused_without_local_fallback(remote_artifact):
     _, out = remote_artifact
-    with pytest.raises(RemoteSliceError, match=r"slice 1 .*remote device 'edge' \(link wifi-direct.*--local-fallback"):
-        Executor(out)
+    ex = Executor(out)   # the endpoint is http:// (a hetcc serve): offloaded when run, and no server answers
+    with pytest.raises(RemoteSliceError, match=r"slice 1 .*remote device 'edge'.*http://edge.local:7070.*--local-fallback"):
+        ex.run(feeds_for(ex))
     assert issubclass(RemoteSliceError, ManifestError)
 
 
@@ -155,7 +156,8 @@ def test_remote_slice_runs_locally_with_one_warning(remote_artifact, caplog):
         ex.run(feeds)
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 1 and "slice 1" in warned[0] and "edge" in warned[0], warned
-    assert ex.providers == ["CPUExecutionProvider"] * 2
+    assert ex.providers == ["CPUExecutionProvider", "http://edge.local:7070"]   # offloaded, and fell back here
+    assert [(f.slice, f.device) for f in ex.last_fallbacks] == [(1, "edge")]
     np.testing.assert_allclose(got["y"], reference(program, feeds)["y"], rtol=1e-6)
     assert verify(ex).ok
 

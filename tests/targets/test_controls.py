@@ -98,8 +98,8 @@ def test_hotplug_cpus_are_cores_of_the_knobs_devices(tmp_path: Path) -> None:
 
 def test_a_remote_device_has_no_control(tmp_path: Path) -> None:
     t = Path(load_target("mi8pro-edge-cloud").path).read_text()
-    text = t.replace('endpoint = "tcp://edge.local:7070"',
-                     'endpoint = "tcp://edge.local:7070"\ncontrol = { devfreq = "/x" }', 1)
+    text = t.replace('endpoint = "http://edge.local:7070"',
+                     'endpoint = "http://edge.local:7070"\ncontrol = { devfreq = "/x" }', 1)
     assert text != t
     with pytest.raises(TargetError, match=r"devices\.edge\.control: a remote device is not set from this board"):
         load_target(write(tmp_path, text))
