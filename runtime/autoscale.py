@@ -449,18 +449,23 @@ class QTable:
         return int(np.argmax(vals))
 
     def choose(self, key: str, rng: np.random.Generator, allowed: np.ndarray | None = None,
-               explore: bool = True) -> int:
+               explore: bool = True, hyper: Hyper | None = None) -> int:
         """Epsilon-greedy (Alg. 1): with probability ``hyper.epsilon`` (when ``explore``) a uniformly
-        random allowed action, else the allowed action with the largest Q-value."""
+        random allowed action, else the allowed action with the largest Q-value. ``hyper``
+        overrides the table's own for this call (a run's options; the file keeps its values)."""
         mask = self._mask(allowed)
-        if explore and self.hyper.epsilon > 0 and rng.random() < self.hyper.epsilon:
+        eps = (hyper or self.hyper).epsilon
+        if explore and eps > 0 and rng.random() < eps:
             idx = np.flatnonzero(mask)
             return int(idx[rng.integers(len(idx))])
         return int(np.argmax(np.where(mask, self.values(key), -np.inf)))
 
-    def update(self, key: str, a: int, reward: float, next_key: str, next_allowed: np.ndarray | None = None) -> None:
+    def update(self, key: str, a: int, reward: float, next_key: str, next_allowed: np.ndarray | None = None,
+               hyper: Hyper | None = None) -> None:
         """``Q(S,A) += lr * (R + discount * max_a' Q(S',a') - Q(S,A))`` (Alg. 1; the max over the
-        allowed actions of S' when ``next_allowed`` is given), and one more visit of (S, A)."""
+        allowed actions of S' when ``next_allowed`` is given), and one more visit of (S, A).
+        ``hyper`` overrides the table's learning rate and discount for this call."""
+        h = hyper or self.hyper
         if not 0 <= a < len(self.actions):
             raise PolicyError(f"action index {a}: out of range (0..{len(self.actions) - 1})")
         if not math.isfinite(reward):
@@ -477,8 +482,8 @@ class QTable:
         nxt = self.values(next_key) if next_key != key else row
         if next_allowed is not None:
             nxt = np.where(self._mask(next_allowed), nxt, -np.inf)
-        target = float(reward) + self.hyper.discount * float(np.max(nxt))
-        row[a] += self.hyper.learning_rate * (target - row[a])
+        target = float(reward) + h.discount * float(np.max(nxt))
+        row[a] += h.learning_rate * (target - row[a])
         self._visits[key][a] += 1
 
     # -- JSON
