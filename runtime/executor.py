@@ -602,6 +602,9 @@ class Executor:
     interpreter exit (default); False leaves the board as set. ``timeout``: seconds one inference
     may take; past it, onnxruntime is told to stop and ``run`` raises ``InferenceTimeout`` (a
     tampered or runaway slice cannot hang the caller).
+    ``policy``: True (or a ``hetcc.runtime.policy_run.PolicyOptions``) lets the artifact's AutoScale
+    policy pick the variant of every ``run(feeds)`` and learn from it (``policy_runner``; the
+    learned table is written back into the artifact; ``close()`` writes the rest and releases it).
     """
 
     def __init__(
@@ -619,6 +622,7 @@ class Executor:
         endpoints: Mapping[str, str] | None = None,
         token: str | None = None,
         signal_dbm: Mapping[str, float] | None = None,
+        policy: Any = False,
         _hardware: Hardware | None = None,
     ) -> None:
         manifest, root, shown = read_manifest(artifact_dir)
@@ -649,6 +653,10 @@ class Executor:
         self._models: dict[str, Executor] = {}
         self._last: Pipeline | None = None
         self.policy_path: Path | None = None
+        self.policy_runner: Any = None   # Executor(policy=True): hetcc.runtime.policy_run.PolicyRunner
+        if policy is not False and policy is not None and manifest.kind == "workload":
+            raise ManifestError(f"{shown}: a workload artifact has no policy; run a model artifact compiled with "
+                                "--planner autoscale")
         if manifest.kind == "workload":
             if variant is not None:
                 raise ManifestError(f"{shown}: a workload artifact has no variants (got variant {variant!r}); "
@@ -682,6 +690,9 @@ class Executor:
         if owner:   # before the sessions open: cores brought online are then usable
             self._hardware.ensure(manifest, self.variant)
         self.pipeline()  # open the selected variant now: errors surface here, not at run()
+        if policy is not False and policy is not None:   # AutoScale: docs/autoscale-runtime.md
+            from .policy_run import PolicyRunner
+            self.policy_runner = PolicyRunner(self, None if policy is True else policy)
 
     # -----------------------------------------------------------------------------------------
     # choosing a pipeline
@@ -744,6 +755,8 @@ class Executor:
         On a workload artifact without ``model``, ``feeds`` maps model names to their feeds and
         every model runs in workload order; the result maps model names to outputs.
         """
+        if self.policy_runner is not None and variant is None and model is None:
+            return self.policy_runner.run(feeds)
         if self.kind == "workload" and model is None and variant is None and len(self._models) > 1:
             if not isinstance(feeds, Mapping) or set(feeds) != set(self._models):
                 raise InputError(
@@ -842,6 +855,8 @@ class Executor:
     def close(self) -> HardwareReport | None:
         """Put the board's hardware back (when applied and ``restore_hardware``); the report of
         the restore, or None. Sessions stay usable; a later run applies the hardware again."""
+        if self.policy_runner is not None:
+            self.policy_runner.close()
         hw = self._hardware
         if hw is None or not self.restore_hardware:
             return None

@@ -196,3 +196,18 @@ def test_cli_run_policy_text_and_refusals(art, capsys, tmp_path):
     bad.write_text("t,wifi_dbm,p2p_dbm\n0,loud,-50\n")
     with pytest.raises(PolicyError, match="bad.csv: line 2"):
         run_call(capsys, art, "--policy", "--trace", bad)
+
+
+def test_executor_policy_true(art):
+    with Executor(art, policy=True) as ex:
+        assert ex.policy_runner is not None
+        feeds = feeds_for(ex)
+        for _ in range(3):
+            out = ex.run(feeds)
+            assert set(out) == {"y"}
+        assert ex.policy_runner.index == 3
+        ex.run(feeds, variant="cpu@2000:fp32")          # a named variant bypasses the policy
+        assert ex.policy_runner.index == 3
+    _pol, rel = current_policy(art)
+    assert rel.startswith("policy/autoscale-")
+    PolicyRunner(Executor(art)).close()                  # released on close
