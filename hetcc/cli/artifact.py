@@ -415,9 +415,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "policy", False):
         from hetcc.cli.run_policy import cmd_run_policy
 
+        endpoints, signal_dbm = _offload_args(args)
+        if signal_dbm:
+            raise UsageError("--rssi with --policy: give the signal strengths the policy observes as a trace "
+                             "(--trace FILE.csv, columns t,wifi_dbm,p2p_dbm)")
         return cmd_run_policy(args, lambda pipe: _feeds(pipe, _read_inputs(given, [(None, pipe)]), args.seed,
                                                         args.random_missing, None),
-                              None if save_dir is None else lambda outputs: save_outputs(outputs, save_dir))
+                              None if save_dir is None else lambda outputs: save_outputs(outputs, save_dir),
+                              {"endpoints": endpoints, "token": getattr(args, "token", None)})
     if getattr(args, "trace", None) is not None or getattr(args, "policy_option", None):
         raise UsageError("--trace and --policy-option go with --policy")
     apply_hw = getattr(args, "apply_hardware", False)

@@ -36,9 +36,10 @@ def _refuse(args: argparse.Namespace) -> None:
 
 
 def cmd_run_policy(args: argparse.Namespace, feeds_of: Callable[[Any], dict], save: Callable[[dict], Any] | None
-                   = None) -> int:
+                   = None, executor_options: dict[str, Any] | None = None) -> int:
     """Run ``args.dir`` under its policy for ``--repeat`` inferences. ``feeds_of(pipeline)`` gives
-    the feeds (``--input`` / ``--seed``); ``save(outputs)`` writes the last outputs (--save-outputs)."""
+    the feeds (``--input`` / ``--seed``); ``save(outputs)`` writes the last outputs (--save-outputs);
+    ``executor_options`` (endpoints, token) go to the Executor."""
     from hetcc.runtime import Executor
     from hetcc.runtime.policy_run import PolicyRunner, parse_policy_options
 
@@ -46,7 +47,8 @@ def cmd_run_policy(args: argparse.Namespace, feeds_of: Callable[[Any], dict], sa
     options = parse_policy_options(getattr(args, "policy_option", None) or [])
     repeat = getattr(args, "repeat", None) or POLICY_REPEAT_DEFAULT
     ex = Executor(args.dir, strict_providers=args.strict_providers,
-                  local_fallback=getattr(args, "local_fallback", False), timeout=getattr(args, "timeout", None))
+                  local_fallback=getattr(args, "local_fallback", False), timeout=getattr(args, "timeout", None),
+                  **(executor_options or {}))
     runner = PolicyRunner(ex, options, trace=getattr(args, "trace", None))
     out: dict = {}
     try:

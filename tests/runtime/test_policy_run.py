@@ -192,6 +192,10 @@ def test_cli_run_policy_text_and_refusals(art, capsys, tmp_path):
     assert code == 0 and "variant" in out and "decision overhead" in out
     with pytest.raises(Exception, match="--variant"):
         run_call(capsys, art, "--policy", "--variant", "edge")
+    with pytest.raises(Exception, match="--rssi with --policy"):
+        run_call(capsys, art, "--policy", "--rssi", "wifi=-60")
+    with pytest.raises(Exception, match="go with --policy"):
+        run_call(capsys, art, "--trace", tmp_path / "x.csv")
     bad = tmp_path / "bad.csv"
     bad.write_text("t,wifi_dbm,p2p_dbm\n0,loud,-50\n")
     with pytest.raises(PolicyError, match="bad.csv: line 2"):
