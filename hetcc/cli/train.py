@@ -1,5 +1,7 @@
-"""``hetcc train fairboost --target orangepi5 -o agent.pt`` (FairBoost's agent) and
-``hetcc train vqvae -o vqvae.pt`` (its VQ-VAE): the command line of ``hetcc.planners.fairboost.train``.
+"""``hetcc train fairboost --target orangepi5 -o agent.pt`` (FairBoost's agent),
+``hetcc train vqvae -o vqvae.pt`` (its VQ-VAE): the command line of ``hetcc.planners.fairboost.train``;
+and ``hetcc train autoscale --target mi8pro-edge-cloud -o qtable.json`` (AutoScale's Q-table, trained
+in the simulated environment of ``hetcc.experiments.autoscale``; ``--runs``, ``--transfer-from``).
 
 The models are the zoo's (``--models`` picks some), analysed for the target once and cached
 (``$HETCC_CACHE_DIR/fairboost/``); the VQ-VAE is the shipped one unless ``--vqvae`` names another.
@@ -26,10 +28,13 @@ STEPS_MAX = 10_000_000
 def add_arguments(parser: Any) -> Any:
     from hetcc.cli.common import int_in
 
-    parser.add_argument("what", choices=("fairboost", "vqvae"),
-                        help="fairboost: the Rainbow-DQN agent; vqvae: the layer encoder it reads through")
-    parser.add_argument("--target", "-t", default="orangepi5", help="board the agent learns (default orangepi5)")
-    parser.add_argument("-o", "--output", required=True, help="file to write (torch.save; read with weights_only)")
+    parser.add_argument("what", choices=("fairboost", "vqvae", "autoscale"),
+                        help="fairboost: the Rainbow-DQN agent; vqvae: the layer encoder it reads through; "
+                             "autoscale: AutoScale's Q-table (hetcc.qtable/1 JSON)")
+    parser.add_argument("--target", "-t", help="board the agent learns (default orangepi5; autoscale: "
+                        "mi8pro-edge-cloud)")
+    parser.add_argument("-o", "--output", required=True, help="file to write (torch.save; read with weights_only; "
+                        "autoscale: JSON)")
     parser.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help="seed of the whole run (default 0)")
     parser.add_argument("--steps", type=int_in(1, STEPS_MAX),
                         help="environment steps (fairboost, default 20000) or gradient steps (vqvae, default 1500)")
@@ -40,6 +45,11 @@ def add_arguments(parser: Any) -> Any:
     parser.add_argument("--warmup", type=int_in(0, STEPS_MAX), help="steps before learning starts (default 1000)")
     parser.add_argument("--vqvae", metavar="FILE", help="VQ-VAE state (default: the shipped one)")
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT.ckpt (same options)")
+    parser.add_argument("--runs", type=int_in(1, 100_000),
+                        help="autoscale: inferences per network per runtime-variance state (default 100, AutoScale "
+                             "Sec. 5.3)")
+    parser.add_argument("--transfer-from", metavar="QTABLE",
+                        help="autoscale: start from a table trained on another board (AutoScale Fig. 14's transfer)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     return parser
 
@@ -47,6 +57,10 @@ def add_arguments(parser: Any) -> Any:
 def _names(args: Any) -> list[str]:
     from hetcc.compiler.zoo import ZOO
 
+    if not args.models and args.what == "autoscale":
+        from hetcc.experiments.autoscale.models import DEFAULT_MODELS
+
+        return list(DEFAULT_MODELS)
     if not args.models:
         return list(ZOO)
     names = [n.strip() for n in args.models.split(",") if n.strip()]
@@ -128,6 +142,13 @@ def cmd_train(args: Any) -> int:
     out = Path(args.output)
     if not args.output.strip() or out.is_dir():
         raise UsageError(f"-o {args.output!r}: give a file name, e.g. -o agent.pt")
+    if args.what == "autoscale":
+        return _train_autoscale(args, out, time.perf_counter())
+    for flag, value in (("--runs", args.runs), ("--transfer-from", args.transfer_from)):
+        if value is not None:
+            raise UsageError(f"{flag} is an option of hetcc train autoscale; {args.what} takes --steps")
+    if args.target is None:
+        args.target = "orangepi5"
     if args.min_models > args.max_models:
         raise UsageError(f"--min-models {args.min_models} is more than --max-models {args.max_models}")
     names = _names(args)
@@ -227,6 +248,63 @@ def _train_fairboost(args: Any, problems: dict[str, Any], out: Path, t0: float) 
     print(f"wrote {out} (sha256 {digest}) in {time.perf_counter() - t0:.0f} s: {state['steps']} steps, "
           f"{state['episodes']} episodes, last 1000 steps' final reward {gain:+.3f} over the all-gpu baseline's; "
           f"checkpoint {ckpt}", file=sys.stdout)
+    return 0
+
+
+def _train_autoscale(args: Any, out: Path, t0: float) -> int:
+    import json
+
+    if args.steps is not None:
+        raise UsageError("--steps: hetcc train autoscale counts --runs (inferences per network per runtime-variance "
+                         "state, default 100)")
+    if args.target is None:
+        args.target = "mi8pro-edge-cloud"
+    names = _names(args)
+    try:
+        import gymnasium  # noqa: F401
+    except ImportError:
+        raise UsageError("hetcc train autoscale needs gymnasium (the learn extra): pip install 'hetcc[learn]'") from None
+    from hetcc.experiments.autoscale.models import load_board
+    from hetcc.experiments.autoscale.train import train
+    from hetcc.files.atomic import atomic_write_bytes
+    from hetcc.runtime.autoscale import QTable
+    from hetcc.runtime.errors import PolicyError
+
+    init = None
+    if args.transfer_from:
+        try:
+            init = QTable.load(args.transfer_from)
+        except PolicyError as e:
+            raise UsageError(f"--transfer-from: {e}") from None
+    board = load_board(args.target, names)
+    if init is not None:
+        init = init.transfer(board.action_info)
+    runs = args.runs or 100
+    total = 64 * len(board.models) * runs
+    bar = _bar(args.quiet, total, "autoscale")
+    task = bar.add_task("autoscale", total=total, status="") if bar is not None else None
+
+    def progress(done: int, _total: int) -> None:
+        if bar is not None:
+            bar.update(task, completed=done)
+
+    if bar is not None:
+        with bar:
+            qt = train(board, runs=runs, seed=args.seed, qtable=init, progress=progress)
+    else:
+        qt = train(board, runs=runs, seed=args.seed, qtable=init)
+    qt.trained["command"] = " ".join(["hetcc train autoscale --target", args.target, "-o", out.name, "--seed",
+                                      str(args.seed), "--runs", str(runs)]
+                                     + (["--models", args.models] if args.models else [])
+                                     + (["--transfer-from", Path(args.transfer_from).name] if args.transfer_from else []))
+    if args.transfer_from:
+        qt.trained["transfer_from"] = Path(args.transfer_from).name
+    data = (json.dumps(qt.to_json(), indent=1, allow_nan=False) + "\n").encode()
+    atomic_write_bytes(out, data)
+    digest = hashlib.sha256(data).hexdigest()
+    print(f"wrote {out} (sha256 {digest}) in {time.perf_counter() - t0:.1f} s: {qt.trained['inferences']} inferences "
+          f"of {len(board.models)} models on {board.target}, {len(board.actions)} actions, {len(qt.states)} states "
+          "learned", file=sys.stdout)
     return 0
 
 
