@@ -395,6 +395,7 @@ class QTable:
         n = len(self.actions)
         self._q: dict[str, np.ndarray] = {}
         self._visits: dict[str, np.ndarray] = {}
+        self._inits: dict[str, np.ndarray] = {}
         for k, row in (q or {}).items():
             arr = np.asarray(list(row), dtype=np.float64)
             if arr.shape != (n,):
@@ -408,13 +409,17 @@ class QTable:
 
     # -- values and choices
     def _init(self, key: str) -> np.ndarray:
-        rng = np.random.default_rng([self.seed & 0xFFFFFFFF, zlib.crc32(key.encode("utf-8"))])
-        return rng.uniform(-INIT_SCALE, INIT_SCALE, len(self.actions))
+        """An unvisited state's initial values (a fresh array; the draw is cached per key)."""
+        row = self._inits.get(key)
+        if row is None:
+            rng = np.random.default_rng([self.seed & 0xFFFFFFFF, zlib.crc32(key.encode("utf-8"))])
+            row = self._inits[key] = rng.uniform(-INIT_SCALE, INIT_SCALE, len(self.actions))
+        return row.copy()
 
     def values(self, key: str) -> np.ndarray:
         """The Q-values of a state (a copy; an unvisited state's tiny seeded random values)."""
         row = self._q.get(key)
-        return (row if row is not None else self._init(key)).copy()
+        return row.copy() if row is not None else self._init(key)
 
     def visits(self, key: str) -> np.ndarray:
         row = self._visits.get(key)
