@@ -25,6 +25,7 @@ EXTRAS = {
     "docs": ("mkdocs", "material", "mkdocstrings"),
     "sim": ("simpy",),
     "multi": ("pymoo",),
+    "serve": ("fastapi", "uvicorn"),
 }
 
 
