@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import logging
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -148,8 +149,10 @@ def to_float16(data: bytes) -> bytes:
     except ImportError:
         raise UsageError("FP16 variants need onnxconverter-common: pip install 'hetcc[precision]'") from None
     source = onnx.load_from_string(data)
-    converted = float16.convert_float_to_float16(onnx.load_from_string(data), keep_io_types=True,
-                                                 disable_shape_infer=True)
+    with warnings.catch_warnings():   # "the float32 number ... will be truncated": what FP16 is
+        warnings.simplefilter("ignore", UserWarning)
+        converted = float16.convert_float_to_float16(onnx.load_from_string(data), keep_io_types=True,
+                                                     disable_shape_infer=True)
     return _keep_ir(converted, source)
 
 

@@ -70,6 +70,13 @@ def _check_planner_options(planner: str, options: dict[str, str], variants: list
         parse_options(spec, split_name(planner, spec, options))
 
 
+def _policy_planner(planner: str, variants: list[str] | None) -> bool:
+    """``planner`` makes a run-time policy's variants (kind ``policy``: autoscale)."""
+    from hetcc.planners import get_spec
+
+    return planner != "auto" and not variants and get_spec(planner).kind == "policy"
+
+
 def _plan_line(plan: Any, states: Any) -> str:
     return " ".join(f"{states.label(s.state)}[L{s.first}-L{s.last}]" for s in plan.slices)
 
@@ -131,13 +138,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if len(args.model) > 1:
         if variants or args.hardware:
             raise UsageError("--variants and --hardware apply to one model; compile the models one by one")
+        if args.min_accuracy is not None or args.calibration_data is not None:
+            raise UsageError("--min-accuracy and --calibration-data apply to one model (--planner autoscale); "
+                             "compile the models one by one")
         wresult = compile_workload(args.model, args.target, **common, **analyse_kw, budget=_budget(args))
         notes = _build_files(args, depfile, [a.program for a in wresult.analyses], wresult.analyses[0].target)
         notes = [*_memory_lines(wresult.analyses, True), *notes]
         return _compile_workload(args, console, wresult, progress, notes)
-    common["objective"] = args.objective or "latency"
+    common["objective"] = args.objective or ("energy" if _policy_planner(args.planner, variants) else "latency")
     result = hetcc_compile(args.model[0], args.target, **common, **analyse_kw, budget=_budget(args),
-                           hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after)
+                           hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after,
+                           min_accuracy=args.min_accuracy, calibration_data=args.calibration_data)
     plans = result.program.get("plan")
     states = result.analysis.problem.states
     has_power = result.target.has_power_model
@@ -145,6 +156,24 @@ def cmd_compile(args: argparse.Namespace) -> int:
     progress.finish()   # the display's last line is gone before the summary prints
     notes = _build_files(args, depfile, [result.program], result.target)
     total = _elapsed(args)
+    if result.policy is not None:
+        from hetcc.cli.policy_view import policy_json, print_policy
+
+        if args.json:
+            for line in notes:
+                console.print(line)
+            print(json_text({"model": result.program.name, "target": result.target.name,
+                             **result.objective.to_json(), "layers": result.analysis.problem.num_layers,
+                             "planner": "autoscale", "policy": policy_json(result),
+                             "variants": {n: _plan_summary(p, states, has_power) for n, p in plans.items()},
+                             "compile_seconds": total, "step_seconds": _step_seconds(result.timings),
+                             "output_dir": str(out) if out else None}))
+            return 0
+        print_policy(console, result)
+        for line in notes:
+            console.print(line)
+        _finished(console, args, out, total, result.timings)
+        return 0
     if args.json:
         for line in notes:
             console.print(line)   # stderr, beside the JSON
@@ -484,6 +513,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--variants", metavar="P1,P2,...", help="emit one plan per planner into one artifact (the first is the default)")
     c.add_argument("--hardware", action="append", metavar="KNOB=VALUE", help="fix a hardware knob of the target (repeatable)")
     c.add_argument("--allow-infeasible", action="store_true", help="write a plan that misses the deadline or cap, marked infeasible")
+    c.add_argument("--min-accuracy", metavar="FRACTION|PCT",
+                   help="--planner autoscale: leave out low-precision variants whose agreement with FP32 (top-1) is "
+                        "below this, e.g. 0.9 or 90%% (default: keep all)")
+    c.add_argument("--calibration-data", metavar="DIR",
+                   help="--planner autoscale: INT8 calibration inputs, one NAME.npy per model input (default: "
+                        "seeded random inputs)")
     c.add_argument("--budget-steps", type=int_in(1, BUDGET_STEPS_MAX),
                    help=f"stop a search planner after this many steps (1 to {BUDGET_STEPS_MAX:.0e})")
     c.add_argument("--budget-seconds", type=float_in(0, BUDGET_SECONDS_MAX, lo_open=True),

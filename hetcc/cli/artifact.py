@@ -298,6 +298,22 @@ def _timed_runs(args: argparse.Namespace) -> tuple[int | None, float | None]:
     return (None, duration) if duration is not None else (repeat or REPEAT_DEFAULT, None)
 
 
+#: --verify's tolerance for a low-precision variant (AutoScale's FP16/INT8) when --rtol is not given: its
+#: outputs differ from the FP32 model by construction; at least this, and 5x the relative error measured
+#: at compile time (the manifest's agreement)
+PRECISION_RTOL = {"float16": 1e-2, "int8": 5e-2}
+
+
+def _rtol(args: argparse.Namespace, pipe: Any) -> float:
+    """--rtol, or for a low-precision variant with the default --rtol its own (``PRECISION_RTOL``)."""
+    variant = getattr(pipe, "variant", None)
+    precision = getattr(variant, "precision", "float32")
+    if args.rtol != 1e-4 or precision not in PRECISION_RTOL:
+        return args.rtol
+    agreement = getattr(variant, "agreement", None)
+    return min(1.0, max(PRECISION_RTOL[precision], 5 * agreement.rel_error if agreement is not None else 0.0))
+
+
 def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: bool) -> dict[str, Any]:
     from hetcc.runtime import verify
 
@@ -309,7 +325,7 @@ def _run_one(pipe: Any, feeds: dict[str, Any], args: argparse.Namespace, given: 
     report = None
     if args.verify and bench.stopped != "interrupted":
         # without --input the run's feeds are seed's random inputs; verify makes the same ones
-        report = verify(pipe, feeds=feeds if given else None, reference_path=args.reference, rtol=args.rtol,
+        report = verify(pipe, feeds=feeds if given else None, reference_path=args.reference, rtol=_rtol(args, pipe),
                         seed=args.seed, inputs=getattr(args, "verify_inputs", 1),
                         feeds_label="the --input files" + (f" (others seed {args.seed})" if args.random_missing
                                                            else ""))
@@ -461,7 +477,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for n, r in results:
             title = f"model {n} ({r['pipe'].name})" if n is not None else (
                 f"variant {r['pipe'].name}" if len(ex.variants) > 1 else None)
-            _print_run(console, r, args.rtol, title)
+            _print_run(console, r, r["report"].rtol if r["report"] is not None else args.rtol, title)
         if ex.kind == "workload" and args.verify and not interrupted:
             bad = [n for n, r in results if not r["report"].ok]
             console.print(f"verify: all {len(results)} model(s) match" if not bad

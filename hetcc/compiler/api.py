@@ -604,7 +604,7 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
         from hetcc.compiler.autoscale import DEFAULT_QOS
 
         deadline = DEFAULT_QOS
-    _check_policy_args(planner, policy, min_accuracy, calibration_data)
+    _check_policy_args(planner, policy, min_accuracy, calibration_data, planner_options)
     limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)  # refused before the work
     for name in (variants or [planner]):
         _check_planner(name, "policy" if policy else "model", objective, planner_options if not variants else None)
@@ -659,9 +659,10 @@ def _is_policy(planner: str, variants: Sequence[str] | None) -> bool:
     return not variants and planner != "auto" and get_spec(planner).kind == "policy"
 
 
-def _check_policy_args(planner: str, policy: bool, min_accuracy: Any, calibration_data: Any) -> None:
-    """--min-accuracy and --calibration-data checked before the work; refused for a planner that
-    makes no low-precision variants."""
+def _check_policy_args(planner: str, policy: bool, min_accuracy: Any, calibration_data: Any,
+                       options: Mapping[str, Any] | None = None) -> None:
+    """--min-accuracy, --calibration-data and a shipped Q-table (``qtable=``) checked before the
+    work; the first two refused for a planner that makes no low-precision variants."""
     if not policy:
         given = [f for f, v in (("--min-accuracy", min_accuracy), ("--calibration-data", calibration_data))
                  if v is not None]
@@ -675,6 +676,10 @@ def _check_policy_args(planner: str, policy: bool, min_accuracy: Any, calibratio
     if min_accuracy is not None:
         parse_accuracy(min_accuracy)
     check_calibration_dir(calibration_data)
+    if (options or {}).get("qtable"):
+        from hetcc.compiler.autoscale import check_qtable
+
+        check_qtable(str(options["qtable"]))
 
 
 @dataclass

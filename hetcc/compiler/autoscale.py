@@ -205,19 +205,19 @@ def action_table(analysis: Any, *, precisions: Sequence[str] = PRECISIONS,
                                          f"(target {target.name} is measured)"})
                         continue
                     source = full
-                factor = float(factors[prec])
-                t, busy = whole_model_cost(source, s, remote)
                 found.append(({"variant": name, "device": device.name, "kind": device.kind, "freq_mhz": freq,
                                "precision": prec, "remote": remote, "link": getattr(device, "link", None),
-                               "compute_ms": t * (1.0 if remote else factor), "busy_power_mw": busy,
-                               "bytes_in": bytes_in, "bytes_out": bytes_out,
-                               "accuracy": 1.0 if prec == "float32" else None}, s, factor, source))
+                               "compute_ms": 0.0, "busy_power_mw": 0.0, "bytes_in": bytes_in, "bytes_out": bytes_out,
+                               "accuracy": 1.0 if prec == "float32" else None}, s, float(factors[prec]), source))
     found = _narrow(found, excluded, actions, target.name)
     if not found:
         why = "; ".join(f"{e['variant']}: {e['reason']}" for e in excluded[:3])
         raise UsageError(f"no AutoScale action of {analysis.name} on {target.name}" + (f" ({why})" if why else ""))
+    numbers = _action_problem(problem, found)
+    for a, (action, *_) in enumerate(found):     # one definition: the action problem's own column
+        action["compute_ms"], action["busy_power_mw"] = whole_model_cost(numbers, a, action["remote"])
     return ActionTable(actions=tuple(f[0] for f in found), excluded=tuple(excluded), states=tuple(f[1] for f in found),
-                       factors=tuple(f[2] for f in found), problem=_action_problem(problem, found))
+                       factors=tuple(f[2] for f in found), problem=numbers)
 
 
 def _narrow(found: list, excluded: list[dict[str, str]], actions: Sequence[str] | str | None,
@@ -406,19 +406,26 @@ def _links(target: Any) -> dict[str, Any]:
             for name, ln in sorted((getattr(target, "links", None) or {}).items())}
 
 
+def check_qtable(path: str) -> Any:
+    """The ``hetcc.qtable/1`` file ``qtable=PATH`` names, read; a UsageError naming it otherwise."""
+    from hetcc.runtime.autoscale import QTable
+    from hetcc.runtime.errors import PolicyError
+
+    try:
+        return QTable.load(path)
+    except PolicyError as exc:
+        raise UsageError(f"--planner-option qtable={path}: {exc}") from None
+
+
 def _qtable(path: str | None, actions: Sequence[dict[str, Any]], target: str, seed: int) -> Any:
     """The policy's Q-table: ``path``'s (a hetcc.qtable/1 file; transferred when its actions differ
     from these) or an untrained one (seeded)."""
     from hetcc.runtime.autoscale import QTable
-    from hetcc.runtime.errors import PolicyError
 
     names = [a["variant"] for a in actions]
     if path is None:
         return QTable(names, target=target, seed=seed)
-    try:
-        table = QTable.load(path)
-    except PolicyError as exc:
-        raise UsageError(f"--planner-option qtable={path}: {exc}") from None
+    table = check_qtable(path)
     return table if list(table.actions) == names else table.transfer(list(actions))
 
 
@@ -479,4 +486,4 @@ def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | 
 
 
 __all__ = ["ActionTable", "DEFAULT_FACTORS", "DEFAULT_QOS", "PRECISIONS", "PolicyVariants", "TAGS", "action_name",
-           "action_table", "device_factors", "model_features", "parse_accuracy", "policy_variants", "precision_of"]
+           "action_table", "check_qtable", "device_factors", "model_features", "parse_accuracy", "policy_variants", "precision_of"]
