@@ -417,6 +417,26 @@ class PolicyRunner:
         self.last = d
         return out
 
+    def evaluate(self, feeds: Mapping[str, Any], variant: str, observation: Observation | None = None
+                 ) -> dict[str, Any]:
+        """Run ``variant`` once outside the policy (no choice, no update): its measured latency,
+        energy and reward as the policy would count them under ``observation`` (default: the
+        state observed last). A benchmark's Opt oracle runs every variant this way."""
+        a = self.policy.qtable.index(variant)
+        if observation is None:
+            observation = self._state[1] if self._state is not None else self.observer.observe(self.index)
+        self._set_signal(observation)
+        try:
+            _out, ms, mw, times = self._run_variant(feeds, variant)
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported, as the policy would see it
+            return {"variant": variant, "ok": False, "error": " ".join(str(exc).split()), "reward": self.penalty,
+                    "latency_ms": None, "energy_mj": None}
+        energy = self._energy(a, ms, mw, times, observation)
+        return {"variant": variant, "ok": True, "latency_ms": ms, "energy_mj": energy,
+                "reward": self.policy.reward(a, ms, energy), "t_tx_ms": times[0], "t_rx_ms": times[1]}
+
     # -- persisting
     def save(self) -> str | None:
         """Write the learned table into the artifact now (module doc: new file, manifest, old file

@@ -215,3 +215,16 @@ def test_executor_policy_true(art):
     _pol, rel = current_policy(art)
     assert rel.startswith("policy/autoscale-")
     PolicyRunner(Executor(art)).close()                  # released on close
+
+
+def test_evaluate_runs_a_variant_outside_the_policy(art):
+    ex = Executor(art)
+    run = PolicyRunner(ex, observer=FixedObserver([QUIET]))
+    feeds = feeds_for(ex)
+    r = run.evaluate(feeds, "cpu@1000:fp32")
+    assert r["ok"] and r["latency_ms"] > 0 and r["energy_mj"] > 0
+    assert r["energy_mj"] == pytest.approx((500 + 300) * r["latency_ms"] / 1000)
+    bad = run.evaluate(feeds, "edge")
+    assert not bad["ok"] and bad["reward"] == run.penalty and "edge" in bad["error"]
+    assert run.index == 0 and run.policy.qtable.states == ()
+    run.close()
