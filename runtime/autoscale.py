@@ -439,7 +439,7 @@ class QTable:
     def _mask(self, allowed: np.ndarray | None) -> np.ndarray:
         if allowed is None:
             return np.ones(len(self.actions), dtype=bool)
-        mask = np.asarray(allowed, dtype=bool)
+        mask = allowed if isinstance(allowed, np.ndarray) and allowed.dtype == bool else np.asarray(allowed, dtype=bool)
         if mask.shape != (len(self.actions),):
             raise PolicyError(f"allowed: expected {len(self.actions)} flags (one per action), got {mask.size}")
         if not mask.any():
@@ -475,19 +475,22 @@ class QTable:
             raise PolicyError(f"action index {a}: out of range (0..{len(self.actions) - 1})")
         if not math.isfinite(reward):
             raise PolicyError(f"reward {reward!r}: not a finite number")
-        if not _valid_key(key) or not _valid_key(next_key):
-            raise PolicyError(f"state key {key if not _valid_key(key) else next_key!r}: expected 8 Table 1 bins "
-                              "joined by '|' (see state_key)")
         row = self._q.get(key)
         if row is None:
+            if not _valid_key(key):
+                raise PolicyError(f"state key {key!r}: expected 8 Table 1 bins joined by '|' (see state_key)")
             row = self._q[key] = self._init(key)
             self._visits[key] = np.zeros(len(self.actions), dtype=np.int64)
         elif key not in self._visits:
             self._visits[key] = np.zeros(len(self.actions), dtype=np.int64)
-        nxt = self.values(next_key) if next_key != key else row
+        nxt = row if next_key == key else self._q.get(next_key)
+        if nxt is None:
+            if not _valid_key(next_key):
+                raise PolicyError(f"state key {next_key!r}: expected 8 Table 1 bins joined by '|' (see state_key)")
+            nxt = self._init(next_key)
         if next_allowed is not None:
-            nxt = np.where(self._mask(next_allowed), nxt, -np.inf)
-        target = float(reward) + h.discount * float(np.max(nxt))
+            nxt = nxt[self._mask(next_allowed)]
+        target = float(reward) + h.discount * float(nxt.max())
         row[a] += h.learning_rate * (target - row[a])
         self._visits[key][a] += 1
 

@@ -15,7 +15,8 @@ Standard library only. An observation costs a few file reads (tens of microsecon
   set (``/proc/self/statm``), over ``MemTotal``; with ``mem_baseline=True`` minus what the
   others used when the observer started (so a quiet machine reads 0 and a co-runner's
   allocation is what shows). Memory changes slowly: it is re-read at most every
-  ``mem_interval_s`` (0.1 s; reading /proc/meminfo costs about 130 us).
+  ``mem_interval_s`` (1 s; reading /proc/meminfo costs about 130 us, the kernel fills in every
+  field).
 * **RSSI**: a CSV trace ``t,wifi_dbm,p2p_dbm`` (one row per inference, the last row held after
   the end; or by time: the last row whose ``t`` in seconds since the start has passed; an empty
   cell is no reading), else ``/proc/net/wireless`` (``level`` of the first ``wl*`` interface for
@@ -272,7 +273,7 @@ class Observer:
 
     def __init__(self, trace: str | os.PathLike | RssiTrace | None = None,
                  trace_by: Literal["inference", "time"] = "inference", proc: str | os.PathLike = "/proc",
-                 mem_baseline: bool = False, min_interval_s: float = 0.1, mem_interval_s: float = 0.1,
+                 mem_baseline: bool = False, min_interval_s: float = 0.1, mem_interval_s: float = 1.0,
                  wireless_interval_s: float = 1.0) -> None:
         if trace_by not in ("inference", "time"):
             raise TraceError(f"trace_by {trace_by!r}: expected 'inference' or 'time'")
