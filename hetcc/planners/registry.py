@@ -169,7 +169,9 @@ def check_planner(name: str, kind: str, metric: str | None = None) -> PlannerSpe
     spec = get_spec(name)
     if spec.kind != kind:
         raise UsageError(f"planner {spec.name!r} plans a {spec.kind}, not a {kind}; "
-                         + ("compile several models for a workload planner" if kind == "model"
+                         + (f"give it alone, --planner {spec.name} on one model (it writes a variant per action)"
+                            if spec.kind == "policy" and kind == "model" else
+                            "compile several models for a workload planner" if kind == "model"
                             else "choose a workload planner (hetcc planners)"))
     if metric is not None and metric not in spec.metrics:
         raise UsageError(f"planner {spec.name!r} does not optimise {metric} (it optimises "
