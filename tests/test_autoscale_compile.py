@@ -245,3 +245,11 @@ def test_cli_bad_options_are_one_line_errors(capsys, models, tmp_path, argv, nee
     lines = [l for l in err.splitlines() if l.strip()]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("hetcc: error: ") and needle in lines[0], err
     assert not (tmp_path / "o").exists()
+
+
+def test_measure_agreement_of_the_whole_model(analysis):
+    from hetcc.compiler.autoscale import measure_agreement
+
+    got = measure_agreement(analysis, ("fp32", "fp16", "int8"))
+    assert set(got) == {"float16", "int8"} and got["float16"].rel_error < got["int8"].rel_error
+    assert measure_agreement(analysis, ("float32",)) == {}

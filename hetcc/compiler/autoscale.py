@@ -429,6 +429,21 @@ def _qtable(path: str | None, actions: Sequence[dict[str, Any]], target: str, se
     return table if list(table.actions) == names else table.transfer(list(actions))
 
 
+def measure_agreement(analysis: Any, precisions: Any = ("float16", "int8"), converter: Any = None) -> dict[str, Any]:
+    """{precision: Agreement} of the whole model converted to each low precision of ``precisions``
+    (float32 is skipped) against FP32 (``hetcc.passes.precision``: top-1 and mean relative error on
+    16 seeded inputs); ``converter`` a ``Converter`` to share (calibration data, its caches). An
+    action's ``accuracy`` at a low precision is its ``top1``."""
+    from hetcc.passes.precision import Converter
+
+    low = sorted({precision_of(p) for p in precisions} - {"float32"}, key=PRECISIONS.index)
+    if not low:
+        return {}
+    converter = converter if converter is not None else Converter()
+    whole = _whole_model_bytes(analysis.program)
+    return {p: converter.agreement(whole, p) for p in low}
+
+
 def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | None = None, *,
                     min_accuracy: float | str | None = None, calibration_data: Any = None, seed: int = 0,
                     ctx: Any = None) -> PolicyVariants:
@@ -449,11 +464,7 @@ def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | 
     floor = 0.0 if min_accuracy is None else parse_accuracy(min_accuracy)
     converter = Converter(calibration_data, seed)
     table = action_table(analysis, actions=opts.actions)
-    low = sorted({a["precision"] for a in table.actions} - {"float32"}, key=PRECISIONS.index)
-    measured: dict[str, Any] = {}
-    if low:
-        whole = _whole_model_bytes(analysis.program)
-        measured = {p: converter.agreement(whole, p) for p in low}
+    measured = measure_agreement(analysis, {a["precision"] for a in table.actions}, converter)
     below = [{"variant": a["variant"], "reason": f"agreement {measured[a['precision']].top1:.1%} < "
               f"{floor:.1%}"} for a in table.actions
              if a["precision"] in measured and measured[a["precision"]].top1 < floor]
@@ -486,4 +497,4 @@ def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | 
 
 
 __all__ = ["ActionTable", "DEFAULT_FACTORS", "DEFAULT_QOS", "PRECISIONS", "PolicyVariants", "TAGS", "action_name",
-           "action_table", "check_qtable", "device_factors", "model_features", "parse_accuracy", "policy_variants", "precision_of"]
+           "action_table", "check_qtable", "device_factors", "measure_agreement", "model_features", "parse_accuracy", "policy_variants", "precision_of"]
