@@ -46,9 +46,11 @@ TITLES = {
     "exact_vs_spine": "`exact` and `dp` against the spine",
     "fairboost": "FairBoost's evaluation: multi-DNN managers",
     "fidelity": "Fidelity to MOSAIC",
+    "autoscale_real": "AutoScale on this machine: the policy against Opt",
     "herti": "HERTI's evaluation",
     "host_fit": "The analytical host fitted to a profile",
     "hostile": "Hostile input",
+    "offload_shaping": "Offload traffic shaping against the link tables",
     "planners": "Planner speed",
     "runtime_overhead": "Runtime overhead",
     "sweep_agreement": "Sweep table against single compiles",
@@ -1128,6 +1130,28 @@ def r_herti_ablation(doc: dict[str, Any]) -> list[Section]:
     return out
 
 
+def r_offload_shaping(doc: dict[str, Any]) -> list[Section]:
+    rows = [r for r in doc.get("results") or [] if isinstance(r, dict)]
+    target = doc.get("target_error")
+    body = [[str(r.get("link")), fix(r.get("signal_dbm"), 0), fix(r.get("tabled_mbps"), 1),
+             fix(r.get("delivered_up_mbps"), 2), fix(r.get("delivered_down_mbps"), 2), pct(r.get("bandwidth_error"), 1),
+             fix(r.get("tabled_rtt_ms"), 1), fix(r.get("delivered_rtt_ms"), 2), pct(r.get("rtt_error"), 1)]
+            for r in rows]
+    sizes = ", ".join(fix(x, 0) for x in doc.get("payload_ms") or [])
+    text = (f"Target `{cell(doc.get('target'))}`; payloads taking {sizes} ms at the tabled "
+            f"bandwidth, least of {cell(doc.get('repeat'))} runs per direction; bandwidth = 1 / "
+            "slope and RTT = the two intercepts of a least-squares line through (bytes, ms) of each direction.\n\n"
+            + table(["link", "dBm", "tabled Mbit/s", "delivered up", "delivered down", "error", "tabled RTT ms",
+                     "delivered RTT ms", "error"], body))
+    summary = kv_table([("worst bandwidth error", pct(doc.get("worst_bandwidth_error"), 1)),
+                        ("worst RTT error", pct(doc.get("worst_rtt_error"), 1)),
+                        ("target", f"within {pct(target, 0)}" if is_num(target) else DASH),
+                        ("target met", yes_no(doc.get("target_met"))),
+                        ("offloads the server logged", cell(doc.get("server_offloads_logged"))),
+                        ("server exit status after SIGTERM", cell(doc.get("server_exit")))])
+    return [("Tabled vs delivered", text), ("Summary", summary)]
+
+
 def r_generic(doc: dict[str, Any]) -> list[Section]:
     """A script this file does not know: its scalars, and each list of flat records as a table."""
     skip = {"script", "date", "started", "machine", "args", "command", "argv"}
@@ -1148,12 +1172,57 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], list[Section]]] = {
     "compile": r_compile, "concurrent_runs": r_concurrent_runs, "contention": r_contention, "evosh": r_evosh, "exact_vs_spine": r_exact_vs_spine, "fidelity": r_fidelity,
     "herti": r_herti, "host_fit": r_host_fit, "hostile": r_hostile, "planners": r_planners,
     "runtime_overhead": r_runtime_overhead, "sweep_agreement": r_sweep_agreement, "sweep_scaling": r_sweep_scaling,
-    "verify_zoo": r_verify_zoo,
+    "verify_zoo": r_verify_zoo, "offload_shaping": r_offload_shaping,
 }
 
 #: results whose stem, not their script, picks the renderer (a second JSON of one script)
 STEM_RENDERERS: dict[str, Callable[[dict[str, Any]], list[Section]]] = {"herti-ablation": r_herti_ablation}
 RENDERERS["fairboost"] = r_fairboost
+
+
+def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
+    """benchmarks/autoscale_real.py: energy per inference of the policy and Opt, per phase and pass."""
+    a = doc.get("args") or {}
+    rows = [r for r in doc.get("per_phase") or [] if isinstance(r, dict)]
+
+    def picks(d: Any) -> str:
+        return ", ".join(f"{esc(str(k))} {v}" for k, v in sorted((d or {}).items())) or DASH
+
+    body = [[cell(r.get("pass")), esc(str(r.get("phase"))), fix(r.get("policy_mj"), 2), fix(r.get("opt_mj"), 2),
+             pct(r.get("efficiency_vs_opt"), 1), picks(r.get("policy_choices")), picks(r.get("opt_choices")),
+             cell(r.get("policy_qos_violations")), ", ".join(f"`{x}`" for x in r.get("states") or [])] for r in rows]
+    text = (f"Model `{cell(a.get('model'))}`, {cell(a.get('per_phase'))} inferences per phase, "
+            f"{cell(a.get('passes'))} pass(es), QoS {short(doc.get('qos_ms'))} ms; energy per inference in mJ "
+            f"({esc(str(doc.get('energy_source')))}); Opt = the best variant of each inference in hindsight "
+            "(every variant measured after it).\n\n"
+            + table(["pass", "phase", "policy mJ", "Opt mJ", "policy / Opt efficiency", "policy ran", "Opt picked",
+                     "QoS misses", "states"], body))
+    out: list[Section] = [("Per phase", text)]
+    passes = [p for p in doc.get("passes") or [] if isinstance(p, dict)]
+    body = []
+    for i, p in enumerate(passes, 1):
+        pol, opt = p.get("policy") or {}, p.get("opt") or {}
+        body.append([str(i), fix(pol.get("energy_mj_per_inference"), 2), fix(opt.get("energy_mj_per_inference"), 2),
+                     pct(p.get("policy_efficiency_vs_opt"), 1),
+                     f"{cell(p.get('policy_matches_opt'))} / {cell(pol.get('inferences'))}",
+                     f"{cell(pol.get('qos_violations'))} / {cell(opt.get('qos_violations'))}"])
+    fixed = (passes[-1].get("fixed") or {}) if passes else {}
+    body_fixed = [[esc(str(v)), fix(f.get("energy_mj_per_inference"), 2), fix(f.get("latency_ms_p50"), 2),
+                   cell(f.get("qos_violations")), cell(f.get("failed"))] for v, f in fixed.items() if isinstance(f, dict)]
+    o = doc.get("overhead_us") or {}
+    pairs = [("observe + choose, p50 / p90 µs", f"{fix((o.get('decide') or {}).get('p50'), 1)} / "
+              f"{fix((o.get('decide') or {}).get('p90'), 1)}"),
+             ("reward + Q update, p50 µs", fix((o.get("update") or {}).get("p50"), 1)),
+             ("fallbacks", cell(doc.get("fallbacks"))), ("offload server", yes_no(doc.get("server")))]
+    out.append(("Whole passes", table(["pass", "policy mJ", "Opt mJ", "policy / Opt efficiency", "matches Opt",
+                                       "QoS misses policy / Opt"], body)
+                + "\n\nEach variant held fixed (last pass):\n\n"
+                + table(["variant", "mJ / inference", "p50 ms", "QoS misses", "failed"], body_fixed)
+                + "\n\n" + kv_table(pairs)))
+    return out
+
+
+RENDERERS["autoscale_real"] = r_autoscale_real
 
 # ---- figures -------------------------------------------------------------------------------------
 
