@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import onnx
 
-from hetcc.core.errors import UsageError
+from hetcc.core.errors import ModelError, UsageError
 from hetcc.runtime.manifest import Agreement
 
 PRECISIONS = ("float32", "float16", "int8")
@@ -232,13 +232,19 @@ class Converter:
             raise UsageError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
         key = (hashlib.sha256(data).hexdigest(), precision)
         if key not in self.converted:
-            if precision == "float16":
-                self.converted[key] = to_float16(data)
-            else:
-                model = onnx.load_from_string(data)
+            model = onnx.load_from_string(data)
+            feeds = None
+            if precision == "int8":
                 feeds = (calibration_feeds(model, self.calibration, self.seed) if self.calibration is not None
                          else random_feeds(model, CALIBRATION_INPUTS, self.seed))
-                self.converted[key] = to_int8(data, feeds)
+            try:
+                self.converted[key] = to_float16(data) if precision == "float16" else to_int8(data, feeds or [])
+            except (UsageError, MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as exc:   # the converters' own failures: any op, any message
+                raise ModelError(f"{model.graph.name or 'the model'}: converting to {precision} failed ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else 'no message'}); leave its "
+                                 f"{precision} actions out (--planner-option actions=...)") from None
         return self.converted[key]
 
     def agreement(self, data: bytes, precision: str) -> Agreement | None:
@@ -247,7 +253,15 @@ class Converter:
             return None
         key = (hashlib.sha256(data).hexdigest(), precision)
         if key not in self.agreements:
-            self.agreements[key] = agreement(data, self.convert(data, precision))
+            low = self.convert(data, precision)
+            try:
+                self.agreements[key] = agreement(data, low)
+            except (MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as exc:   # onnxruntime cannot load or run the converted file
+                raise ModelError(f"the {precision} conversion does not run in onnxruntime ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else 'no message'}); leave its "
+                                 f"{precision} actions out (--planner-option actions=...)") from None
         return self.agreements[key]
 
 

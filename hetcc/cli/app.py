@@ -145,7 +145,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         notes = _build_files(args, depfile, [a.program for a in wresult.analyses], wresult.analyses[0].target)
         notes = [*_memory_lines(wresult.analyses, True), *notes]
         return _compile_workload(args, console, wresult, progress, notes)
-    common["objective"] = args.objective or ("energy" if _policy_planner(args.planner, variants) else "latency")
+    common["objective"] = args.objective or (None if _policy_planner(args.planner, variants) else "latency")
     result = hetcc_compile(args.model[0], args.target, **common, **analyse_kw, budget=_budget(args),
                            hardware=parse_hardware(args.hardware), variants=variants, dump_after=args.dump_after,
                            min_accuracy=args.min_accuracy, calibration_data=args.calibration_data)

@@ -568,7 +568,7 @@ class CompileResult:
         return self.describe()
 
 
-def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = "latency", *,
+def compile(model: Any, target: str | Path | Any = "hikey970", objective: str | None = "latency", *,
             deadline: str | float | None = None, power_cap: str | None = None,
             deadline_ms: float | str | None = None, power_cap_mw: float | str | None = None,
             planner: str = "auto", planner_options: Mapping[str, Any] | None = None,
@@ -589,7 +589,8 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     the default). Raises HetccError subclasses on bad input and InfeasibleError when no plan
     meets the limits. The artifact is the same, byte for byte, for the same inputs;
     ``write_timings`` adds ``timings.json`` (wall times). ``dump_after`` writes beside
-    ``output_dir`` (``dump_path``). ``observations``: the memory rows (``analyse``).
+    ``output_dir`` (``dump_path``). ``observations``: the memory rows (``analyse``). ``objective``
+    None: energy on a target with a power model, else latency.
 
     A planner of kind ``policy`` (``autoscale``) writes one variant per action and the policy
     file (``hetcc.compiler.autoscale``): the deadline is its QoS target (default 50 ms),
@@ -611,6 +612,8 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str = 
     session = analyse(model, target, input_shapes=input_shapes, max_cut_tensors=max_cut_tensors, seed=seed,
                       profile_repeats=profile_repeats, profile_cache=profile_cache, on_pass=on_pass,
                       dump_after=dump_after, progress=progress, dump_beside=output_dir, observations=observations)
+    if objective is None:   # a policy's default: energy where the target models power
+        objective = "energy" if session.target.has_power_model else "latency"
     obj = session.objective(objective, deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
     names = list(variants) if variants else [planner]
     built: list[Any] = []

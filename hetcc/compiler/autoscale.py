@@ -459,11 +459,16 @@ def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | 
     from hetcc.planners.registry import get_spec, parse_options
     from hetcc.runtime.autoscale import Policy
 
+    from hetcc.runtime.manifest import MAX_VARIANTS
+
     spec = get_spec("autoscale")
     opts = parse_options(spec, options or {})
     floor = 0.0 if min_accuracy is None else parse_accuracy(min_accuracy)
     converter = Converter(calibration_data, seed)
     table = action_table(analysis, actions=opts.actions)
+    if len(table.names) > MAX_VARIANTS:
+        raise UsageError(f"{analysis.target.name} offers {len(table.names)} actions, more than an artifact's "
+                         f"{MAX_VARIANTS} variants; keep fewer with --planner-option actions=NAME,...")
     measured = measure_agreement(analysis, {a["precision"] for a in table.actions}, converter)
     below = [{"variant": a["variant"], "reason": f"agreement {measured[a['precision']].top1:.1%} < "
               f"{floor:.1%}"} for a in table.actions
