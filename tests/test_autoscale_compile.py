@@ -253,3 +253,12 @@ def test_measure_agreement_of_the_whole_model(analysis):
     got = measure_agreement(analysis, ("fp32", "fp16", "int8"))
     assert set(got) == {"float16", "int8"} and got["float16"].rel_error < got["int8"].rel_error
     assert measure_agreement(analysis, ("float32",)) == {}
+
+
+def test_api_refusals(models, tmp_path):
+    with pytest.raises(UsageError, match="--hardware"):
+        hetcc.compile(models["tiny"], "orangepi5", planner="autoscale", hardware={"x": 1})
+    with pytest.raises(UsageError, match="plans a policy, not a model"):
+        hetcc.compile(models["tiny"], TARGET, variants=["autoscale", "dp"])
+    with pytest.raises(UsageError, match="no .npy file"):
+        hetcc.compile(models["tiny"], TARGET, planner="autoscale", calibration_data=tmp_path)

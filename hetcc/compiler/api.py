@@ -606,6 +606,9 @@ def compile(model: Any, target: str | Path | Any = "hikey970", objective: str | 
 
         deadline = DEFAULT_QOS
     _check_policy_args(planner, policy, min_accuracy, calibration_data, planner_options)
+    if policy and hardware:
+        raise UsageError(f"--hardware with --planner {planner}: its variants are the board's device states at its "
+                         "default knob configuration; drop --hardware")
     limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)  # refused before the work
     for name in (variants or [planner]):
         _check_planner(name, "policy" if policy else "model", objective, planner_options if not variants else None)
