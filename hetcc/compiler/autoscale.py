@@ -42,6 +42,7 @@ excluded). Op support, predicates and capacity are judged as the legality pass j
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -327,7 +328,7 @@ def parse_accuracy(text: Any, flag: str = "--min-accuracy") -> float:
             value = float(shown[:-1] if pct else shown) / (100.0 if pct else 1.0)
         except ValueError:
             raise UsageError(f"malformed {flag} {text!r}; give a fraction or a percentage, e.g. 0.9 or 90%") from None
-    if not (value == value and 0.0 <= value <= 1.0):
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise UsageError(f"{flag} {shown!r} is out of range; give a fraction from 0 to 1 or a percentage up to 100%, "
                          "e.g. 0.9 or 90%")
     return value
@@ -458,7 +459,6 @@ def policy_variants(analysis: Any, objective: Any, options: Mapping[str, Any] | 
     from hetcc.planners.problem import Slice
     from hetcc.planners.registry import get_spec, parse_options
     from hetcc.runtime.autoscale import Policy
-
     from hetcc.runtime.manifest import MAX_VARIANTS
 
     spec = get_spec("autoscale")
