@@ -47,7 +47,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .autoscale import Hyper, Policy, write_atomic
-from .errors import InputError, ManifestError, PolicyError
+from .errors import ManifestError, PolicyError, RemoteSliceError, SliceRunError
 from .manifest import MANIFEST_NAME, FileRef, read_manifest, slice_path
 from .observe import Observation, Observer
 
@@ -81,6 +81,7 @@ class PolicyOptions:
     mem_baseline: bool = field(default=False, metadata={
         "doc": "count co-runner memory from what others used at the start (1) instead of in all (0)"})
     meter: bool = field(default=True, metadata={"doc": "use a readable power meter when there is one"})
+    trace: str | None = field(default=None, metadata={"doc": "the signal trace CSV t,wifi_dbm,p2p_dbm (--trace)"})
 
     def hyper_overrides(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in ("learning_rate", "discount", "epsilon", "alpha", "beta")
@@ -111,6 +112,8 @@ def parse_policy_options(items: Sequence[str], base: PolicyOptions | None = None
                 if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
                     raise ValueError
                 v = raw.lower() in ("1", "true", "yes")
+            elif f.name == "trace":
+                v = raw or None
             elif f.name == "trace_by":
                 if raw not in ("inference", "time"):
                     raise ValueError
@@ -172,6 +175,16 @@ def _link_signal(link_kind: str, link_name: str, obs: Observation) -> float | No
     return obs.rssi_p if any(w in text for w in ("direct", "p2p", "bluetooth", "peer")) else obs.rssi_w
 
 
+def _variant_failure(exc: BaseException) -> bool:
+    """Whether an exception from running a variant is the variant failing (penalised, fallen back
+    from): a slice that failed or timed out, a remote slice that could not be offloaded, anything
+    outside the manifest's errors (onnxruntime's, the OS's). Bad feeds (InputError) and a damaged
+    or tampered artifact (any other ManifestError: a sha256 mismatch, a missing file) are raised."""
+    if isinstance(exc, (SliceRunError, RemoteSliceError)):
+        return True
+    return not isinstance(exc, ManifestError)
+
+
 class PolicyRunner:
     """Runs an Executor's model under its artifact's AutoScale policy (module doc)."""
 
@@ -212,7 +225,8 @@ class PolicyRunner:
             raise PolicyError(f"{self.policy_path}: no variant meets min_accuracy {self.policy.min_accuracy}; "
                               "recompile with a lower --min-accuracy")
         self.rng = np.random.default_rng(options.seed)
-        self.observer = observer or Observer(trace, options.trace_by, mem_baseline=options.mem_baseline)
+        self.observer = observer or Observer(trace if trace is not None else options.trace, options.trace_by,
+                                             mem_baseline=options.mem_baseline)
         self.meter = None
         self.meter_name = None
         if options.meter:
@@ -370,9 +384,9 @@ class PolicyRunner:
         ran = a
         try:
             out, ms, mw, times = self._run_variant(feeds, variant)
-        except InputError:
-            raise
         except Exception as exc:  # noqa: BLE001 - a failing variant is penalised, the inference still returns
+            if not _variant_failure(exc):
+                raise
             error = " ".join(str(exc).split()) or type(exc).__name__
             b = self._fallback(key, a)
             if b is None:
@@ -380,9 +394,9 @@ class PolicyRunner:
             fallback = pol.variants[b]
             try:
                 out, ms, mw, times = self._run_variant(feeds, fallback)
-            except InputError:
-                raise
             except Exception as exc2:  # noqa: BLE001
+                if not _variant_failure(exc2):
+                    raise
                 raise PolicyError(f"{self.root}: variant {variant!r} failed ({error}) and the fallback "
                                   f"{fallback!r} failed too ({' '.join(str(exc2).split())})") from exc2
             ran = b
@@ -428,9 +442,9 @@ class PolicyRunner:
         self._set_signal(observation)
         try:
             _out, ms, mw, times = self._run_variant(feeds, variant)
-        except InputError:
-            raise
         except Exception as exc:  # noqa: BLE001 - reported, as the policy would see it
+            if not _variant_failure(exc):
+                raise
             return {"variant": variant, "ok": False, "error": " ".join(str(exc).split()), "reward": self.penalty,
                     "latency_ms": None, "energy_mj": None}
         energy = self._energy(a, ms, mw, times, observation)

@@ -228,3 +228,24 @@ def test_evaluate_runs_a_variant_outside_the_policy(art):
     assert not bad["ok"] and bad["reward"] == run.penalty and "edge" in bad["error"]
     assert run.index == 0 and run.policy.qtable.states == ()
     run.close()
+
+
+def test_tampered_variant_is_raised_not_fallen_back(art):
+    from hetcc.runtime import ManifestError
+    ex = Executor(art)
+    run = PolicyRunner(ex, observer=FixedObserver([QUIET]))
+    m = load_manifest(art)
+    victim = art / m.variants["cpu@2000:fp32"].slices[0].file
+    victim.write_bytes(victim.read_bytes() + b"\0")
+    with pytest.raises(ManifestError, match="sha256 mismatch"):
+        run.evaluate(feeds_for(ex), "cpu@2000:fp32")
+    run.close()
+
+
+def test_trace_in_options(art, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("t,wifi_dbm,p2p_dbm\n0,-95,-95\n")
+    opts = parse_policy_options([f"trace={trace}", "persist=0"])
+    with Executor(art, policy=opts) as ex:
+        ex.run(feeds_for(ex))
+        assert ex.policy_runner.last.state.endswith("|W|W")
