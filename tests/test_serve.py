@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -65,6 +67,13 @@ def request(server, path, *, data=None, token=TOKEN, headers=None, method=None):
         return exc.code, exc.read()
 
 
+def raw(server, data: bytes) -> bytes:
+    """The first bytes of the server's answer to ``data`` sent on a plain socket."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(data)
+        return sock.recv(64)
+
+
 def runs(server) -> int:
     status, text = request(server, "/metrics")
     assert status == 200
@@ -112,7 +121,13 @@ def test_oversized_and_malformed_requests_are_refused_and_the_server_keeps_servi
         return request(server, "/v1/run" + query, data=data, headers=headers)
 
     good, _, _ = encode_tensors({"x": np.zeros((1, 8), np.float32)})
-    assert post(b"\0" * (2 << 20))[0] == 413                                  # over --max-body 1 (MiB)
+    # over --max-body 1 (MiB): refused from Content-Length before the body is read, and while reading
+    # a chunked body (raw sockets: the server may close before a client such as urllib sent it all)
+    head = f"POST /v1/run?slices={sha} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+    assert raw(server, (head + f"Content-Length: {2 << 20}\r\n\r\n").encode()).startswith(b"HTTP/1.1 413")
+    chunk = b"\0" * (64 << 10)
+    chunked = (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + (b"10000\r\n" + chunk + b"\r\n") * 17
+    assert raw(server, chunked).startswith(b"HTTP/1.1 413")
     assert post(b"garbage")[0] == 400                                         # neither .npy nor .npz
     assert post(good[:-4])[0] == 400                                          # truncated
     assert post(good, headers={"X-Hetcc-Names": "z"})[0] == 400               # not the slice's input
@@ -165,8 +180,8 @@ def test_sigterm_while_serving_finishes_the_request_in_flight_and_exits_0(artifa
         sha = slices_of(artifact)["cloud"][0]
         x = np.random.default_rng(1).standard_normal((1, 8)).astype(np.float32)
         result: dict = {}
-        # the body goes at 2 kbit/s: the request stays in flight for ~0.6 s on the server
-        slow = OffloadClient(served.url, token=TOKEN, link=ShapedLink(0.002, 0.0), retries=0)
+        # the body goes at 4 kbit/s: the request stays in flight for ~0.3 s on the server
+        slow = OffloadClient(served.url, token=TOKEN, link=ShapedLink(0.004, 0.0), retries=0)
         thread = threading.Thread(target=lambda: result.update(r=slow.run({"x": x}, slices=[sha])))
         thread.start()
         while "hetcc_serve_runs_in_flight 1" not in request(served, "/metrics")[1].decode():
@@ -202,3 +217,28 @@ def test_the_command_line(tmp_path, capsys, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "HETCC_CACHE_DIR": str(tmp_path / "cache")})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_run_past_the_time_limit_is_stopped_and_a_missing_provider_reported(artifact, tmp_path, caplog):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hetcc.serve.backend import Backend, RunTimeout
+
+    w = numpy_helper.from_array(np.eye(384, dtype=np.float32), "w")
+    nodes = [helper.make_node("MatMul", [f"h{i}", "w"], [f"h{i + 1}"]) for i in range(12)]
+    graph = helper.make_graph(nodes, "slow", [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [384, 384])],
+                              [helper.make_tensor_value_info("h12", TensorProto.FLOAT, [384, 384])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "slow.onnx"))
+    backend = Backend(tmp_path / "slow.onnx", threads=1)
+    chain = backend.plan([], None)
+    x = np.ones((384, 384), np.float32)
+    with pytest.raises(RunTimeout, match="--timeout"):       # the app answers it 504
+        backend.run(chain, {"h0": x}, timeout=1e-4)
+    np.testing.assert_allclose(backend.run(chain, {"h0": x}, timeout=None)["h12"], x)
+    with caplog.at_level(logging.WARNING, logger="hetcc.serve"):
+        served = Backend(artifact)
+    assert served.sessions == 3     # the files of both variants, once each
+    assert any("CUDAExecutionProvider is not available here" in r.getMessage() for r in caplog.records)
