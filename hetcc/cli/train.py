@@ -38,7 +38,8 @@ def add_arguments(parser: Any) -> Any:
     parser.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help="seed of the whole run (default 0)")
     parser.add_argument("--steps", type=int_in(1, STEPS_MAX),
                         help="environment steps (fairboost, default 20000) or gradient steps (vqvae, default 1500)")
-    parser.add_argument("--models", metavar="A,B,...", help="zoo models to learn on (default: every zoo model)")
+    parser.add_argument("--models", metavar="A,B,...", help="zoo models to learn on (default: every zoo model; "
+                        "autoscale: the zoo's networks of AutoScale Table 3, and .onnx files too)")
     parser.add_argument("--min-models", type=int_in(1, 64), default=3, help="fewest models in a training mix (3)")
     parser.add_argument("--max-models", type=int_in(1, 64), default=5,
                         help="most models in a mix, and what the agent's observation holds (5, the paper's)")
@@ -64,9 +65,11 @@ def _names(args: Any) -> list[str]:
     if not args.models:
         return list(ZOO)
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    bad = [n for n in names if n not in ZOO]
+    bad = [n for n in names if n not in ZOO and not (args.what == "autoscale" and n.endswith(".onnx")
+                                                     and Path(n).is_file())]
     if bad:
-        raise UsageError(f"--models: {bad[0]!r} is not a zoo model (hetcc zoo list)")
+        raise UsageError(f"--models: {bad[0]!r} is not a zoo model (hetcc zoo list)"
+                         + (" nor an .onnx file" if args.what == "autoscale" else ""))
     if len(set(names)) < 2 and args.what == "fairboost":
         raise UsageError("--models: give at least two models to mix")
     return names

@@ -81,7 +81,7 @@ class AutoScaleEnv(gym.Env):
         m, v = self._cur
         self._noise = self.board.noise(self.np_random)
         key = self.board.key(m, v)
-        return obs_of_key(key), {"key": key, "model": m, "variance": v, "allowed": self.board.allowed(m)}
+        return obs_of_key(key), {"key": key, "model": m, "variance": v, "allowed": self.board.allowed(m).copy()}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=self._seed if seed is None else seed)

@@ -104,7 +104,7 @@ def _browser(rng: np.random.Generator, t: int) -> Variance:
 #: quoting [16]: "43% of data are transmitted under weak signal strength"); sigma 10 dB assumed
 #: (a typical indoor shadowing spread); clipped to the boards' tabled -90..-50 dBm.
 D3_SIGMA_DB = 10.0
-D3_MEAN_DBM = RSSI_SPLIT - D3_SIGMA_DB * 0.1764   # Phi(-0.1764) = 0.43 -> -78.2 dBm
+D3_MEAN_DBM = RSSI_SPLIT + D3_SIGMA_DB * 0.1764   # P(x <= -80) = Phi(-0.1764) = 0.43: -78.2 dBm
 
 
 def _random_wifi(rng: np.random.Generator, t: int) -> Variance:

@@ -145,7 +145,9 @@ class Board:
             if not self._allowed[-1].any():
                 raise ValueError(f"model {m.name!r}: no action of {target} meets the accuracy target")
         self.index = {name: i for i, name in enumerate(self.actions)}
-        assert n == len(self.index)
+        if n != len(self.index):
+            raise ValueError(f"{target}: an action is listed twice")
+        self._expected: dict[tuple[int, Variance], Outcomes] = {}
 
     # ------------------------------------------------------------------ names
     def find(self, *, device: str | None = None, precision: str | None = None, top: bool = False,
@@ -214,5 +216,11 @@ class Board:
         return Outcomes(lat, en, rw, lat < self.models[m].qos_ms, self._allowed[m].copy())
 
     def expected(self, m: int, v: Variance) -> Outcomes:
-        """Every action's noise-free result (the expected-best action: what a learner can know)."""
-        return self.outcomes(m, v, np.ones(len(self.actions)))
+        """Every action's noise-free result (the expected-best action: what a learner can know);
+        remembered per (model, variance): static environments repeat theirs."""
+        got = self._expected.get((m, v))
+        if got is None:
+            if len(self._expected) > 100_000:
+                self._expected.clear()
+            got = self._expected[(m, v)] = self.outcomes(m, v, np.ones(len(self.actions)))
+        return got

@@ -4,10 +4,11 @@
   runtime-variance state of Table 1, epsilon-greedy, the table updated after each (Alg. 1); one
   table for all networks, as the paper's 64,000 samples make one table.
 * ``evaluate(board, qtable, env)``: each network runs ``per_model`` inferences in a Table 4
-  environment from its own copy of the trained table (what an artifact ships), choosing greedily
-  and still learning (Sec. 4.2: "after the learning is completed, the Q-table is used to select A
-  which maximizes Q(S,A)"; the runtime keeps updating it). The baselines and the oracles see the
-  same inferences (same variances, same noise): Edge(CPU FP32), Edge(Best) (the local action of
+  environment choosing greedily (Sec. 4.2: "after the learning is completed, the Q-table is used
+  to select A which maximizes Q(S,A)") on its own copy of the trained table, which it keeps
+  updating (Alg. 1 repeats whenever an inference starts; hetcc's runtime does the same with the
+  table an artifact ships); ``AutoScale(frozen)`` never updates it. The baselines and the oracles
+  see the same inferences (same variances, same noise): Edge(CPU FP32), Edge(Best) (the local action of
   least energy over the run, known in hindsight), Cloud, Connected edge, Opt (per inference, the
   least-energy action meeting QoS and accuracy, in hindsight) and Opt(reward) (per inference, the
   largest Eq. 5 reward in hindsight).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -30,11 +31,11 @@ from .env import AutoScaleEnv, environment_schedule, training_schedule
 from .environments import ENVIRONMENTS, Environment, environment
 from .sim import Board
 
-__all__ = ["train", "evaluate", "convergence", "decision_us", "RunRecord", "BASELINES", "POLICIES"]
+__all__ = ["train", "evaluate", "convergence", "decision_us", "summarize", "RunRecord", "BASELINES", "POLICIES"]
 
 #: the fixed baselines of AutoScale Sec. 5.1 (Opt is an oracle, below)
 BASELINES = ("Edge(CPU FP32)", "Edge(Best)", "Cloud", "Connected edge")
-POLICIES = ("AutoScale", *BASELINES, "Opt", "Opt(reward)")
+POLICIES = ("AutoScale", "AutoScale(frozen)", *BASELINES, "Opt", "Opt(reward)")
 
 
 def train(board: Board, runs: int = 100, seed: int = 0, qtable: QTable | None = None,
@@ -44,6 +45,7 @@ def train(board: Board, runs: int = 100, seed: int = 0, qtable: QTable | None = 
     qt = qtable if qtable is not None else QTable(board.actions, hyper=board.hyper, target=board.target, seed=seed)
     if qt.actions != board.actions:
         raise ValueError("the table's actions are not the board's (transfer it first: QTable.transfer)")
+    qt.target = board.target
     env = AutoScaleEnv(board, lambda rng: training_schedule(len(board.models), runs, rng), seed=seed)
     rng = np.random.default_rng([seed, 0xA5])        # the agent's own generator (exploration)
     total = 64 * len(board.models) * runs
@@ -86,9 +88,14 @@ class RunRecord:
                 "latency_ms": float(lat.mean()), "qos_violation": float(np.mean(lat >= self.qos_ms))}
 
 
-def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: int = 100, seed: int = 0,
-             learn: bool = True) -> list[RunRecord]:
-    """Every network of ``board`` for ``per_model`` inferences in ``env`` (see the module docstring)."""
+def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: int = 100,
+             seed: int = 0) -> list[RunRecord]:
+    """Every network of ``board`` for ``per_model`` inferences in ``env`` (see the module docstring):
+    ``AutoScale`` chooses greedily (Sec. 4.2: "after the learning is completed, the Q-table is used
+    to select A which maximizes Q(S,A)") on its own copy of the trained table and keeps updating it
+    after every inference (Alg. 1 repeats "whenever inference starts"; hetcc's runtime does the same
+    with the table an artifact ships); ``AutoScale(frozen)`` chooses greedily on the trained table
+    and never updates it. Both see the same inferences as the baselines and the oracles."""
     env = environment(env) if isinstance(env, str) else env
     cpu = board.find(device="cpu", precision="float32", top=True)
     local = [i for i in range(len(board.actions)) if not board.remote[i]]
@@ -97,23 +104,24 @@ def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: in
              "Connected edge": next(iter(board.find(device="edge")), None)}
     out = []
     for m, model in enumerate(board.models):
-        qt = qtable.copy()
+        online = qtable.copy()
         gym_env = AutoScaleEnv(board, lambda rng, m=m: environment_schedule(env, 1, per_model, rng, [m]),
                                oracle=True, seed=seed)
         rng = np.random.default_rng([seed, 0x5A, m])
         _, info = gym_env.reset()
-        lat, en, agent, opt, opt_r, exp_opt = [], [], [], [], [], []
+        lat, en, agent, agent_on, opt, opt_r, exp_opt = [], [], [], [], [], [], []
         while True:
             key, allowed = info["key"], info["allowed"]
-            a = qt.choose(key, rng, allowed, explore=False)
-            _, r, _, truncated, step = gym_env.step(a)
+            a = qtable.choose(key, rng, allowed, explore=False)
+            b = online.choose(key, rng, allowed, explore=False)
+            _, _, _, truncated, step = gym_env.step(a)
             nxt = step.get("next")
-            if learn:
-                qt.update(key, a, r, nxt["key"] if nxt else key, nxt["allowed"] if nxt else allowed)
             o = step["outcomes"]
+            online.update(key, b, float(o.reward[b]), nxt["key"] if nxt else key, nxt["allowed"] if nxt else allowed)
             lat.append(o.latency_ms)
             en.append(o.energy_mj)
             agent.append(a)
+            agent_on.append(b)
             opt.append(o.opt)
             opt_r.append(o.best_reward)
             exp_opt.append(board.expected(m, info["variance"]).opt)
@@ -122,7 +130,8 @@ def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: in
             info = nxt
         rec = RunRecord(model.name, np.array(lat), np.array(en), model.qos_ms, expected_opt=np.array(exp_opt))
         T = len(agent)
-        rec.choices["AutoScale"] = np.array(agent)
+        rec.choices["AutoScale"] = np.array(agent_on)
+        rec.choices["AutoScale(frozen)"] = np.array(agent)
         rec.choices["Opt"] = np.array(opt)
         rec.choices["Opt(reward)"] = np.array(opt_r)
         allowed_m = board.allowed(m)
@@ -196,14 +205,11 @@ def decision_us(board: Board, qtable: QTable, n: int = 2000, seed: int = 0, trai
     return float(np.median(times)) / 1e3
 
 
-def environments(names: Sequence[str] | None = None) -> list[Environment]:
-    return [environment(n) for n in (names or ENVIRONMENTS)]
-
-
-def summarize(records: list[RunRecord]) -> dict[str, Any]:
+def summarize(records: list[RunRecord], board: Board | None = None) -> dict[str, Any]:
     """Per policy over the networks of one environment: energy efficiency (inferences per joule)
     normalised to Edge(CPU FP32) per network then averaged, QoS-violation ratio, and AutoScale's
-    selection accuracy against Opt (this draw), the noise-free Opt and Opt(reward)."""
+    selection accuracy against Opt (this draw), the noise-free Opt and Opt(reward) (and, given the
+    ``board``, at the level of the execution target: processor and precision, any V/F step)."""
     out: dict[str, Any] = {}
     for p in POLICIES:
         norm, qos, ppw = [], [], []
@@ -217,10 +223,27 @@ def summarize(records: list[RunRecord]) -> dict[str, Any]:
         if norm:
             out[p] = {"efficiency": float(np.mean(norm)), "qos_violation": float(np.mean(qos)),
                       "ppw": float(np.mean(ppw))}
-    agent = np.concatenate([r.choices["AutoScale"] for r in records])
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([r.choices[name] for r in records])
+
+    agent, opt = cat("AutoScale"), cat("Opt")
+    frozen = cat("AutoScale(frozen)")
+    expected = np.concatenate([r.expected_opt for r in records])
+    energy = np.concatenate([r.energy_mj for r in records])
+    latency = np.concatenate([r.latency_ms for r in records])
+    qos = np.concatenate([np.full(len(r.choices["Opt"]), r.qos_ms) for r in records])
+    t = np.arange(len(agent))
+    near = ((energy[t, agent] <= energy[t, opt] * 1.01)
+            & ((latency[t, agent] < qos) | (latency[t, opt] >= qos)))
     out["selection"] = {
-        "opt": float(np.mean(agent == np.concatenate([r.choices["Opt"] for r in records]))),
-        "opt_expected": float(np.mean(agent == np.concatenate([r.expected_opt for r in records]))),
-        "opt_reward": float(np.mean(agent == np.concatenate([r.choices["Opt(reward)"] for r in records]))),
+        "opt": float(np.mean(agent == opt)),                     # the same action as Opt (this draw)
+        "frozen_opt": float(np.mean(frozen == opt)),             # AutoScale(frozen)'s
+        "ceiling": float(np.mean(expected == opt)),              # how often the noise-free best is Opt's
+        "opt_expected": float(np.mean(agent == expected)),       # the same as the noise-free best
+        "opt_reward": float(np.mean(agent == cat("Opt(reward)"))),   # the same as the largest reward's
+        "near_opt": float(np.mean(near)),                        # within 1% of Opt's energy, QoS as Opt's
     }
+    if board is not None:   # the same execution target (processor and precision, any V/F step) as Opt
+        target = np.array([f"{a.get('device')}:{a.get('precision')}" for a in board.action_info])
+        out["selection"]["target"] = float(np.mean(target[agent] == target[opt]))
     return out
