@@ -47,6 +47,7 @@ TITLES = {
     "fairboost": "FairBoost's evaluation: multi-DNN managers",
     "fidelity": "Fidelity to MOSAIC",
     "autoscale_real": "AutoScale on this machine: the policy against Opt",
+    "autoscale": "AutoScale in simulation: the paper's evaluation",
     "herti": "HERTI's evaluation",
     "host_fit": "The analytical host fitted to a profile",
     "hostile": "Hostile input",
@@ -1223,6 +1224,84 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
 
 
 RENDERERS["autoscale_real"] = r_autoscale_real
+
+
+def r_autoscale(doc: dict[str, Any]) -> list[Section]:
+    """benchmarks/autoscale.py: AutoScale in simulation against the baselines and Opt, per board."""
+    a = doc.get("args") or {}
+    paper = doc.get("paper") or {}
+    model = doc.get("model") or {}
+    boards = doc.get("boards") or {}
+    out: list[Section] = [("Setup", (
+        f"Boards {', '.join(f'`{b}`' for b in a.get('boards') or [])}; networks {', '.join(a.get('models') or [])}; "
+        f"training: {cell(a.get('runs'))} inferences per network per runtime-variance state (Sec. 5.3); evaluation: "
+        f"{cell(a.get('per_model'))} inferences per network per environment; latency noise σ "
+        f"{pct(model.get('noise_sigma'), 0)}, slowdown per unit of co-runner CPU use {short(model.get('cpu_slowdown'))} "
+        f"(CPU actions), of memory use {short(model.get('mem_slowdown'))} (local actions, on their memory-bound "
+        "share). Efficiency: inferences per joule over Edge(CPU FP32)'s, per network, averaged; a cell reads "
+        "efficiency / QoS-violation ratio. AutoScale chooses greedily and keeps learning on its copy of the table; "
+        "AutoScale(frozen) never updates it. Opt: per inference the least-energy action meeting QoS (as much as "
+        "possible) in hindsight; Opt(reward): the largest Eq. 5 reward in hindsight."))]
+    for name, b in boards.items():
+        envs = b.get("environments") or {}
+        pols = [p for p in ("AutoScale", "AutoScale(frozen)", "Edge(CPU FP32)", "Edge(Best)", "Cloud",
+                            "Connected edge", "Opt", "Opt(reward)")
+                if any(p in (v.get("policies") or {}) for v in envs.values())]
+        rows = []
+        for e, v in envs.items():
+            pol = v.get("policies") or {}
+            rows.append([f"{e}: {esc(v.get('description', ''))}"]
+                        + [f"{fix(pol[p]['efficiency'], 2)} / {pct(pol[p]['qos_violation'], 0)}" if p in pol else DASH
+                           for p in pols] + [pct((v.get("selection") or {}).get("opt"), 0)])
+        s, c, d = b.get("summary") or {}, b.get("convergence") or {}, b.get("decision") or {}
+        sel, qv = s.get("selection") or {}, s.get("qos_violation") or {}
+        pairs = [
+            ("efficiency vs Opt (mean over S1-S5, D1-D3)", f"{pct(s.get('efficiency_gap_vs_opt'), 1, sign=True)} "
+             f"(frozen table {pct(s.get('frozen_efficiency_gap_vs_opt'), 1, sign=True)}; paper −3.2%)"),
+            ("efficiency vs Opt(reward)", pct(s.get("efficiency_gap_vs_opt_reward"), 1, sign=True)),
+            ("QoS violations AutoScale / frozen / Opt / Opt(reward)",
+             " / ".join(pct(qv.get(k), 1) for k in ("AutoScale", "AutoScale(frozen)", "Opt", "Opt(reward)"))
+             + " (paper: AutoScale within 1.9% of Opt)"),
+            ("selection: same action as Opt", f"{pct(sel.get('opt'), 1)} (frozen {pct(sel.get('frozen_opt'), 1)}; "
+             "paper 97.9%)"),
+            ("  ceiling: the noise-free best is Opt's", pct(sel.get("ceiling"), 1)),
+            ("  same execution target (processor, precision) as Opt", pct(sel.get("target"), 1)),
+            ("  same action as the noise-free best / as Opt(reward)",
+             f"{pct(sel.get('opt_expected'), 1)} / {pct(sel.get('opt_reward'), 1)}"),
+            ("  within 1% of Opt's energy, QoS as Opt's", pct(sel.get("near_opt"), 1)),
+            ("gain over the baselines, static / dynamic", "; ".join(
+                f"{k} ×{fix((s.get('gain_static') or {}).get(k), 2)} / ×{fix((s.get('gain_dynamic') or {}).get(k), 2)}"
+                f" (paper ×{short((paper.get('gain_static') or {}).get(k))} / ×{short((paper.get('gain_dynamic') or {}).get(k))})"
+                for k in ("Edge(CPU FP32)", "Edge(Best)", "Cloud", "Connected edge"))),
+            ("runs to converge, fresh table (median over S1-S5 x networks)",
+             f"{short(c.get('scratch_median'))} (paper 40-50)"),
+        ]
+        if "transfer" in c:
+            pairs.append((f"runs to converge, table from {c.get('transfer_from')}",
+                          f"{short(c.get('transfer_median'))} ({pct(c.get('time_saving'), 0)} fewer runs on average; "
+                          "paper 21.2%)"))
+        pairs += [("decision (state key + choice), median", f"{fix(d.get('trained_us'), 1)} µs (paper 7.3 µs)"),
+                  ("decision + Q-update, median", f"{fix(d.get('training_us'), 1)} µs (paper 10.6 µs)"),
+                  ("training", f"{fix(b.get('train_s'), 1)} s for {cell(b.get('train_inferences'))} inferences, "
+                               f"{cell(b.get('states_learned'))} states, {len(b.get('actions') or [])} actions")]
+        verd = [[esc(v.get("target", "")), str(v.get("paper", "")), sig(v.get("ours"), 3),
+                 "met" if v.get("met") else "**missed**"] for v in b.get("verdicts") or []]
+        states = ", ".join(f"{m} `{k}`" for m, k in (b.get("states") or {}).items())
+        out.append((f"`{name}`", table(["environment", *pols, "same as Opt"], rows) + "\n\n" + kv_table(pairs)
+                    + "\n\nTargets:\n\n" + table(["target", "paper", "ours", ""], verd)
+                    + f"\n\nState keys (Table 1) in S1: {states}."))
+    sens = doc.get("sensitivity") or []
+    if sens:
+        rows = [[short(r.get("learning_rate")), short(r.get("discount")), pct(r.get("efficiency_gap_vs_opt"), 1, sign=True),
+                 pct(r.get("selection"), 1), pct(r.get("selection_reward"), 1)] for r in sens]
+        out.append(("Learning rate and discount (Sec. 5.3)", (
+            "Each pair trained and evaluated on the first board with the frozen table; the paper finds a higher "
+            "learning rate and a lower discount better and uses 0.9 and 0.1.\n\n"
+            + table(["learning rate", "discount", "efficiency vs Opt", "same as Opt", "same as Opt(reward)"], rows))))
+    return out
+
+
+RENDERERS["autoscale"] = r_autoscale
 
 # ---- figures -------------------------------------------------------------------------------------
 
