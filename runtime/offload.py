@@ -201,12 +201,12 @@ class ShapedLink:
 
 class _Bucket:
     """A token bucket at ``rate`` bytes/s holding at most one chunk: ``take(n)`` waits until n
-    bytes may pass."""
+    bytes may pass. It starts empty, so n bytes take n / rate from the first byte on."""
 
     def __init__(self, rate: float):
         self.rate = rate
         self.burst = float(min(_CHUNK, max(1.0, rate * 0.002)))
-        self.tokens = self.burst
+        self.tokens = 0.0
         self.last = time.perf_counter()
 
     def take(self, n: int) -> None:
@@ -370,6 +370,10 @@ class OffloadClient:
             raise OffloadError(f"offload to {self.url}: HTTP {exc.code} ({detail})") from None
         except (urllib.error.URLError, http.client.HTTPException, ConnectionError, socket.timeout, TimeoutError,
                 OSError) as exc:
+            inner = getattr(exc, "reason", exc)
+            if isinstance(inner, (BrokenPipeError, ConnectionResetError)) and sender.done is None:
+                raise _Retryable(f"the server closed the connection while the request was sent ({len(body)} bytes: "
+                                 "over its --max-body? or it is busy or restarting)") from None
             raise _Retryable(_reason(exc)) from None
         t_headers = time.perf_counter()
         t_sent = sender.done or t_headers

@@ -93,8 +93,20 @@ class _Gate:
     """ASGI middleware around the app: the token check (before routing), then one log line and
     the metrics for every HTTP request."""
 
-    def __init__(self, app: Any, token: str, metrics: Metrics):
-        self.app, self.digest, self.metrics = app, token_digest(token), metrics
+    def __init__(self, app: Any, token: str, metrics: Metrics, max_body: int):
+        self.app, self.digest, self.metrics, self.max_body = app, token_digest(token), metrics, max_body
+
+    async def _drain(self, receive: Any) -> None:
+        """Read and drop a refused request's body (at most max_body bytes), so that the client,
+        still sending it, reads the answer instead of a reset connection."""
+        seen = 0
+        while seen <= self.max_body:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return
+            seen += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     def _authorised(self, scope: dict) -> bool:
         if scope["method"] == "GET" and scope["path"] == "/healthz":
@@ -130,6 +142,7 @@ class _Gate:
             if self._authorised(scope):
                 await self.app(scope, counting_receive, counting_send)
             else:
+                await self._drain(counting_receive)
                 await JSONResponse({"detail": "missing or wrong bearer token (Authorization: Bearer <token>)"},
                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive,
                                                                                            counting_send)
@@ -183,10 +196,6 @@ def create_app(backend: Backend, token: str, limits: ServeLimits = ServeLimits()
             params = request.query_params
             slices = [s for s in params.get("slices", "").split(",") if s]
             outputs = [urllib.parse.unquote(o) for o in params.get("outputs", "").split(",") if o]
-            try:
-                chain = backend.plan(slices, outputs or None)
-            except RequestError as exc:
-                return _problem(exc.status, str(exc))
             parts, size = [], 0
             async for part in request.stream():
                 size += len(part)
@@ -195,6 +204,10 @@ def create_app(backend: Backend, token: str, limits: ServeLimits = ServeLimits()
                                     "(--max-body)")
                 parts.append(part)
             body = b"".join(parts)
+            try:
+                chain = backend.plan(slices, outputs or None)
+            except RequestError as exc:
+                return _problem(exc.status, str(exc))
             try:
                 feeds = decode_tensors(body, request.headers.get("x-hetcc-names"), max_bytes=limits.max_tensor_bytes)
                 backend.check(chain, feeds)
@@ -219,4 +232,4 @@ def create_app(backend: Backend, token: str, limits: ServeLimits = ServeLimits()
             metrics.in_flight -= 1
             slots.release()
 
-    return _Gate(api, token, metrics)
+    return _Gate(api, token, metrics, limits.max_body_bytes)
