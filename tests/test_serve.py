@@ -107,6 +107,8 @@ def test_the_token_is_required_except_for_healthz(server, artifact):
         assert status == 401 and b"bearer token" in text
         assert request(server, "/metrics", token=token)[0] == 401
         assert request(server, "/v1/slices", token=token)[0] == 401
+    big = encode_tensors({"x": np.zeros(1 << 17, np.float32)})[0]   # 512 KiB: answered 401, not a reset
+    assert request(server, f"/v1/run?slices={sha}", data=big, token="wrong", headers={"X-Hetcc-Names": "x"})[0] == 401
     assert runs(server) == before                                # nothing ran
     with pytest.raises(OffloadError, match="401.*HETCC_SERVE_TOKEN"):
         OffloadClient(server.url, token="wrong").run({"x": np.zeros((1, 8), np.float32)}, slices=[sha])
