@@ -5,6 +5,7 @@ server and the server stopped cleanly. Its accuracy is what the full run records
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ def test_offload_shaping_quick(tmp_path):
     out = tmp_path / "offload_shaping-quick.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "offload_shaping.py"), "--quick", "--out",
                            str(out)], capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "HETCC_CACHE_DIR": str(tmp_path / "cache")})
+                          env={**os.environ, "HETCC_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert doc["script"] == "offload_shaping" and doc["args"]["quick"] is True and doc["server_exit"] == 0

@@ -70,7 +70,7 @@ def test_server_down_falls_back_reported_or_fails_in_one_line(artifact, caplog):
         Executor(artifact, variant="split", endpoints={"edge": down}, token=TOKEN).run(feeds())
     msg = str(info.value)
     assert "\n" not in msg and "slice 1" in msg and down in msg and "connection refused" in msg
-    assert "--local-fallback" in msg and isinstance(info.value, OffloadError)
+    assert "--local-fallback" in msg and "after 2 attempt(s)" in msg and isinstance(info.value, OffloadError)
     with caplog.at_level(logging.WARNING, logger="hetcc.runtime"):
         ex = Executor(artifact, variant="split", endpoints={"edge": down}, token=TOKEN, local_fallback=True)
         got = ex.run(feeds())
