@@ -382,6 +382,12 @@ def _print_run(console: Any, r: dict[str, Any], rtol: float, title: str | None) 
            else f", stopped at {b.runs} runs before --duration {b.duration_s:g} s")
     rate = "-" if b.throughput is None else f"{b.throughput:.1f}"
     console.print(f"throughput: {rate} inferences/s ({b.runs} run(s) in {b.wall_s:.3f} s{why})")
+    for o in pipe.last_offloads:
+        shaped = f", shaped as {o.link} at {o.signal_dbm:g} dBm" if o.signal_dbm is not None else ""
+        server = f", server {o.server_ms:.1f} ms" if o.server_ms is not None else ""
+        console.print(f"offload: slice {o.slice} ({o.device}) to {o.endpoint}: send {o.t_tx_ms:.1f} ms "
+                      f"({o.bytes_sent} B), wait {o.wait_ms:.1f} ms{server}, receive {o.t_rx_ms:.1f} ms "
+                      f"({o.bytes_received} B){shaped} (last run)", markup=False)
     for f in pipe.fallbacks:
         console.print(f"fallback: slice {f['slice']} ({f['device']}) ran here in {f['runs']} run(s): {f['reason']}",
                       markup=False)

@@ -152,6 +152,7 @@ def test_hetcc_run_verify_checks_offloaded_outputs(server, artifact, capsys):
     code, out = call(capsys, "run", artifact, "--variant", "split", "--endpoint", f"edge={server.url}", "--token",
                      TOKEN, "--repeat", "1", "--warmup", "0")
     assert code == 0 and "edge (remote)" in out and "fallback" not in out
+    assert f"offload: slice 1 (edge) to {server.url}: send" in out
     down = f"http://127.0.0.1:{closed_port()}"
     code, out = call(capsys, "run", artifact, "--variant", "split", "--endpoint", f"edge={down}", "--local-fallback",
                      "--json", "--repeat", "2", "--warmup", "0")
