@@ -645,6 +645,12 @@ class Executor:
                                  "http://127.0.0.1:7070")
         self._opts = _Options(strict_providers, providers_override, local_fallback, timeout, endpoints, token,
                               manifest.target.links, signal_dbm)
+        if manifest.kind == "model" and endpoints:
+            remote = {sl.device for v in manifest.variants.values() for sl in v.slices if sl.remote}
+            stray = sorted(set(endpoints) - remote)
+            if stray:
+                raise ValueError(f"endpoint (--endpoint) for {stray[0]!r}: no slice of this artifact is planned for "
+                                 f"such a remote device (remote devices: {', '.join(sorted(remote)) or 'none'})")
         unknown = sorted(set(signal_dbm or {}) - set(manifest.target.links or {}))
         if unknown and manifest.kind == "model":
             raise ValueError(f"signal strength (--rssi) for link {unknown[0]!r}: the artifact's target has no such "

@@ -160,7 +160,8 @@ def test_hetcc_run_verify_checks_offloaded_outputs(server, artifact, capsys):
     assert code == 0 and doc["fallbacks"][0]["runs"] == 2 and doc["fallbacks"][0]["endpoint"] == down
     code, out = call(capsys, "run", artifact, "--variant", "local", "--json", "--repeat", "1")
     assert "offloads" not in json.loads(out)             # a pipeline that offloads nothing: the JSON as before
-    for bad in (["--endpoint", "edge"], ["--endpoint", "edge=tcp://x:1"], ["--rssi", "wifi=loud"],
+    for bad in (["--endpoint", "edge"], ["--endpoint", "edge=tcp://x:1"], ["--endpoint", "egde=http://x:1"],
+                ["--rssi", "wifi=loud"],
                 ["--rssi", "wifi=-300"], ["--rssi", "lte=-70"]):
         with pytest.raises(UsageError, match="--endpoint|--rssi"):
             call(capsys, "run", artifact, "--variant", "local", *bad)
