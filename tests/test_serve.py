@@ -186,7 +186,7 @@ def test_sigterm_while_serving_finishes_the_request_in_flight_and_exits_0(artifa
         slow = OffloadClient(served.url, token=TOKEN, link=ShapedLink(0.004, 0.0), retries=0)
         thread = threading.Thread(target=lambda: result.update(r=slow.run({"x": x}, slices=[sha])))
         thread.start()
-        while "hetcc_serve_runs_in_flight 1" not in request(served, "/metrics")[1].decode():
+        while "hetcc_serve_requests_in_progress 1" not in request(served, "/metrics")[1].decode():
             assert thread.is_alive(), result
         # a second run while the one slot is taken: 503 at once, nothing waits
         busy, text = request(served, f"/v1/run?slices={sha}", data=encode_tensors({"x": x})[0],

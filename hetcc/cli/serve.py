@@ -41,8 +41,8 @@ def add_arguments(parser: Any) -> Any:
                         help=f"largest decompressed tensors of one request in MiB (default {MAX_TENSOR_MB_DEFAULT}; "
                         "more: 413)")
     parser.add_argument("--max-concurrency", type=int_in(1, 256), default=CONCURRENCY_DEFAULT, metavar="N",
-                        help=f"runs at once, 1 to 256 (default {CONCURRENCY_DEFAULT}); a request beyond gets 503 "
-                        "at once")
+                        help=f"run requests in progress at once (reading the body, running, answering), 1 to 256 "
+                        f"(default {CONCURRENCY_DEFAULT}); one more gets 503 at once")
     parser.add_argument("--timeout", type=duration_seconds, default=TIMEOUT_DEFAULT_S, metavar="T",
                         help="longest run (10s, 500ms; default 30s); past it the run is stopped and answered 504")
     parser.add_argument("--threads", type=int_in(1, 1024), default=None, metavar="N",

@@ -1,7 +1,7 @@
 """The FastAPI application of ``hetcc serve``.
 
 Routes: ``GET /healthz`` (no token), ``GET /metrics`` (Prometheus text: requests by status, a
-latency histogram, bytes in and out, runs in flight), ``GET /v1/slices`` (what this server
+latency histogram, bytes in and out, run requests in progress), ``GET /v1/slices`` (what this server
 holds) and ``POST /v1/run?slices=SHA,...&outputs=NAME,...`` (a ``.npy`` or ``.npz`` body of the
 tensors the chain reads; the answer is the tensors asked for, the same way, with the run's time
 in ``X-Hetcc-Run-Ms``).
@@ -40,7 +40,8 @@ LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 1000
 @dataclass(frozen=True)
 class ServeLimits:
     """``max_body_bytes``: the largest request body; ``max_tensor_bytes``: the tensors decompressed;
-    ``max_concurrency``: runs at once (more: 503); ``timeout_s``: one run's time (more: 504)."""
+    ``max_concurrency``: run requests in progress at once, from reading the body to answering
+    (more: 503; it bounds memory too); ``timeout_s``: one run's time (more: 504)."""
 
     max_body_bytes: int = 64 << 20
     max_tensor_bytes: int = 256 << 20
@@ -49,7 +50,7 @@ class ServeLimits:
 
 
 class Metrics:
-    """Request counts by status, a latency histogram, bytes, runs in flight (event-loop thread)."""
+    """Request counts by status, a latency histogram, bytes, requests in progress (event-loop thread)."""
 
     def __init__(self) -> None:
         self.by_status: dict[int, int] = {}
@@ -85,7 +86,8 @@ class Metrics:
                   "# TYPE hetcc_serve_received_bytes_total counter", f"hetcc_serve_received_bytes_total {self.bytes_in}",
                   "# TYPE hetcc_serve_sent_bytes_total counter", f"hetcc_serve_sent_bytes_total {self.bytes_out}",
                   "# TYPE hetcc_serve_runs_total counter", f"hetcc_serve_runs_total {self.runs}",
-                  "# TYPE hetcc_serve_runs_in_flight gauge", f"hetcc_serve_runs_in_flight {self.in_flight}"]
+                  "# HELP hetcc_serve_requests_in_progress Run requests being read, run or answered.",
+                  "# TYPE hetcc_serve_requests_in_progress gauge", f"hetcc_serve_requests_in_progress {self.in_flight}"]
         return "\n".join(lines) + "\n"
 
 
@@ -189,7 +191,7 @@ def create_app(backend: Backend, token: str, limits: ServeLimits = ServeLimits()
                 return _problem(413, f"the body ({declared} bytes) is over this server's {limits.max_body_bytes} "
                                 "byte limit (--max-body)")
         if not slots.acquire(blocking=False):
-            return _problem(503, f"busy: {limits.max_concurrency} run(s) in flight (--max-concurrency); retry",
+            return _problem(503, f"busy: {limits.max_concurrency} request(s) in progress (--max-concurrency); retry",
                             **{"Retry-After": "1"})
         metrics.in_flight += 1
         try:
