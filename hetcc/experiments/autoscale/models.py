@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from hetcc.runtime.autoscale import Hyper
 from hetcc.runtime.manifest.model import LinkInfo
 
-from .sim import Board, SimModel
+from .sim import NOISE_SIGMA, Board, SimModel
 
 __all__ = ["ASSUMED_ACCURACY", "PAPER_MODELS", "DEFAULT_MODELS", "QOS_MS", "load_board", "model_entry"]
 
@@ -112,7 +112,8 @@ def _order(devices: list[str]):
 
 
 def load_board(target: str, models: Sequence[str], *, qos_ms: float = QOS_MS, min_accuracy: float = 0.0,
-               hyper: Hyper | None = None, accuracy: dict[str, float] | None = None) -> Board:
+               hyper: Hyper | None = None, accuracy: dict[str, float] | None = None,
+               noise_sigma: float = NOISE_SIGMA) -> Board:
     """The simulation ``Board`` of ``models`` (zoo names or ONNX paths) on ``target``.
     ``accuracy``: precision -> top-1 agreement overriding ``ASSUMED_ACCURACY``."""
     acc = {**ASSUMED_ACCURACY, **(accuracy or {})}
@@ -141,4 +142,4 @@ def load_board(target: str, models: Sequence[str], *, qos_ms: float = QOS_MS, mi
         sims.append(SimModel(name, feats, acts, {k: float(v.get("mem_share", 0.0)) for k, v in acts.items()}, qos_ms))
     ordered = sorted(board_actions.values(), key=_order(devices))
     return Board(Path(target).stem if target.endswith(".toml") else target, ordered, sims, base, links, hyper,
-                 min_accuracy)
+                 min_accuracy, noise_sigma)

@@ -119,7 +119,7 @@ class Board:
 
     def __init__(self, target: str, actions: Sequence[Mapping[str, Any]], models: Sequence[SimModel],
                  base_power_mw: float, links: Mapping[str, LinkInfo] | None, hyper: Hyper | None = None,
-                 min_accuracy: float = 0.0) -> None:
+                 min_accuracy: float = 0.0, noise_sigma: float = NOISE_SIGMA) -> None:
         if not models:
             raise ValueError("a board needs at least one model")
         self.target = target
@@ -130,6 +130,7 @@ class Board:
         self.links = dict(links or {})
         self.hyper = hyper or Hyper()
         self.min_accuracy = float(min_accuracy)
+        self.noise_sigma = float(noise_sigma)
         n = len(self.actions)
         self.remote = np.array([bool(a.get("remote")) for a in actions])
         self.kind = [str(a.get("kind") or a.get("device")) for a in actions]
@@ -183,7 +184,7 @@ class Board:
     def noise(self, rng: np.random.Generator) -> np.ndarray:
         """One inference's noise factors, one per action (drawn for all actions every inference)."""
         z = np.clip(rng.standard_normal(len(self.actions)), -NOISE_CLIP, NOISE_CLIP)
-        return 1.0 + NOISE_SIGMA * z
+        return 1.0 + self.noise_sigma * z
 
     def _rssi(self, v: Variance) -> dict[str, float]:
         return {name: v.rssi(link.kind) for name, link in self.links.items()}
