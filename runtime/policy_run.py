@@ -501,6 +501,9 @@ class PolicyRunner:
         finally:
             self._closed = True
             self._unlock()
+            closer = getattr(self.observer, "close", None)
+            if closer is not None:
+                closer()
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:

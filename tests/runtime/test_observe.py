@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hetcc.runtime.errors import PolicyError, TraceError
-from hetcc.runtime.observe import CpuSampler, Observer, RssiTrace, read_meminfo, read_wireless
+from hetcc.runtime.observe import CpuSampler, Observer, RssiTrace, read_meminfo, read_wireless, self_cpu_seconds
 
 PAGE = __import__("os").sysconf("SC_PAGE_SIZE")
 
@@ -26,7 +26,7 @@ def fake_proc(root, busy, idle, own, used_kb=4_000_000, rss_pages=0, wireless=No
 
 def test_cpu_excludes_own_process(tmp_path):
     fake_proc(tmp_path, busy=1000, idle=1000, own=100)
-    s = CpuSampler(tmp_path, min_interval_s=0.0)
+    s = CpuSampler(tmp_path, min_interval_s=0.0, own_seconds=lambda: self_cpu_seconds(tmp_path))
     # 100 more jiffies of 200: 80 busy, of which 30 ours -> co-runners 50 / 200
     fake_proc(tmp_path, busy=1080, idle=1120, own=130)
     assert s.sample() == pytest.approx(50 / 200)
@@ -42,7 +42,7 @@ def test_cpu_excludes_own_process(tmp_path):
 
 def test_cpu_rate_limited_and_missing_proc(tmp_path):
     fake_proc(tmp_path, busy=1000, idle=1000, own=0)
-    s = CpuSampler(tmp_path, min_interval_s=3600)
+    s = CpuSampler(tmp_path, min_interval_s=3600, own_seconds=lambda: self_cpu_seconds(tmp_path))
     fake_proc(tmp_path, busy=2000, idle=1000, own=0)
     assert s.sample() == 0.0               # within the interval: the cached value, no read
     assert CpuSampler(tmp_path / "nope").sample() == 0.0
@@ -51,9 +51,9 @@ def test_cpu_rate_limited_and_missing_proc(tmp_path):
 def test_memory_of_others(tmp_path):
     fake_proc(tmp_path, 1, 1, 0, used_kb=4_000_000, rss_pages=(1_000_000 * 1024) // PAGE)
     assert read_meminfo(tmp_path) == (10_000_000 * 1024, 4_000_000 * 1024)
-    o = Observer(proc=tmp_path, mem_interval_s=0.0)
+    o = Observer(proc=tmp_path, mem_interval_s=0.0, own_seconds=lambda: 0.0)
     assert o.co_mem() == pytest.approx(0.3, abs=1e-3)      # 4 GB used, 1 GB of it ours
-    base = Observer(proc=tmp_path, mem_baseline=True, mem_interval_s=0.0)
+    base = Observer(proc=tmp_path, mem_baseline=True, mem_interval_s=0.0, own_seconds=lambda: 0.0)
     assert base.co_mem() == 0.0
     fake_proc(tmp_path, 1, 1, 0, used_kb=6_000_000, rss_pages=(1_000_000 * 1024) // PAGE)
     assert base.co_mem() == pytest.approx(0.2, abs=1e-3)
@@ -114,3 +114,15 @@ def test_missing_or_binary_trace(tmp_path):
     (tmp_path / "b.csv").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(TraceError, match="not UTF-8"):
         RssiTrace(tmp_path / "b.csv")
+
+
+def test_real_proc_is_read_cheaply_and_sanely():
+    """On this machine's /proc: fractions in [0, 1], our own busy loop not counted as a co-runner."""
+    import time
+    o = Observer(min_interval_s=0.0)
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.3:     # keep one CPU busy in this process
+        pass
+    ob = o.observe()
+    assert 0.0 <= ob.co_cpu <= 1.0 and 0.0 <= ob.co_mem <= 1.0
+    o.close()
