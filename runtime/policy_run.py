@@ -156,13 +156,16 @@ class Decision:
     decide_us: float = 0.0      # observe + choose
     update_us: float = 0.0      # reward + Q update
     persist_us: float = 0.0     # writing the table (when it was written after this inference)
+    decide_cpu_us: float = 0.0  # the same two as this thread's CPU time: what they cost whatever else runs
+    update_cpu_us: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         out = {"index": self.index, "state": self.state, "variant": self.variant, "explored": self.explored,
                "ran": self.ran, "latency_ms": round(self.latency_ms, 4), "energy_mj": round(self.energy_mj, 4),
                "reward": round(self.reward, 4), "next_state": self.next_state,
                "observation": self.observation.to_json(), "decide_us": round(self.decide_us, 2),
-               "update_us": round(self.update_us, 2), "persist_us": round(self.persist_us, 2)}
+               "update_us": round(self.update_us, 2), "persist_us": round(self.persist_us, 2),
+               "decide_cpu_us": round(self.decide_cpu_us, 2), "update_cpu_us": round(self.update_cpu_us, 2)}
         if self.fallback is not None:
             out["fallback"] = self.fallback
             out["error"] = self.error
@@ -183,6 +186,11 @@ def _variant_failure(exc: BaseException) -> bool:
     if isinstance(exc, (SliceRunError, RemoteSliceError)):
         return True
     return not isinstance(exc, ManifestError)
+
+
+def _cpu_clock() -> float:
+    """This thread's CPU time in seconds (a decision's cost, not counting time it was preempted)."""
+    return time.thread_time()
 
 
 class PolicyRunner:
@@ -244,7 +252,7 @@ class PolicyRunner:
         self.last: Decision | None = None
         self.persists = 0
         self._state: tuple[str, Observation] | None = None
-        self._observe_us = 0.0
+        self._observe_us = self._observe_cpu_us = 0.0
         self._dirty = 0
         self._closed = False
         self.fallbacks = 0
@@ -362,13 +370,13 @@ class PolicyRunner:
         if self._closed:
             raise PolicyError(f"{self.root}: the policy run was closed; open a new Executor(policy=True)")
         q, pol, hyper = self.policy.qtable, self.policy, self.hyper
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_clock()
         if self._state is None:
             obs = self.observer.observe(self.index)
             self._state = (pol.state_key(obs.co_cpu, obs.co_mem, obs.rssi_w, obs.rssi_p), obs)
-            t_obs = time.perf_counter()
-            self._observe_us = (t_obs - t0) * 1e6
-            t0 = t_obs
+            t_obs, c_obs = time.perf_counter(), _cpu_clock()
+            self._observe_us, self._observe_cpu_us = (t_obs - t0) * 1e6, (c_obs - c0) * 1e6
+            t0, c0 = t_obs, c_obs
         key, obs = self._state
         draw = self.rng.random() if self.options.learn else 1.0
         explored = draw < hyper.epsilon
@@ -378,6 +386,7 @@ class PolicyRunner:
         else:
             a = q.choose(key, self.rng, self.allowed, explore=False)
         decide_us = self._observe_us + (time.perf_counter() - t0) * 1e6
+        decide_cpu_us = self._observe_cpu_us + (_cpu_clock() - c0) * 1e6
         variant = pol.variants[a]
         self._set_signal(obs)
         fallback = error = None
@@ -402,11 +411,11 @@ class PolicyRunner:
             ran = b
             self.fallbacks += 1
         # S' (observed now, used as the next inference's S)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), _cpu_clock()
         nobs = self.observer.observe(self.index + 1)
         nkey = pol.state_key(nobs.co_cpu, nobs.co_mem, nobs.rssi_w, nobs.rssi_p)
-        t2 = time.perf_counter()
-        self._observe_us = (t2 - t1) * 1e6
+        t2, c2 = time.perf_counter(), _cpu_clock()
+        self._observe_us, self._observe_cpu_us = (t2 - t1) * 1e6, (c2 - c1) * 1e6
         energy = self._energy(ran, ms, mw, times, obs)
         if fallback is not None:
             r = self.penalty
@@ -417,10 +426,10 @@ class PolicyRunner:
             if fallback is not None:   # what ran instead is learned from too
                 q.update(key, ran, pol.reward(ran, ms, energy), nkey, self.allowed, hyper=hyper)
             self._dirty += 1
-        update_us = (time.perf_counter() - t2) * 1e6
+        update_us, update_cpu_us = (time.perf_counter() - t2) * 1e6, (_cpu_clock() - c2) * 1e6
         self._state = (nkey, nobs)
         d = Decision(self.index, key, variant, explored, pol.variants[ran], ms, energy, r, nkey, obs,
-                     fallback, error, decide_us, update_us)
+                     fallback, error, decide_us, update_us, decide_cpu_us=decide_cpu_us, update_cpu_us=update_cpu_us)
         self.index += 1
         persist = self.options.persist
         if persist and self._dirty >= persist:
@@ -540,6 +549,8 @@ class PolicyRunner:
             "energy_mj": stats([d.energy_mj for d in ds]),
             "reward_mean": round(float(np.mean([d.reward for d in ds])), 4) if ds else None,
             "overhead_us": {"decide": stats([d.decide_us for d in ds]), "update": stats([d.update_us for d in ds]),
+                            "decide_cpu": stats([d.decide_cpu_us for d in ds]),
+                            "update_cpu": stats([d.update_cpu_us for d in ds]),
                             "persist": stats([d.persist_us for d in ds if d.persist_us > 0])},
             "persists": self.persists,
         }

@@ -95,8 +95,8 @@ def cmd_run_policy(args: argparse.Namespace, feeds_of: Callable[[Any], dict], sa
         console.print(f"fallbacks: {len(fb)} (latest: {last.variant} failed: {last.error}; ran {last.fallback})",
                       markup=False)
     o = summary["overhead_us"]
-    parts = [f"observe+choose p50 {o['decide']['p50']:.1f} us (p90 {o['decide']['p90']:.1f})",
-             f"update p50 {o['update']['p50']:.1f} us"]
+    parts = [f"observe+choose p50 {o['decide']['p50']:.1f} us (p90 {o['decide']['p90']:.1f}; CPU "
+             f"{o['decide_cpu']['p50']:.1f})", f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f})"]
     if o["persist"]:
         parts.append(f"persist p50 {o['persist']['p50']:.0f} us")
     console.print("decision overhead: " + ", ".join(parts), markup=False)
