@@ -1,0 +1,390 @@
+"""AutoScale on this machine: the policy runner against Opt under real co-runners and a walked signal.
+
+    python benchmarks/autoscale_real.py                  # squeezenet1_1, 5 phases x 40 inferences, 2 passes
+    python benchmarks/autoscale_real.py --quick          # a tiny conv net, 5 phases x 3 inferences (a test runs it)
+
+The variants are what ``hetcc compile --planner autoscale`` writes for a benchmark board of this
+machine (written here, ``host-autoscale``): the CPU with one pinned thread (core 0) and with two
+(cores 0-1), each FP32 and INT8, and a remote ``edge`` served by ``hetcc serve`` on loopback,
+its traffic shaped client side at the board's Wi-Fi table for the signal of the moment. The
+environment changes in phases (AutoScale Sec. 3.2's variances, made real): quiet; a CPU-bound
+co-runner (a spinning process); a memory-bound co-runner (a process streaming copies of a
+256 MiB buffer); and a signal walked from strong to weak (a trace, ``t,wifi_dbm,p2p_dbm``, one
+row per inference). The co-runners are started and stopped here; the policy observes them
+through /proc like any other process.
+
+Per inference the policy (``Executor``'s ``PolicyRunner``) observes, chooses, runs, measures and
+learns; then every variant is run once under the same observation (``PolicyRunner.evaluate``) so
+that Opt, the best variant of that inference in hindsight (the highest Eq. 5 reward), and each
+variant held fixed are measured beside it. This machine has no power meter: energy is Eq. 1-4
+from the policy file's action table (the benchmark board's assumed powers) and the measured
+latency (and measured transfer times of the offloads); the energy-efficiency proxy is
+inferences per joule of that estimate. A second pass repeats the phases with the learned table.
+Writes benchmarks/results/autoscale_real[-quick].json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
+
+HETCC = [sys.executable, "-m", "hetcc.cli"]
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < 3600: pass\n"
+STREAM = ("import numpy as np, time\na = np.ones(32 << 20)\nb = np.empty_like(a)\nt = time.time()\n"
+          "while time.time() - t < 3600: np.copyto(b, a)\n")
+TOKEN = "autoscale-real-benchmark"
+QOS_MS = 100.0
+
+#: the benchmark board (modelled powers, assumed: this machine reads no power; see the docstring)
+BOARD = """schema = "hetcc.target/1"
+name = "host-autoscale"
+description = "this machine for AutoScale's real-environment benchmark: 1 or 2 pinned CPU threads, a loopback edge"
+kind = "modelled"
+base_power_mw = 500.0                     # assumed: the rest of the system while it runs
+
+[links.wifi]                              # as mi8pro-edge-cloud's Wi-Fi Direct (assumed figures)
+kind = "wifi-direct"
+signal_dbm = [-90.0, -80.0, -70.0, -60.0, -50.0]
+bandwidth_mbps = [3.0, 15.0, 50.0, 110.0, 180.0]
+tx_power_mw = [1900.0, 1500.0, 1100.0, 900.0, 800.0]
+rx_power_mw = [1100.0, 900.0, 700.0, 600.0, 550.0]
+rtt_ms = 4.0
+default_signal_dbm = -60.0
+
+[devices.cpu1]
+description = "core 0, one pinned onnxruntime thread"
+kind = "cpu"
+execution_provider = "CPUExecutionProvider"
+affinity = [0]
+freq_mhz = 2000.0
+static_power_mw = 300.0                   # assumed, one core
+dynamic_power_mw = 1200.0                 # assumed, one core
+peak_gflops = { conv = 15.0, matmul = 12.0, other = 4.0 }
+mem_bandwidth_gbps = 8.0
+layer_overhead_ms = 0.02
+node_overhead_ms = 0.02
+transfer = { beta_ms_per_mb = 0.02, delta_ms = 0.01 }
+dtypes = ["float32", "int8", "uint8"]
+precisions = { float32 = 1.0, int8 = 0.7 }
+
+[devices.cpu2]
+description = "cores 0 and 1, two pinned onnxruntime threads"
+kind = "cpu"
+execution_provider = "CPUExecutionProvider"
+affinity = [0, 1]
+freq_mhz = 2000.0
+static_power_mw = 600.0                   # assumed, two cores
+dynamic_power_mw = 2400.0                 # assumed, two cores
+peak_gflops = { conv = 28.0, matmul = 22.0, other = 7.0 }
+mem_bandwidth_gbps = 12.0
+layer_overhead_ms = 0.02
+node_overhead_ms = 0.02
+transfer = { beta_ms_per_mb = 0.02, delta_ms = 0.01 }
+dtypes = ["float32", "int8", "uint8"]
+precisions = { float32 = 1.0, int8 = 0.7 }
+
+[devices.edge]
+description = "hetcc serve on loopback, its traffic shaped as the Wi-Fi link"
+kind = "remote"
+execution_provider = "CPUExecutionProvider"
+link = "wifi"
+endpoint = "http://127.0.0.1:7070"        # replaced at run time by the server's port (--endpoint)
+freq_mhz = 1000.0
+static_power_mw = 150.0                   # assumed: the radio idle while it waits
+dynamic_power_mw = 0.0
+peak_gflops = { conv = 28.0, matmul = 22.0, other = 7.0 }
+mem_bandwidth_gbps = 12.0
+layer_overhead_ms = 0.05
+node_overhead_ms = 0.05
+dtypes = ["float32"]
+precisions = { float32 = 1.0 }
+"""
+
+#: (name, CPU-bound co-runners, memory-bound co-runners, Wi-Fi dBm)
+PHASES = [("quiet, strong signal", 0, 0, -50.0), ("CPU co-runner, strong", 1, 0, -55.0),
+          ("memory co-runner, regular", 0, 1, -70.0), ("quiet, weak signal", 0, 0, -85.0),
+          ("CPU co-runner, weak", 1, 0, -88.0)]
+
+
+def tiny_model(path: Path) -> Path:
+    """A small conv net (1x3x32x32 -> 10), built with onnx.helper: --quick needs no zoo export."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+
+    def w(name: str, *shape: int) -> Any:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], transB=1)]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+                              [w("w1", 16, 3, 3, 3), w("b1", 16), w("w2", 32, 16, 3, 3), w("b2", 32), w("w3", 10, 32),
+                               w("b3", 10)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _hetcc(*args: str, env: dict) -> str:
+    p = subprocess.run([*HETCC, *args], capture_output=True, text=True, env=env, timeout=1800, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"hetcc {' '.join(args)} failed: {p.stderr.strip()[-800:]}")
+    return p.stdout
+
+
+def start_server(art: Path, env: dict) -> tuple[subprocess.Popen | None, str | None, str]:
+    """``hetcc serve ART --port 0`` (one thread); (process, URL, why not) once it says ready."""
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        return None, None, "the serve extra (fastapi, uvicorn) is not installed: the edge variant fails"
+    proc = subprocess.Popen([*HETCC, "serve", str(art), "--port", "0", "--threads", "1"],
+                            env=dict(env, HETCC_SERVE_TOKEN=TOKEN), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        m = re.search(r"ready on (http://[0-9.]+:\d+)", line)
+        if m:
+            return proc, m.group(1), ""
+    proc.kill()
+    proc.wait()
+    return None, None, "hetcc serve did not start"
+
+
+def corunners(cpu: int, mem: int) -> list[subprocess.Popen]:
+    return ([subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(cpu)]
+            + [subprocess.Popen([sys.executable, "-c", STREAM]) for _ in range(mem)])
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def run_pass(ex: Any, runner: Any, feeds: dict, phases: list, per_phase: int, settle_s: float, start: int) -> list:
+    """Every phase's inferences under the policy, each followed by every variant once (the oracle)."""
+    rows = []
+    i = start
+    for name, cpu, mem, _dbm in phases:
+        procs = corunners(cpu, mem)
+        try:
+            time.sleep(settle_s)
+            for _ in range(per_phase):
+                runner.run(feeds)
+                d = runner.last
+                oracle = [runner.evaluate(feeds, v, d.observation) for v in runner.policy.variants]
+                rows.append({"i": i, "phase": name, "decision": d.to_json(), "oracle": oracle})
+                i += 1
+        finally:
+            stop(procs)
+    return rows
+
+
+def summarise(rows: list, variants: tuple, allowed: list, qos_ms: float) -> dict:
+    """Energy, QoS and efficiency of the policy, Opt and each fixed variant over ``rows``."""
+    def agg(picks: list[dict]) -> dict:
+        ok = [p for p in picks if p.get("ok", True) and p.get("energy_mj") is not None]
+        energy = sum(p["energy_mj"] for p in ok)
+        lat = sorted(p["latency_ms"] for p in ok)
+        return {"inferences": len(picks), "failed": len(picks) - len(ok), "energy_mj": round(energy, 3),
+                "energy_mj_per_inference": round(energy / max(1, len(ok)), 3),
+                "inferences_per_joule": round(len(ok) / (energy / 1e3), 3) if energy > 0 else None,
+                "latency_ms_p50": round(lat[len(lat) // 2], 3) if lat else None,
+                "qos_violations": sum(p["latency_ms"] >= qos_ms for p in ok),
+                "reward_mean": round(sum(p["reward"] for p in picks) / max(1, len(picks)), 3)}
+
+    policy = [{"ok": True, "energy_mj": r["decision"]["energy_mj"],
+               "latency_ms": r["decision"]["latency_ms"], "reward": r["decision"]["reward"]} for r in rows]
+    opt = []
+    for r in rows:
+        cands = [o for o, a in zip(r["oracle"], allowed) if a and o["ok"]]
+        opt.append(max(cands, key=lambda o: o["reward"]) if cands else {"ok": False, "reward": 0.0})
+    out = {"policy": agg(policy), "opt": agg(opt)}
+    out["fixed"] = {v: agg([r["oracle"][k] for r in rows]) for k, v in enumerate(variants) if allowed[k]}
+    pe, oe = out["policy"]["energy_mj"], out["opt"]["energy_mj"]
+    out["policy_efficiency_vs_opt"] = round(oe / pe, 4) if pe > 0 else None
+    ok = {v: f for v, f in out["fixed"].items() if not f["failed"]}
+    best = min(ok, key=lambda v: ok[v]["energy_mj"]) if ok else None
+    out["best_fixed"] = best
+    out["policy_efficiency_vs_best_fixed"] = round(ok[best]["energy_mj"] / pe, 4) if best and pe > 0 else None
+    out["opt_choices"] = {}
+    out["policy_choices"] = {}
+    out["policy_matches_opt"] = 0
+    for r, o in zip(rows, opt):
+        if o.get("ok"):
+            out["opt_choices"][o["variant"]] = out["opt_choices"].get(o["variant"], 0) + 1
+        ran = r["decision"]["ran"]
+        out["policy_choices"][ran] = out["policy_choices"].get(ran, 0) + 1
+        out["policy_matches_opt"] += int(o.get("variant") == ran)
+    return out
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)     # the finally blocks stop the co-runners and the server
+
+
+def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a tiny conv net, 3 inferences per phase, one pass")
+    ap.add_argument("--model", default="squeezenet1_1", help="zoo model (default squeezenet1_1)")
+    ap.add_argument("--per-phase", type=int, default=None, help="inferences per phase (default 40; --quick 3)")
+    ap.add_argument("--passes", type=int, default=None, help="passes over the phases (default 2; --quick 1)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models-dir", type=Path, default=None, help="exported zoo models (reused)")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    per_phase = args.per_phase or (3 if args.quick else 40)
+    passes = args.passes or (1 if args.quick else 2)
+    settle = 0.3 if args.quick else 1.5
+    started, machine = utc_now(), machine_info()
+    from hetcc.runtime import Executor, random_inputs
+    from hetcc.runtime.policy_run import PolicyOptions, PolicyRunner
+
+    with tempfile.TemporaryDirectory(prefix="hetcc-autoscale-real-") as tmp:
+        work = Path(tmp)
+        env = dict(os.environ, HETCC_CACHE_DIR=str(work / "cache"), HETCC_PROGRESS_AFTER="never")
+        if args.quick:
+            model_name, model = "tiny-conv", tiny_model(work / "tiny.onnx")
+        else:
+            model_name = args.model
+            model = (args.models_dir / f"{args.model}.onnx") if args.models_dir else work / f"{args.model}.onnx"
+            if not model.exists():
+                _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
+        (work / "board.toml").write_text(BOARD)
+        art = work / "as"
+        t0 = time.perf_counter()
+        _hetcc("compile", str(model), "--target", str(work / "board.toml"), "--planner", "autoscale",
+               "--deadline", f"{QOS_MS:g}ms", "-o", str(art), "-q", env=env)
+        compile_s = time.perf_counter() - t0
+        server, url, why = start_server(art, env)
+        rows_by_pass: list[list] = []
+        try:
+            trace = work / "rssi.csv"
+            lines = ["t,wifi_dbm,p2p_dbm"]
+            for p in range(passes):
+                for name, _c, _m, dbm in PHASES:
+                    lines += [f"{len(lines) - 1},{dbm},{dbm}" for _ in range(per_phase)]
+            trace.write_text("\n".join(lines) + "\n")
+            os.environ["HETCC_SERVE_TOKEN"] = TOKEN
+            ex = Executor(art, endpoints={"edge": url} if url else None, token=TOKEN, timeout=10.0)
+            from hetcc.runtime.observe import Observer
+            runner = PolicyRunner(ex, PolicyOptions(seed=args.seed, persist=0),
+                                  observer=Observer(trace, "inference", mem_baseline=True))
+            feeds = random_inputs(ex.inputs, seed=args.seed)
+            for v in runner.policy.variants:                 # warm every variant (sessions, caches)
+                runner.evaluate(feeds, v)
+            try:
+                for p in range(passes):
+                    rows_by_pass.append(run_pass(ex, runner, feeds, PHASES, per_phase, settle,
+                                                 p * len(PHASES) * per_phase))
+            finally:
+                runner.close()
+            policy = runner.policy
+            variants, allowed = policy.variants, [bool(a) for a in runner.allowed]
+            summary = runner.summary()
+        finally:
+            if server is not None:
+                server.kill()
+                server.wait()
+    results = [summarise(rows, variants, allowed, policy.qos_ms) for rows in rows_by_pass]
+    per_phase_rows = []
+    for p, rows in enumerate(rows_by_pass):
+        for name, *_ in PHASES:
+            sub = [r for r in rows if r["phase"] == name]
+            s = summarise(sub, variants, allowed, policy.qos_ms)
+            fixed = {v: f for v, f in s["fixed"].items() if not f["failed"]}
+            best = min(fixed, key=lambda v: fixed[v]["energy_mj"]) if fixed else None
+            decide = sorted(r["decision"]["decide_us"] for r in sub)
+            decide_cpu = sorted(r["decision"]["decide_cpu_us"] for r in sub)
+            per_phase_rows.append({"pass": p + 1, "phase": name, "policy_mj": s["policy"]["energy_mj_per_inference"],
+                                   "opt_mj": s["opt"]["energy_mj_per_inference"],
+                                   "efficiency_vs_opt": s["policy_efficiency_vs_opt"],
+                                   "best_fixed": best,
+                                   "best_fixed_mj": fixed[best]["energy_mj_per_inference"] if best else None,
+                                   "efficiency_vs_best_fixed": (round(fixed[best]["energy_mj"] / s["policy"]["energy_mj"], 4)
+                                                                if best and s["policy"]["energy_mj"] > 0 else None),
+                                   "decide_us_p50": round(decide[len(decide) // 2], 1) if decide else None,
+                                   "decide_cpu_us_p50": round(decide_cpu[len(decide_cpu) // 2], 1) if decide else None,
+                                   "policy_choices": s["policy_choices"], "opt_choices": s["opt_choices"],
+                                   "policy_qos_violations": s["policy"]["qos_violations"],
+                                   "states": sorted({r["decision"]["state"] for r in sub})})
+    console = make_console()
+    from rich.table import Table
+
+    t = Table(title=f"AutoScale on this machine: {model_name}, {len(PHASES)} phases x {per_phase} inferences, "
+              f"{passes} pass(es); energy per inference (mJ, Eq. 1-4 proxy)")
+    for col in ("pass", "phase", "policy mJ", "Opt mJ", "policy/Opt efficiency", "best fixed (mJ)", "policy ran",
+                "Opt picked"):
+        t.add_column(col, justify="left" if col in ("phase", "policy ran", "Opt picked", "best fixed (mJ)") else "right")
+    for r in per_phase_rows:
+        t.add_row(str(r["pass"]), r["phase"], f"{r['policy_mj']:.2f}", f"{r['opt_mj']:.2f}",
+                  f"{r['efficiency_vs_opt']:.1%}" if r["efficiency_vs_opt"] else "-",
+                  f"{r['best_fixed']} ({r['best_fixed_mj']:.2f})" if r["best_fixed"] else "-",
+                  ", ".join(f"{k} {v}" for k, v in sorted(r["policy_choices"].items())),
+                  ", ".join(f"{k} {v}" for k, v in sorted(r["opt_choices"].items())))
+    console.print(t)
+    for p, res in enumerate(results):
+        console.print(f"pass {p + 1}: policy {res['policy']['energy_mj_per_inference']:.2f} mJ/inference, Opt "
+                      f"{res['opt']['energy_mj_per_inference']:.2f}: efficiency {res['policy_efficiency_vs_opt']:.1%} "
+                      f"of Opt, {res['policy_efficiency_vs_best_fixed']:.1%} of the best fixed variant "
+                      f"({res['best_fixed']}); matches Opt {res['policy_matches_opt']}/{res['policy']['inferences']}; QoS "
+                      f"violations {res['policy']['qos_violations']} (Opt {res['opt']['qos_violations']})")
+    o = summary["overhead_us"]
+    console.print(f"decision overhead: observe+choose p50 {o['decide']['p50']:.1f} us (CPU {o['decide_cpu']['p50']:.1f}), "
+                  f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f}); {summary['fallbacks']} "
+                  "fallback(s)" + (f"; {why}" if why else ""))
+    doc = {"script": "autoscale_real", "started": started, "machine": machine,
+           "args": {"quick": args.quick, "model": model_name, "per_phase": per_phase, "passes": passes,
+                    "seed": args.seed},
+           "qos_ms": policy.qos_ms, "compile_s": round(compile_s, 2), "server": url is not None, "server_note": why,
+           "variants": list(variants), "allowed": allowed,
+           "actions": [{k: a[k] for k in ("variant", "compute_ms", "busy_power_mw", "accuracy")} for a in policy.actions],
+           "phases": [{"name": n, "cpu_corunners": c, "mem_corunners": m, "wifi_dbm": d} for n, c, m, d in PHASES],
+           "passes": results, "per_phase": per_phase_rows,
+           "overhead_us": summary["overhead_us"], "fallbacks": summary["fallbacks"],
+           "energy_source": summary["energy_source"],
+           "decisions": [{"i": r["i"], "phase": r["phase"], **{k: r["decision"][k] for k in (
+               "state", "variant", "ran", "explored", "latency_ms", "energy_mj", "reward", "decide_us", "update_us",
+               "decide_cpu_us", "update_cpu_us")},
+               "fallback": r["decision"].get("fallback"),
+               "oracle": {o["variant"]: (None if not o["ok"] else [round(o["latency_ms"], 3), round(o["energy_mj"], 3)])
+                          for o in r["oracle"]}} for rows in rows_by_pass for r in rows]}
+    out = args.out or RESULTS_DIR / f"autoscale_real{'-quick' if args.quick else ''}.json"
+    write_json(doc, out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
