@@ -57,7 +57,8 @@ def obs_of_key(key: str) -> np.ndarray:
 
 class AutoScaleEnv(gym.Env):
     """One inference per step on ``board`` following ``schedule`` (see the module docstring).
-    ``schedule`` is a callable ``rng -> Schedule`` so that ``reset(seed=...)`` replays it."""
+    ``schedule`` is a callable ``rng -> Schedule`` drawn from the environment's generator at each
+    ``reset``, so ``reset(seed=...)`` replays an episode; ``seed`` seeds the first one."""
 
     metadata = {"render_modes": []}
 
@@ -85,6 +86,7 @@ class AutoScaleEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=self._seed if seed is None else seed)
+        self._seed = None        # the constructor's seed seeds the first episode only (gymnasium's convention)
         self._it = self.make_schedule(self.np_random)
         nxt = self._advance()
         if nxt is None:

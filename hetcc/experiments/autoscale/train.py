@@ -28,7 +28,7 @@ import numpy as np
 from hetcc.runtime.autoscale import QTable, state_key
 
 from .env import AutoScaleEnv, environment_schedule, training_schedule
-from .environments import ENVIRONMENTS, Environment, environment
+from .environments import ENVIRONMENTS, Environment, environment, training_states
 from .sim import Board
 
 __all__ = ["train", "evaluate", "convergence", "decision_us", "summarize", "RunRecord", "BASELINES", "POLICIES"]
@@ -48,7 +48,7 @@ def train(board: Board, runs: int = 100, seed: int = 0, qtable: QTable | None = 
     qt.target = board.target
     env = AutoScaleEnv(board, lambda rng: training_schedule(len(board.models), runs, rng), seed=seed)
     rng = np.random.default_rng([seed, 0xA5])        # the agent's own generator (exploration)
-    total = 64 * len(board.models) * runs
+    total = len(training_states()) * len(board.models) * runs
     _, info = env.reset()
     done = 0
     while True:
