@@ -339,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'met   ' if v['met'] else 'MISSED'} {v['target']}: ours {v['ours']:.4g} (paper {v['paper']})")
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if q else f"{SCRIPT}.json")
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
+                "argv": list(sys.argv[1:] if argv is None else argv),
                 "args": {"quick": q, "boards": boards, "models": [Path(m).stem if m.endswith(".onnx") else m
                                                                   for m in models],
                          "runs": args.runs, "per_model": args.per_model, "converge_runs": args.converge_runs,
