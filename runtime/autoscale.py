@@ -15,12 +15,17 @@ Choices the paper leaves open, made here:
 
 * a co-runner feature is "None (0%)" when it rounds to 0% (below 0.5%): a measured utilisation
   is never exactly 0;
-* the reward's latency term is the QoS slack ``alpha * (qos_ms - latency_ms)`` (the paper writes
-  ``+alpha * R_latency``, which taken literally rewards slowness);
+* the reward's units (Eq. 5 states none): energy in units of the model's reference energy
+  ``E_ref`` (``reference_energy_mj``: the predicted energy of its Edge(CPU FP32) action), the
+  latency term as the QoS slack relative to the target ``alpha * (qos_ms - latency_ms) / qos_ms``
+  (the paper writes ``+alpha * R_latency``, which taken literally rewards slowness), accuracy as
+  a fraction, and a missed QoS target costs ``qos_penalty * latency_ms / qos_ms`` reference
+  energies (``reward``);
 * an unvisited state's Q-values are "random values" (Alg. 1) of at most 1e-6, drawn from a
   generator seeded by the table's seed and the state key: the same table gives the same values
   in every process and in any order of visits, and they only break ties;
-* an accuracy is a fraction in [0, 1]; the reward uses it in percent.
+* an accuracy is a fraction in [0, 1] (the accuracy-target branch of the reward uses it in
+  percent, as before).
 """
 from __future__ import annotations
 
@@ -41,7 +46,8 @@ from .errors import PolicyError
 from .manifest.model import LinkInfo
 
 __all__ = ["STATE_FEATURES", "BINS", "QTABLE_SCHEMA", "POLICY_SCHEMA", "MAX_POLICY_BYTES", "Hyper", "QTable",
-           "Policy", "state_key", "state_bins", "reward", "energy_mj", "link_times_ms", "write_atomic"]
+           "Policy", "state_key", "state_bins", "reward", "reference_energy_mj", "energy_mj", "link_times_ms",
+           "write_atomic"]
 
 QTABLE_SCHEMA = "hetcc.qtable/1"
 POLICY_SCHEMA = "hetcc.autoscale/1"
@@ -106,13 +112,16 @@ def _valid_key(key: Any) -> bool:
 @dataclass(frozen=True)
 class Hyper:
     """Q-learning's learning rate and discount (Alg. 1's gamma and mu; Sec. 5.3 picks 0.9 and 0.1),
-    the exploration probability, and Eq. 5's weights of the latency slack and the accuracy."""
+    the exploration probability, Eq. 5's weights of the latency slack and the accuracy (0.1 each,
+    Sec. 4.2), and the cost of a missed QoS target in reference energies per QoS target of
+    latency (``reward``; a file written before it existed loads with the default)."""
 
     learning_rate: float = 0.9
     discount: float = 0.1
     epsilon: float = 0.1
     alpha: float = 0.1
     beta: float = 0.1
+    qos_penalty: float = 10.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -122,6 +131,8 @@ class Hyper:
         for name in ("learning_rate", "discount", "epsilon"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise PolicyError(f"hyper.{name}: expected a number in [0, 1], got {getattr(self, name)!r}")
+        if self.qos_penalty < 0:
+            raise PolicyError(f"hyper.qos_penalty: expected a number >= 0, got {self.qos_penalty!r}")
 
     def to_json(self) -> dict[str, float]:
         return {f.name: float(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -144,18 +155,56 @@ class Hyper:
 
 
 def reward(latency_ms: float, energy_mj: float, accuracy: float, qos_ms: float, min_accuracy: float,
-           hyper: Hyper) -> float:
-    """AutoScale Eq. 5 (accuracies as fractions in [0, 1], used in percent):
+           hyper: Hyper, energy_ref_mj: float) -> float:
+    """AutoScale Eq. 5 with its units made explicit (the paper states none; in any fixed unit its
+    QoS term is either negligible or overwhelming next to the energy). Energy counts in units of
+    the model's reference energy ``energy_ref_mj`` (``reference_energy_mj``), latency relative to
+    the QoS target, accuracy as a fraction in [0, 1]:
 
-    * accuracy below ``min_accuracy``: ``-accuracy_pct``;
-    * latency under the QoS target: ``-E + alpha * (qos_ms - latency_ms) + beta * accuracy_pct``;
-    * else: ``-E + beta * accuracy_pct``."""
-    acc_pct = 100.0 * float(accuracy)
-    if accuracy < min_accuracy:
-        return -acc_pct
+    * accuracy below ``min_accuracy``: ``-100 * accuracy`` (the accuracy in percent, as Eq. 5);
+    * latency under the QoS target: ``-E/E_ref + alpha * (qos_ms - latency_ms) / qos_ms + beta * accuracy``;
+    * else: ``-E/E_ref + beta * accuracy - qos_penalty * latency_ms / qos_ms``.
+
+    With ``qos_penalty`` 10 a miss costs at least ten reference energies: meeting the QoS target
+    comes first, and among the actions that meet it the least energy wins (what AutoScale's Opt
+    measures); among those that miss it, the fastest."""
+    acc = float(accuracy)
+    if acc < min_accuracy:
+        return -100.0 * acc
+    ref = float(energy_ref_mj)
+    if not (ref > 0.0 and math.isfinite(ref)):
+        raise PolicyError(f"reference energy {energy_ref_mj!r} mJ: expected a positive number")
+    qos = float(qos_ms)
+    e = float(energy_mj) / ref
     if latency_ms < qos_ms:
-        return -float(energy_mj) + hyper.alpha * (float(qos_ms) - float(latency_ms)) + hyper.beta * acc_pct
-    return -float(energy_mj) + hyper.beta * acc_pct
+        return -e + hyper.alpha * (qos - float(latency_ms)) / qos + hyper.beta * acc
+    return -e + hyper.beta * acc - hyper.qos_penalty * float(latency_ms) / qos
+
+
+def reference_energy_mj(actions: Iterable[Mapping[str, Any]], base_power_mw: float,
+                        links: Mapping[str, Any] | None = None) -> float:
+    """A model's reference energy for the reward (mJ): the predicted energy of its Edge(CPU FP32)
+    action (the CPU at its top frequency in FP32: ``compute_ms`` at ``busy_power_mw`` plus the base
+    power); without such an action, the largest predicted energy of any action (a remote one at its
+    link's default signal). 1.0 (the reward then counts energy in mJ) when no action predicts a
+    positive energy."""
+    acts = [a for a in actions if a is not None]
+
+    def predicted(a: Mapping[str, Any]) -> float:
+        try:
+            ms = float(a.get("compute_ms", 0.0)) + sum(link_times_ms(a, links))
+            return energy_mj(a, ms, base_power_mw, links)
+        except PolicyError:       # a remote action whose link the caller did not give
+            return math.nan
+
+    cpu = [a for a in acts if not a.get("remote") and str(a.get("kind") or a.get("device")) == "cpu"
+           and str(a.get("precision") or "float32") == "float32"]
+    if cpu:
+        e = predicted(max(cpu, key=lambda a: float(a.get("freq_mhz") or 0.0)))
+    else:
+        es = [x for x in (predicted(a) for a in acts) if math.isfinite(x)]
+        e = max(es) if es else math.nan
+    return e if e > 0.0 and math.isfinite(e) else 1.0
 
 
 def _link(links: Mapping[str, Any] | None, name: str) -> LinkInfo:
@@ -645,6 +694,8 @@ class Policy:
             if a.get("remote") and a.get("link") not in self.links:
                 raise PolicyError(f"{source}: action {a['variant']!r}: link {a.get('link')!r} is not in links; "
                                   "the file is damaged, recompile")
+        #: the reward's energy unit (``reference_energy_mj``: the Edge(CPU FP32) action's predicted energy)
+        self.energy_ref_mj = reference_energy_mj(self.actions, self.base_power_mw, self.links)
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -668,8 +719,10 @@ class Policy:
         return energy_mj(a, latency_ms, self.base_power_mw, self.links, rssi, t_tx_ms, t_rx_ms)
 
     def reward(self, variant: str | int, latency_ms: float, energy: float) -> float:
+        """Eq. 5 (``reward``) of one inference on ``variant``, energy in units of ``energy_ref_mj``."""
         a = self.actions[variant] if isinstance(variant, int) else self.action(variant)
-        return reward(latency_ms, energy, a["accuracy"], self.qos_ms, self.min_accuracy, self.qtable.hyper)
+        return reward(latency_ms, energy, a["accuracy"], self.qos_ms, self.min_accuracy, self.qtable.hyper,
+                      self.energy_ref_mj)
 
     # -- JSON
     def to_json(self) -> dict[str, Any]:

@@ -139,6 +139,30 @@ def test_model_features(analysis):
                                         "macs": 3 * 3 * 3 * 8 * 16 * 16 + 8 * 10}
 
 
+def se_net(path: Path) -> Path:
+    """A squeeze-and-excitation block: x[1,8,8,8] -> Conv(8, 1x1) -> GlobalAveragePool -> Conv(2, 1x1)
+    -> Relu -> Conv(8, 1x1) -> Sigmoid -> Mul (the feature map) -> y. The two 1x1 convolutions of the
+    pooled 1x1 map are FC layers; the first, on the 8x8 map, is a convolution."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+             for n, s in (("W0", (8, 8, 1, 1)), ("W1", (2, 8, 1, 1)), ("W2", (8, 2, 1, 1)))]
+    nodes = [helper.make_node("Conv", ["x", "W0"], ["c"], name="pointwise"),
+             helper.make_node("GlobalAveragePool", ["c"], ["g"], name="squeeze"),
+             helper.make_node("Conv", ["g", "W1"], ["s1"], name="se_reduce"),
+             helper.make_node("Relu", ["s1"], ["s2"], name="relu"),
+             helper.make_node("Conv", ["s2", "W2"], ["s3"], name="se_expand"),
+             helper.make_node("Sigmoid", ["s3"], ["s4"], name="gate"),
+             helper.make_node("Mul", ["c", "s4"], ["y"], name="excite")]
+    return _save(helper.make_graph(nodes, "se", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], inits), path)
+
+
+def test_model_features_count_squeeze_excitation_as_fc(tmp_path):
+    # AutoScale Table 3 counts MobilenetV3's squeeze-and-excitation layers as FC (FC 20)
+    f = model_features(hetcc.analyse(se_net(tmp_path / "se.onnx"), TARGET))
+    assert (f["conv"], f["fc"], f["rc"]) == (1, 2, 0)
+
+
 def test_parse_accuracy():
     assert parse_accuracy("90%") == pytest.approx(0.9) and parse_accuracy("0.75") == 0.75
     for bad in ("95", "x", "-1%", "nan"):

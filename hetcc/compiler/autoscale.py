@@ -292,10 +292,32 @@ def _action_problem(problem: PlanningProblem, found: list) -> PlanningProblem:
                            name=problem.name, communication=communication)
 
 
+def _spatial_ones(shape: Any) -> bool:
+    """Whether a known shape [N, C, d1, ...] has at least one spatial dimension, all of them 1."""
+    if shape is None:
+        return False
+    try:
+        dims = list(shape)[2:]
+    except TypeError:
+        return False
+    return bool(dims) and all(isinstance(d, int) and d == 1 for d in dims)
+
+
+def _is_pointwise_on_1x1(node: Any) -> bool:
+    """A Conv-type node whose kernel and input feature map are both 1x1 (shapes known): an FC layer."""
+    ins = list(node.inputs)
+    w = 3 if node.op_type == "QLinearConv" else 1          # QLinearConv: x, x_scale, x_zero_point, w, ...
+    if len(ins) <= w or ins[0] is None or ins[w] is None:
+        return False
+    return _spatial_ones(ins[0].shape) and _spatial_ones(ins[w].shape)
+
+
 def model_features(analysis: Any) -> dict[str, Any]:
     """AutoScale Table 1's model features: ``conv``, ``fc`` and ``rc`` layer counts (the nodes of
     those types, subgraphs included) and ``macs`` (multiply-accumulates of the convolutions and
-    matrix products), with the model's ``name``."""
+    matrix products), with the model's ``name``. A 1x1 convolution of a 1x1 feature map (a
+    squeeze-and-excitation block's two layers) is a fully-connected layer and counts as FC, as
+    AutoScale Table 3 counts MobilenetV3's (FC 20)."""
     from hetcc.compiler.graphutil import walk
 
     counts = {"conv": 0, "fc": 0, "rc": 0}
@@ -303,7 +325,7 @@ def model_features(analysis: Any) -> dict[str, Any]:
         for n in walk(node):
             t = n.op_type
             if t in CONV_TYPES:
-                counts["conv"] += 1
+                counts["fc" if _is_pointwise_on_1x1(n) else "conv"] += 1
             elif t in FC_TYPES:
                 counts["fc"] += 1
             elif t in RC_TYPES:

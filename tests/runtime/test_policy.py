@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from hetcc.runtime.autoscale import (POLICY_SCHEMA, QTABLE_SCHEMA, Hyper, Policy, QTable, energy_mj, reward,
-                                     state_bins, state_key, write_atomic)
+from hetcc.runtime.autoscale import (POLICY_SCHEMA, QTABLE_SCHEMA, Hyper, Policy, QTable, energy_mj,
+                                     reference_energy_mj, reward, state_bins, state_key, write_atomic)
 from hetcc.runtime.errors import ManifestError, PolicyError
 
 WIFI = {"kind": "wifi", "signal_dbm": [-90.0, -50.0], "bandwidth_mbps": [10.0, 100.0],
@@ -64,14 +64,56 @@ def test_state_key_format():
 
 
 def test_reward_branches():
-    h = Hyper(alpha=0.1, beta=0.1)
+    h = Hyper(alpha=0.1, beta=0.1, qos_penalty=10.0)
     # accuracy below the target: minus the accuracy in percent, whatever the energy
-    assert reward(10, 500, 0.6, 50, 0.7, h) == pytest.approx(-60.0)
-    # QoS met: -E + alpha * slack + beta * accuracy_pct
-    assert reward(30, 200, 0.95, 50, 0.7, h) == pytest.approx(-200 + 0.1 * 20 + 0.1 * 95)
-    # QoS missed: no latency term
-    assert reward(60, 200, 0.95, 50, 0.7, h) == pytest.approx(-200 + 0.1 * 95)
-    assert reward(50, 200, 1.0, 50, 0.0, h) == pytest.approx(-200 + 10)  # at the target is not under it
+    assert reward(10, 500, 0.6, 50, 0.7, h, 100.0) == pytest.approx(-60.0)
+    # QoS met: -E/E_ref + alpha * slack / qos + beta * accuracy
+    assert reward(30, 200, 0.95, 50, 0.7, h, 100.0) == pytest.approx(-2.0 + 0.1 * 20 / 50 + 0.1 * 0.95)
+    # QoS missed: -E/E_ref + beta * accuracy - penalty * latency / qos
+    assert reward(60, 200, 0.95, 50, 0.7, h, 100.0) == pytest.approx(-2.0 + 0.1 * 0.95 - 10 * 60 / 50)
+    assert reward(50, 200, 1.0, 50, 0.0, h, 100.0) == pytest.approx(-2.0 + 0.1 - 10)  # at the target is not under it
+    # meeting QoS comes first: five reference energies under the target beat a tenth of one over it
+    assert reward(49, 500, 1.0, 50, 0.0, h, 100.0) > reward(51, 10, 1.0, 50, 0.0, h, 100.0)
+    # among the actions meeting it, less energy wins; among those missing it, the faster
+    assert reward(40, 50, 1.0, 50, 0.0, h, 100.0) > reward(20, 60, 1.0, 50, 0.0, h, 100.0)
+    assert reward(60, 90, 1.0, 50, 0.0, h, 100.0) > reward(70, 50, 1.0, 50, 0.0, h, 100.0)
+    # the reward does not depend on the energy's unit, only on its ratio to the reference
+    assert reward(30, 2.0, 1.0, 50, 0.0, h, 1.0) == pytest.approx(reward(30, 2000.0, 1.0, 50, 0.0, h, 1000.0))
+    assert reward(80, 200, 1.0, 50, 0.0, Hyper(qos_penalty=0.0), 100.0) == pytest.approx(-2.0 + 0.1)
+    with pytest.raises(PolicyError, match="reference energy"):
+        reward(30, 200, 1.0, 50, 0.0, h, 0.0)
+
+
+def test_reference_energy_is_edge_cpu_fp32():
+    acts = [action("cpu@1000:fp32", freq=1000.0, compute_ms=40.0, busy=800.0),
+            action("cpu@2000:fp32", freq=2000.0, compute_ms=20.0, busy=2000.0),
+            action("cpu@2000:int8", freq=2000.0, precision="int8", compute_ms=5.0, busy=2000.0),
+            action("gpu@700:fp16", device="gpu", freq=700.0, precision="float16", compute_ms=90.0, busy=3000.0),
+            action("cloud", device="cloud", kind="remote", remote=True, link="wifi", busy=100.0)]
+    links = {"wifi": WIFI}
+    # the CPU at its top frequency in FP32, whatever the order: (2000 + 500) mW x 20 ms
+    assert reference_energy_mj(acts[::-1], 500.0, links) == pytest.approx(2500 * 20 / 1000)
+    # no CPU FP32 action: the largest predicted energy (the GPU's (3000 + 500) mW x 90 ms)
+    assert reference_energy_mj(acts[2:], 500.0, links) == pytest.approx(3500 * 90 / 1000)
+    assert reference_energy_mj([], 500.0, links) == 1.0
+
+
+def test_hyper_qos_penalty_defaults_for_old_files():
+    assert Hyper.from_json({"learning_rate": 0.9, "alpha": 0.1}).qos_penalty == 10.0
+    assert Hyper.from_json({"qos_penalty": 3}).qos_penalty == 3.0
+    assert Hyper().to_json()["qos_penalty"] == 10.0
+    with pytest.raises(PolicyError, match="qos_penalty"):
+        Hyper(qos_penalty=-1.0)
+
+
+def test_policy_reward_uses_its_reference_energy(tmp_path):
+    p = tmp_path / "autoscale.json"
+    p.write_text(json.dumps(policy_doc()))
+    pol = Policy.load(p)
+    # cpu@2000:fp32: (1000 + 500) mW x 10 ms = 15 mJ
+    assert pol.energy_ref_mj == pytest.approx(15.0)
+    assert pol.reward("cpu@1000:fp32", 10.0, 15.0) == pytest.approx(-1.0 + 0.1 * 40 / 50 + 0.1)
+    assert pol.reward("cloud", 100.0, 7.5) == pytest.approx(-0.5 + 0.1 - 10 * 2)
 
 
 # -- Eq. 1-4

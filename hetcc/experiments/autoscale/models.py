@@ -43,7 +43,7 @@ QOS_MS = 50.0
 ASSUMED_ACCURACY = {"float32": 1.0, "float16": 0.999, "int8": 0.97}
 #: bytes per element relative to FP32, for the memory traffic of a precision
 _ELEM = {"float32": 1.0, "float16": 0.5, "int8": 0.25}
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"   # 2: squeeze-excitation layers count as FC (model_features)
 
 
 def _mem_share(analysis: Any, action: dict[str, Any]) -> float:

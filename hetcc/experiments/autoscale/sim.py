@@ -19,12 +19,16 @@ One inference of model m on action a under variance v:
   way (``hetcc.runtime.autoscale.link_times_ms``): the phone's co-runners do not slow a remote
   device;
 * energy: Eq. 1-4 (``hetcc.runtime.autoscale.energy_mj``), the transfer times scaled with the
-  latency's noise; reward: Eq. 5 (``hetcc.runtime.autoscale.reward``).
+  latency's noise; reward: Eq. 5 (``hetcc.runtime.autoscale.reward``), the energy in units of the
+  model's reference energy (``hetcc.runtime.autoscale.reference_energy_mj``: its Edge(CPU FP32)
+  action's predicted energy).
 
 The noise is one Gaussian draw per inference and action (``NOISE_SIGMA``), drawn for every action
 whatever is chosen: a run's sequence of models, variances and noise does not depend on the policy,
-so every policy and the oracle see the same inferences, and Opt picks in hindsight with the same
-draw (``Outcomes.opt``).
+so every policy and the oracles see the same inferences. Opt is the best action in expectation
+for the inference's state (``Board.expected(m, v).opt``: noise-free, known in hindsight: the
+co-runner use and signals that inference saw); ``Outcomes.opt`` of a noisy draw is the oracle that
+also knows the noise.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hetcc.runtime.autoscale import Hyper, energy_mj, link_times_ms, reward, state_key
+from hetcc.runtime.autoscale import Hyper, energy_mj, link_times_ms, reference_energy_mj, reward, state_key
 from hetcc.runtime.manifest.model import LinkInfo
 
 from .environments import Variance
@@ -101,12 +105,15 @@ class Outcomes:
 
     @property
     def opt(self) -> int:
-        """The oracle's action (hindsight, this draw): among the actions meeting the accuracy target,
-        those meeting the QoS target if any, the least energy (AutoScale Sec. 5.1's Opt: the most
-        energy-efficient target satisfying QoS and accuracy, QoS as much as possible)."""
+        """The oracle's action for these outcomes: among the actions meeting the accuracy target,
+        the least energy of those meeting the QoS target, or, when none meets it, the fastest
+        (AutoScale Sec. 5.1's Opt: the most energy-efficient target satisfying QoS and accuracy,
+        QoS as much as possible). On ``Board.expected`` it is Opt; on a noisy draw, the oracle
+        that also knows the noise."""
         ok = self.allowed & self.qos_met
-        pool = ok if ok.any() else self.allowed
-        return int(np.argmin(np.where(pool, self.energy_mj, np.inf)))
+        if ok.any():
+            return int(np.argmin(np.where(ok, self.energy_mj, np.inf)))
+        return int(np.argmin(np.where(self.allowed, self.latency_ms, np.inf)))
 
     @property
     def best_reward(self) -> int:
@@ -145,6 +152,9 @@ class Board:
             self._mem.append(np.array([float(m.mem_share.get(name, 0.0)) for name in self.actions]))
             if not self._allowed[-1].any():
                 raise ValueError(f"model {m.name!r}: no action of {target} meets the accuracy target")
+        #: per model, the reward's energy unit: its Edge(CPU FP32) action's predicted energy (mJ)
+        self.energy_ref_mj = [reference_energy_mj([a for a in acts if a is not None], self.base_power_mw, self.links)
+                              for acts in self._acts]
         self.index = {name: i for i, name in enumerate(self.actions)}
         if n != len(self.index):
             raise ValueError(f"{target}: an action is listed twice")
@@ -205,7 +215,8 @@ class Board:
         else:
             latency = float(act["compute_ms"]) * slowdown(self.kind[a], False, self._mem[m][a], v) * z
             energy = energy_mj(act, latency, self.base_power_mw, self.links)
-        r = reward(latency, energy, float(act.get("accuracy", 1.0)), model.qos_ms, self.min_accuracy, self.hyper)
+        r = reward(latency, energy, float(act.get("accuracy", 1.0)), model.qos_ms, self.min_accuracy, self.hyper,
+                   self.energy_ref_mj[m])
         return latency, energy, r
 
     def outcomes(self, m: int, v: Variance, noise: np.ndarray) -> Outcomes:
