@@ -1190,14 +1190,16 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
         return ", ".join(f"{esc(str(k))} {v}" for k, v in sorted((d or {}).items())) or DASH
 
     body = [[cell(r.get("pass")), esc(str(r.get("phase"))), fix(r.get("policy_mj"), 2), fix(r.get("opt_mj"), 2),
-             pct(r.get("efficiency_vs_opt"), 1), picks(r.get("policy_choices")), picks(r.get("opt_choices")),
+             pct(r.get("efficiency_vs_opt"), 1),
+             f"{esc(str(r.get('best_fixed')))} ({fix(r.get('best_fixed_mj'), 2)})" if r.get("best_fixed") else DASH,
+             pct(r.get("efficiency_vs_best_fixed"), 1), picks(r.get("policy_choices")), picks(r.get("opt_choices")),
              cell(r.get("policy_qos_violations")), ", ".join(f"`{x}`" for x in r.get("states") or [])] for r in rows]
     text = (f"Model `{cell(a.get('model'))}`, {cell(a.get('per_phase'))} inferences per phase, "
             f"{cell(a.get('passes'))} pass(es), QoS {short(doc.get('qos_ms'))} ms; energy per inference in mJ "
             f"({esc(str(doc.get('energy_source')))}); Opt = the best variant of each inference in hindsight "
             "(every variant measured after it).\n\n"
-            + table(["pass", "phase", "policy mJ", "Opt mJ", "policy / Opt efficiency", "policy ran", "Opt picked",
-                     "QoS misses", "states"], body))
+            + table(["pass", "phase", "policy mJ", "Opt mJ", "policy / Opt efficiency", "best fixed variant (mJ)",
+                     "policy / best fixed", "policy ran", "Opt picked", "QoS misses", "states"], body))
     out: list[Section] = [("Per phase", text)]
     passes = [p for p in doc.get("passes") or [] if isinstance(p, dict)]
     body = []
@@ -1205,6 +1207,7 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
         pol, opt = p.get("policy") or {}, p.get("opt") or {}
         body.append([str(i), fix(pol.get("energy_mj_per_inference"), 2), fix(opt.get("energy_mj_per_inference"), 2),
                      pct(p.get("policy_efficiency_vs_opt"), 1),
+                     f"{pct(p.get('policy_efficiency_vs_best_fixed'), 1)} ({esc(str(p.get('best_fixed')))})",
                      f"{cell(p.get('policy_matches_opt'))} / {cell(pol.get('inferences'))}",
                      f"{cell(pol.get('qos_violations'))} / {cell(opt.get('qos_violations'))}"])
     fixed = (passes[-1].get("fixed") or {}) if passes else {}
@@ -1217,8 +1220,8 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
              ("reward + Q update, p50 µs (wall clock / CPU)", f"{fix((o.get('update') or {}).get('p50'), 1)} / "
               f"{fix((o.get('update_cpu') or {}).get('p50'), 1)}"),
              ("fallbacks", cell(doc.get("fallbacks"))), ("offload server", yes_no(doc.get("server")))]
-    out.append(("Whole passes", table(["pass", "policy mJ", "Opt mJ", "policy / Opt efficiency", "matches Opt",
-                                       "QoS misses policy / Opt"], body)
+    out.append(("Whole passes", table(["pass", "policy mJ", "Opt mJ", "policy / Opt efficiency",
+                                       "policy / best fixed", "matches Opt", "QoS misses policy / Opt"], body)
                 + "\n\nEach variant held fixed (last pass):\n\n"
                 + table(["variant", "mJ / inference", "p50 ms", "QoS misses", "failed"], body_fixed)
                 + "\n\n" + kv_table(pairs)))
