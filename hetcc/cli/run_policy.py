@@ -27,7 +27,6 @@ def _refuse(args: argparse.Namespace) -> None:
         ("--model", getattr(args, "model", None) is not None),
         ("--verify", getattr(args, "verify", False)),
         ("--duration", getattr(args, "duration", None) is not None),
-        ("--apply-hardware", getattr(args, "apply_hardware", False)),
     ) if on]
     if clash:
         raise UsageError(f"{clash[0]} with --policy: the policy picks the variant of every inference; run a "
@@ -46,8 +45,11 @@ def cmd_run_policy(args: argparse.Namespace, feeds_of: Callable[[Any], dict], sa
     _refuse(args)
     options = parse_policy_options(getattr(args, "policy_option", None) or [])
     repeat = getattr(args, "repeat", None) or POLICY_REPEAT_DEFAULT
+    apply_hw = getattr(args, "apply_hardware", False)
+    keep = apply_hw and getattr(args, "keep_hardware", False)
     ex = Executor(args.dir, strict_providers=args.strict_providers,
                   local_fallback=getattr(args, "local_fallback", False), timeout=getattr(args, "timeout", None),
+                  apply_hardware=apply_hw, sysfs_root=getattr(args, "sysfs_root", "/"), restore_hardware=not keep,
                   **(executor_options or {}))
     runner = PolicyRunner(ex, options, trace=getattr(args, "trace", None))
     out: dict = {}
@@ -64,13 +66,20 @@ def cmd_run_policy(args: argparse.Namespace, feeds_of: Callable[[Any], dict], sa
             out = runner.run(feeds)
     finally:
         runner.close()
-        ex.close()
+        restored = ex.close()
     saved = save(out) if save is not None and out else None
     summary = runner.summary()
+    hardware = None
+    if apply_hw:   # each variant's knobs and frequencies, applied when it runs (a switch costs its writes)
+        hardware = {"applied": [r.to_json() for r in ex.hardware_reports], "kept": keep,
+                    "restored": None if restored is None else restored.to_json()}
     if args.json:
         decisions = runner.decisions[-DECISIONS_SHOWN:]
-        print(json_text({"policy": summary, "saved_outputs": saved,
-                         "decisions_shown": len(decisions), "decisions": [d.to_json() for d in decisions]}))
+        doc = {"policy": summary, "saved_outputs": saved, "decisions_shown": len(decisions),
+               "decisions": [d.to_json() for d in decisions]}
+        if hardware is not None:
+            doc["hardware"] = hardware
+        print(json_text(doc))
         return 0
     console = make_console()
     console.print(f"policy run: {summary['inferences']} inference(s) of {shown(str(args.dir))} under "
@@ -102,4 +111,6 @@ def cmd_run_policy(args: argparse.Namespace, feeds_of: Callable[[Any], dict], sa
     console.print("decision overhead: " + ", ".join(parts), markup=False)
     if saved:
         console.print(f"outputs: {len(saved)} file(s) saved", markup=False)
+    for r in ex.hardware_reports if apply_hw else ():
+        console.print(f"hardware (variant {r.variant}): " + "; ".join(r.lines()), markup=False)
     return 0

@@ -249,3 +249,14 @@ def test_trace_in_options(art, tmp_path):
     with Executor(art, policy=opts) as ex:
         ex.run(feeds_for(ex))
         assert ex.policy_runner.last.state.endswith("|W|W")
+
+
+def test_cli_policy_with_apply_hardware(art, capsys, tmp_path):
+    code, out = run_call(capsys, art, "--policy", "--repeat", "3", "--warmup", "0", "--json", "--apply-hardware",
+                         "--sysfs-root", tmp_path)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["policy"]["inferences"] == 3
+    tried = {d["variant"] for d in doc["decisions"]} | {d["ran"] for d in doc["decisions"]}
+    applied = {r["variant"] for r in doc["hardware"]["applied"]}
+    assert applied and applied <= tried | {None}    # each variant's configuration, applied when it ran
