@@ -40,10 +40,12 @@ def test_quick_run_scores_every_environment_and_policy_and_renders(tmp_path, cap
     for env in board["environments"].values():
         pol = env["policies"]
         assert {"AutoScale", "AutoScale(frozen)", "Edge(CPU FP32)", "Edge(Best)", "Cloud", "Connected edge", "Opt",
-                "Opt(reward)"} <= set(pol)
+                "Opt(hindsight)", "Opt(reward)"} <= set(pol)
         assert pol["Edge(CPU FP32)"]["efficiency"] == pytest.approx(1.0)
-        assert all(pol["Opt"]["qos_violation"] <= v["qos_violation"] + 1e-12 for v in pol.values())
-        assert 0.0 <= env["selection"]["opt"] <= 1.0 and "Table 4" in env["source"]
+        # the oracle that knows each inference's noise violates QoS no more often than any policy
+        assert all(pol["Opt(hindsight)"]["qos_violation"] <= v["qos_violation"] + 1e-12 for v in pol.values())
+        sel = env["selection"]
+        assert 0.0 <= sel["opt"] <= sel["near_opt"] <= 1.0 and "Table 4" in env["source"]
     assert len(board["convergence"]["scratch"]) == 5 * 2 and board["decision"]["trained_us"] > 0
     assert len(board["verdicts"]) == 4 and sum(line.startswith(("met", "MISSED")) for line in printed.splitlines()) == 4
     tables = load("tables")

@@ -83,6 +83,7 @@ class RunRecord:
     choices: dict[str, np.ndarray] = field(default_factory=dict)
     expected_latency_ms: np.ndarray | None = None
     expected_energy_mj: np.ndarray | None = None
+    expected_best_reward: np.ndarray | None = None    # the largest Eq. 5 reward in expectation, per inference
 
     def stats(self, policy: str) -> dict[str, float]:
         c = self.choices[policy]
@@ -113,7 +114,7 @@ def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: in
                                oracle=True, seed=seed)
         rng = np.random.default_rng([seed, 0x5A, m])
         _, info = gym_env.reset()
-        lat, en, agent, agent_on, opt, opt_h, opt_r, exp_lat, exp_en = [], [], [], [], [], [], [], [], []
+        lat, en, agent, agent_on, opt, opt_h, opt_r, exp_lat, exp_en, exp_r = [], [], [], [], [], [], [], [], [], []
         while True:
             key, allowed = info["key"], info["allowed"]
             a = qtable.choose(key, rng, allowed, explore=False)
@@ -132,11 +133,13 @@ def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: in
             opt_r.append(o.best_reward)
             exp_lat.append(e.latency_ms)
             exp_en.append(e.energy_mj)
+            exp_r.append(e.best_reward)
             if truncated:
                 break
             info = nxt
         rec = RunRecord(model.name, np.array(lat), np.array(en), model.qos_ms,
-                        expected_latency_ms=np.array(exp_lat), expected_energy_mj=np.array(exp_en))
+                        expected_latency_ms=np.array(exp_lat), expected_energy_mj=np.array(exp_en),
+                        expected_best_reward=np.array(exp_r))
         T = len(agent)
         rec.choices["AutoScale"] = np.array(agent_on)
         rec.choices["AutoScale(frozen)"] = np.array(agent)
@@ -238,6 +241,7 @@ def summarize(records: list[RunRecord], board: Board | None = None) -> dict[str,
 
     agent, opt, hind = cat("AutoScale"), cat("Opt"), cat("Opt(hindsight)")
     frozen = cat("AutoScale(frozen)")
+    best_r = np.concatenate([r.expected_best_reward for r in records])
     energy = np.concatenate([r.expected_energy_mj for r in records])
     latency = np.concatenate([r.expected_latency_ms for r in records])
     qos = np.concatenate([np.full(len(r.choices["Opt"]), r.qos_ms) for r in records])
@@ -252,6 +256,10 @@ def summarize(records: list[RunRecord], board: Board | None = None) -> dict[str,
         "opt_hindsight": float(np.mean(agent == hind)),          # the same as the oracle that knows the noise
         "ceiling": float(np.mean(opt == hind)),                  # how often Opt is that oracle's choice
         "opt_reward": float(np.mean(agent == cat("Opt(reward)"))),   # the same as the largest reward's
+        # Eq. 5's best in expectation is Opt's (what learning the reward perfectly reaches) ...
+        "reward_ceiling": float(np.mean(best_r == opt)),
+        # ... and AutoScale's choice is Eq. 5's best in expectation (how well it learned its reward)
+        "reward_expected": float(np.mean(agent == best_r)),
     }
     if board is not None:   # the same execution target (processor and precision, any V/F step) as Opt
         target = np.array([f"{a.get('device')}:{a.get('precision')}" for a in board.action_info])
