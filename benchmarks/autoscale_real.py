@@ -19,7 +19,11 @@ that Opt, the best variant of that inference in hindsight (the highest Eq. 5 rew
 variant held fixed are measured beside it. This machine has no power meter: energy is Eq. 1-4
 from the policy file's action table (the benchmark board's assumed powers) and the measured
 latency (and measured transfer times of the offloads); the energy-efficiency proxy is
-inferences per joule of that estimate. A second pass repeats the phases with the learned table.
+inferences per joule of that estimate. The oracle runs the variants in a shuffled order (what ran
+just before warms or cools a run), and the policy's choices are also scored as the oracle measured
+them (the decisions alone, free of when the policy's own run happened). A second pass repeats the
+phases with the learned table; a third run starts from a table trained in simulation first
+(``hetcc train autoscale`` on the same board and model).
 Writes benchmarks/results/autoscale_real[-quick].json.
 """
 from __future__ import annotations
@@ -191,6 +195,9 @@ def stop(procs: list[subprocess.Popen]) -> None:
 
 def run_pass(ex: Any, runner: Any, feeds: dict, phases: list, per_phase: int, settle_s: float, start: int) -> list:
     """Every phase's inferences under the policy, each followed by every variant once (the oracle)."""
+    import numpy as np
+
+    rng = np.random.default_rng(start)
     rows = []
     i = start
     for name, cpu, mem, _dbm in phases:
@@ -200,7 +207,10 @@ def run_pass(ex: Any, runner: Any, feeds: dict, phases: list, per_phase: int, se
             for _ in range(per_phase):
                 runner.run(feeds)
                 d = runner.last
-                oracle = [runner.evaluate(feeds, v, d.observation) for v in runner.policy.variants]
+                # every variant, in a shuffled order (what ran just before a run warms or cools it)
+                order = list(rng.permutation(len(runner.policy.variants)))
+                measured = {k: runner.evaluate(feeds, runner.policy.variants[k], d.observation) for k in order}
+                oracle = [measured[k] for k in range(len(runner.policy.variants))]
                 rows.append({"i": i, "phase": name, "decision": d.to_json(), "oracle": oracle})
                 i += 1
         finally:
@@ -227,10 +237,15 @@ def summarise(rows: list, variants: tuple, allowed: list, qos_ms: float) -> dict
     for r in rows:
         cands = [o for o, a in zip(r["oracle"], allowed) if a and o["ok"]]
         opt.append(max(cands, key=lambda o: o["reward"]) if cands else {"ok": False, "reward": 0.0})
-    out = {"policy": agg(policy), "opt": agg(opt)}
+    index = {v: k for k, v in enumerate(variants)}
+    chosen = [r["oracle"][index[r["decision"]["ran"]]] for r in rows]
+    out = {"policy": agg(policy), "opt": agg(opt), "policy_choices_measured_by_oracle": agg(chosen)}
     out["fixed"] = {v: agg([r["oracle"][k] for r in rows]) for k, v in enumerate(variants) if allowed[k]}
     pe, oe = out["policy"]["energy_mj"], out["opt"]["energy_mj"]
     out["policy_efficiency_vs_opt"] = round(oe / pe, 4) if pe > 0 else None
+    ce = out["policy_choices_measured_by_oracle"]["energy_mj"]
+    # the decisions alone: the policy's choices as the oracle measured them, beside Opt's
+    out["choice_efficiency_vs_opt"] = round(oe / ce, 4) if ce > 0 else None
     ok = {v: f for v, f in out["fixed"].items() if not f["failed"]}
     best = min(ok, key=lambda v: ok[v]["energy_mj"]) if ok else None
     out["best_fixed"] = best
@@ -251,6 +266,98 @@ def _terminate(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)     # the finally blocks stop the co-runners and the server
 
 
+def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, settle: float, seed: int,
+               qtable: Path | None = None, name: str = "as") -> dict:
+    """Compile the policy artifact (shipping ``qtable`` when given), serve it, and run ``passes``
+    passes over the phases under the policy with the oracle after every inference."""
+    from hetcc.runtime import Executor, random_inputs
+    from hetcc.runtime.observe import Observer
+    from hetcc.runtime.policy_run import PolicyOptions, PolicyRunner
+
+    art = work / name
+    t0 = time.perf_counter()
+    _hetcc("compile", str(model), "--target", str(work / "board.toml"), "--planner", "autoscale",
+           "--deadline", f"{QOS_MS:g}ms", "-o", str(art), "-q",
+           *(["--planner-option", f"qtable={qtable}"] if qtable is not None else []), env=env)
+    compile_s = time.perf_counter() - t0
+    server, url, why = start_server(art, env)
+    rows_by_pass: list[list] = []
+    try:
+        trace = work / f"{name}-rssi.csv"
+        lines = ["t,wifi_dbm,p2p_dbm"]
+        for _p in range(passes):
+            for _n, _c, _m, dbm in PHASES:
+                lines += [f"{len(lines) - 1},{dbm},{dbm}" for _ in range(per_phase)]
+        trace.write_text("\n".join(lines) + "\n")
+        ex = Executor(art, endpoints={"edge": url} if url else None, token=TOKEN, timeout=10.0)
+        runner = PolicyRunner(ex, PolicyOptions(seed=seed, persist=0),
+                              observer=Observer(trace, "inference", mem_baseline=True))
+        feeds = random_inputs(ex.inputs, seed=seed)
+        for v in runner.policy.variants:                 # warm every variant (sessions, caches)
+            runner.evaluate(feeds, v)
+        try:
+            for p in range(passes):
+                rows_by_pass.append(run_pass(ex, runner, feeds, PHASES, per_phase, settle, p * len(PHASES) * per_phase))
+        finally:
+            runner.close()
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+    policy = runner.policy
+    return {"rows_by_pass": rows_by_pass, "variants": policy.variants, "allowed": [bool(a) for a in runner.allowed],
+            "policy": policy, "summary": runner.summary(), "url": url, "why": why, "compile_s": compile_s}
+
+
+def phase_rows(rows_by_pass: list, variants: tuple, allowed: list, qos_ms: float) -> list[dict]:
+    out = []
+    for p, rows in enumerate(rows_by_pass):
+        for name, *_ in PHASES:
+            sub = [r for r in rows if r["phase"] == name]
+            s = summarise(sub, variants, allowed, qos_ms)
+            fixed = {v: f for v, f in s["fixed"].items() if not f["failed"]}
+            best = min(fixed, key=lambda v: fixed[v]["energy_mj"]) if fixed else None
+            decide = sorted(r["decision"]["decide_us"] for r in sub)
+            decide_cpu = sorted(r["decision"]["decide_cpu_us"] for r in sub)
+            out.append({"pass": p + 1, "phase": name, "policy_mj": s["policy"]["energy_mj_per_inference"],
+                        "opt_mj": s["opt"]["energy_mj_per_inference"],
+                        "efficiency_vs_opt": s["policy_efficiency_vs_opt"],
+                        "choice_efficiency_vs_opt": s["choice_efficiency_vs_opt"],
+                        "best_fixed": best,
+                        "best_fixed_mj": fixed[best]["energy_mj_per_inference"] if best else None,
+                        "efficiency_vs_best_fixed": (round(fixed[best]["energy_mj"] / s["policy"]["energy_mj"], 4)
+                                                     if best and s["policy"]["energy_mj"] > 0 else None),
+                        "decide_us_p50": round(decide[len(decide) // 2], 1) if decide else None,
+                        "decide_cpu_us_p50": round(decide_cpu[len(decide_cpu) // 2], 1) if decide else None,
+                        "policy_choices": s["policy_choices"], "opt_choices": s["opt_choices"],
+                        "policy_qos_violations": s["policy"]["qos_violations"],
+                        "states": sorted({r["decision"]["state"] for r in sub})})
+    return out
+
+
+def print_phases(console: Any, title: str, rows: list[dict], results: list[dict]) -> None:
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col in ("pass", "phase", "policy mJ", "Opt mJ", "policy/Opt efficiency", "best fixed (mJ)", "policy ran",
+                "Opt picked"):
+        t.add_column(col, justify="left" if col in ("phase", "policy ran", "Opt picked", "best fixed (mJ)") else "right")
+    for r in rows:
+        t.add_row(str(r["pass"]), r["phase"], f"{r['policy_mj']:.2f}", f"{r['opt_mj']:.2f}",
+                  f"{r['efficiency_vs_opt']:.1%}" if r["efficiency_vs_opt"] else "-",
+                  f"{r['best_fixed']} ({r['best_fixed_mj']:.2f})" if r["best_fixed"] else "-",
+                  ", ".join(f"{k} {v}" for k, v in sorted(r["policy_choices"].items())),
+                  ", ".join(f"{k} {v}" for k, v in sorted(r["opt_choices"].items())))
+    console.print(t)
+    for p, res in enumerate(results):
+        console.print(f"pass {p + 1}: policy {res['policy']['energy_mj_per_inference']:.2f} mJ/inference, Opt "
+                      f"{res['opt']['energy_mj_per_inference']:.2f}: efficiency {res['policy_efficiency_vs_opt']:.1%} "
+                      f"of Opt (its choices as the oracle measured them: {res['choice_efficiency_vs_opt']:.1%}), "
+                      f"{res['policy_efficiency_vs_best_fixed']:.1%} of the best fixed variant "
+                      f"({res['best_fixed']}); matches Opt {res['policy_matches_opt']}/{res['policy']['inferences']}; QoS "
+                      f"violations {res['policy']['qos_violations']} (Opt {res['opt']['qos_violations']})")
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
 
@@ -260,17 +367,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="squeezenet1_1", help="zoo model (default squeezenet1_1)")
     ap.add_argument("--per-phase", type=int, default=None, help="inferences per phase (default 40; --quick 3)")
     ap.add_argument("--passes", type=int, default=None, help="passes over the phases (default 2; --quick 1)")
+    ap.add_argument("--simulated-start", choices=("yes", "no"), default=None,
+                    help="also run one pass starting from a table trained in simulation (hetcc train autoscale on "
+                    "the same board and model; default yes, --quick no)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models-dir", type=Path, default=None, help="exported zoo models (reused)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     per_phase = args.per_phase or (3 if args.quick else 40)
     passes = args.passes or (1 if args.quick else 2)
+    simulated = (args.simulated_start or ("no" if args.quick else "yes")) == "yes"
     settle = 0.3 if args.quick else 1.5
     started, machine = utc_now(), machine_info()
-    from hetcc.runtime import Executor, random_inputs
-    from hetcc.runtime.policy_run import PolicyOptions, PolicyRunner
-
+    os.environ["HETCC_SERVE_TOKEN"] = TOKEN
+    sim: dict | None = None
     with tempfile.TemporaryDirectory(prefix="hetcc-autoscale-real-") as tmp:
         work = Path(tmp)
         env = dict(os.environ, HETCC_CACHE_DIR=str(work / "cache"), HETCC_PROGRESS_AFTER="never")
@@ -282,104 +392,57 @@ def main(argv: list[str] | None = None) -> int:
             if not model.exists():
                 _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
         (work / "board.toml").write_text(BOARD)
-        art = work / "as"
-        t0 = time.perf_counter()
-        _hetcc("compile", str(model), "--target", str(work / "board.toml"), "--planner", "autoscale",
-               "--deadline", f"{QOS_MS:g}ms", "-o", str(art), "-q", env=env)
-        compile_s = time.perf_counter() - t0
-        server, url, why = start_server(art, env)
-        rows_by_pass: list[list] = []
-        try:
-            trace = work / "rssi.csv"
-            lines = ["t,wifi_dbm,p2p_dbm"]
-            for p in range(passes):
-                for name, _c, _m, dbm in PHASES:
-                    lines += [f"{len(lines) - 1},{dbm},{dbm}" for _ in range(per_phase)]
-            trace.write_text("\n".join(lines) + "\n")
-            os.environ["HETCC_SERVE_TOKEN"] = TOKEN
-            ex = Executor(art, endpoints={"edge": url} if url else None, token=TOKEN, timeout=10.0)
-            from hetcc.runtime.observe import Observer
-            runner = PolicyRunner(ex, PolicyOptions(seed=args.seed, persist=0),
-                                  observer=Observer(trace, "inference", mem_baseline=True))
-            feeds = random_inputs(ex.inputs, seed=args.seed)
-            for v in runner.policy.variants:                 # warm every variant (sessions, caches)
-                runner.evaluate(feeds, v)
-            try:
-                for p in range(passes):
-                    rows_by_pass.append(run_pass(ex, runner, feeds, PHASES, per_phase, settle,
-                                                 p * len(PHASES) * per_phase))
-            finally:
-                runner.close()
-            policy = runner.policy
-            variants, allowed = policy.variants, [bool(a) for a in runner.allowed]
-            summary = runner.summary()
-        finally:
-            if server is not None:
-                server.kill()
-                server.wait()
+        fresh = experiment(work, model, env, passes, per_phase, settle, args.seed)
+        if simulated:
+            t0 = time.perf_counter()
+            _hetcc("train", "autoscale", "--target", str(work / "board.toml"), "--models", str(model), "--runs", "20",
+                   "--seed", str(args.seed), "-o", str(work / "qtable.json"), "--quiet", env=env)
+            train_s = time.perf_counter() - t0
+            trained_states = len(json.loads((work / "qtable.json").read_text())["q"])
+            sim = experiment(work, model, env, 1, per_phase, settle, args.seed, work / "qtable.json", "as-sim")
+            sim.update(train_s=train_s, trained_states=trained_states)
+    variants, allowed, policy, summary = fresh["variants"], fresh["allowed"], fresh["policy"], fresh["summary"]
+    rows_by_pass, url, why = fresh["rows_by_pass"], fresh["url"], fresh["why"]
     results = [summarise(rows, variants, allowed, policy.qos_ms) for rows in rows_by_pass]
-    per_phase_rows = []
-    for p, rows in enumerate(rows_by_pass):
-        for name, *_ in PHASES:
-            sub = [r for r in rows if r["phase"] == name]
-            s = summarise(sub, variants, allowed, policy.qos_ms)
-            fixed = {v: f for v, f in s["fixed"].items() if not f["failed"]}
-            best = min(fixed, key=lambda v: fixed[v]["energy_mj"]) if fixed else None
-            decide = sorted(r["decision"]["decide_us"] for r in sub)
-            decide_cpu = sorted(r["decision"]["decide_cpu_us"] for r in sub)
-            per_phase_rows.append({"pass": p + 1, "phase": name, "policy_mj": s["policy"]["energy_mj_per_inference"],
-                                   "opt_mj": s["opt"]["energy_mj_per_inference"],
-                                   "efficiency_vs_opt": s["policy_efficiency_vs_opt"],
-                                   "best_fixed": best,
-                                   "best_fixed_mj": fixed[best]["energy_mj_per_inference"] if best else None,
-                                   "efficiency_vs_best_fixed": (round(fixed[best]["energy_mj"] / s["policy"]["energy_mj"], 4)
-                                                                if best and s["policy"]["energy_mj"] > 0 else None),
-                                   "decide_us_p50": round(decide[len(decide) // 2], 1) if decide else None,
-                                   "decide_cpu_us_p50": round(decide_cpu[len(decide_cpu) // 2], 1) if decide else None,
-                                   "policy_choices": s["policy_choices"], "opt_choices": s["opt_choices"],
-                                   "policy_qos_violations": s["policy"]["qos_violations"],
-                                   "states": sorted({r["decision"]["state"] for r in sub})})
+    per_phase_rows = phase_rows(rows_by_pass, variants, allowed, policy.qos_ms)
     console = make_console()
-    from rich.table import Table
-
-    t = Table(title=f"AutoScale on this machine: {model_name}, {len(PHASES)} phases x {per_phase} inferences, "
-              f"{passes} pass(es); energy per inference (mJ, Eq. 1-4 proxy)")
-    for col in ("pass", "phase", "policy mJ", "Opt mJ", "policy/Opt efficiency", "best fixed (mJ)", "policy ran",
-                "Opt picked"):
-        t.add_column(col, justify="left" if col in ("phase", "policy ran", "Opt picked", "best fixed (mJ)") else "right")
-    for r in per_phase_rows:
-        t.add_row(str(r["pass"]), r["phase"], f"{r['policy_mj']:.2f}", f"{r['opt_mj']:.2f}",
-                  f"{r['efficiency_vs_opt']:.1%}" if r["efficiency_vs_opt"] else "-",
-                  f"{r['best_fixed']} ({r['best_fixed_mj']:.2f})" if r["best_fixed"] else "-",
-                  ", ".join(f"{k} {v}" for k, v in sorted(r["policy_choices"].items())),
-                  ", ".join(f"{k} {v}" for k, v in sorted(r["opt_choices"].items())))
-    console.print(t)
-    for p, res in enumerate(results):
-        console.print(f"pass {p + 1}: policy {res['policy']['energy_mj_per_inference']:.2f} mJ/inference, Opt "
-                      f"{res['opt']['energy_mj_per_inference']:.2f}: efficiency {res['policy_efficiency_vs_opt']:.1%} "
-                      f"of Opt, {res['policy_efficiency_vs_best_fixed']:.1%} of the best fixed variant "
-                      f"({res['best_fixed']}); matches Opt {res['policy_matches_opt']}/{res['policy']['inferences']}; QoS "
-                      f"violations {res['policy']['qos_violations']} (Opt {res['opt']['qos_violations']})")
+    print_phases(console, f"AutoScale on this machine: {model_name}, {len(PHASES)} phases x {per_phase} inferences, "
+                 f"{passes} pass(es) from an untrained table; energy per inference (mJ, Eq. 1-4 proxy)",
+                 per_phase_rows, results)
     o = summary["overhead_us"]
     console.print(f"decision overhead: observe+choose p50 {o['decide']['p50']:.1f} us (CPU {o['decide_cpu']['p50']:.1f}), "
                   f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f}); {summary['fallbacks']} "
                   "fallback(s)" + (f"; {why}" if why else ""))
+    sim_doc = None
+    if sim is not None:
+        sim_results = [summarise(rows, sim["variants"], sim["allowed"], policy.qos_ms) for rows in sim["rows_by_pass"]]
+        sim_rows = phase_rows(sim["rows_by_pass"], sim["variants"], sim["allowed"], policy.qos_ms)
+        print_phases(console, "the same, one pass from a table trained in simulation (hetcc train autoscale)",
+                     sim_rows, sim_results)
+        sim_doc = {"train_s": round(sim["train_s"], 2), "trained_states": sim["trained_states"], "runs": 20,
+                   "passes": sim_results, "per_phase": sim_rows, "fallbacks": sim["summary"]["fallbacks"]}
+
+    def decisions(rows_by_pass: list) -> list:
+        return [{"i": r["i"], "phase": r["phase"], **{k: r["decision"][k] for k in (
+            "state", "variant", "ran", "explored", "latency_ms", "energy_mj", "reward", "decide_us", "update_us",
+            "decide_cpu_us", "update_cpu_us")},
+            "fallback": r["decision"].get("fallback"),
+            "oracle": {o["variant"]: (None if not o["ok"] else [round(o["latency_ms"], 3), round(o["energy_mj"], 3)])
+                       for o in r["oracle"]}} for rows in rows_by_pass for r in rows]
+
     doc = {"script": "autoscale_real", "started": started, "machine": machine,
            "args": {"quick": args.quick, "model": model_name, "per_phase": per_phase, "passes": passes,
-                    "seed": args.seed},
-           "qos_ms": policy.qos_ms, "compile_s": round(compile_s, 2), "server": url is not None, "server_note": why,
-           "variants": list(variants), "allowed": allowed,
+                    "seed": args.seed, "simulated_start": "yes" if simulated else "no"},
+           "qos_ms": policy.qos_ms, "compile_s": round(fresh["compile_s"], 2), "server": url is not None,
+           "server_note": why, "variants": list(variants), "allowed": allowed,
            "actions": [{k: a[k] for k in ("variant", "compute_ms", "busy_power_mw", "accuracy")} for a in policy.actions],
            "phases": [{"name": n, "cpu_corunners": c, "mem_corunners": m, "wifi_dbm": d} for n, c, m, d in PHASES],
            "passes": results, "per_phase": per_phase_rows,
            "overhead_us": summary["overhead_us"], "fallbacks": summary["fallbacks"],
-           "energy_source": summary["energy_source"],
-           "decisions": [{"i": r["i"], "phase": r["phase"], **{k: r["decision"][k] for k in (
-               "state", "variant", "ran", "explored", "latency_ms", "energy_mj", "reward", "decide_us", "update_us",
-               "decide_cpu_us", "update_cpu_us")},
-               "fallback": r["decision"].get("fallback"),
-               "oracle": {o["variant"]: (None if not o["ok"] else [round(o["latency_ms"], 3), round(o["energy_mj"], 3)])
-                          for o in r["oracle"]}} for rows in rows_by_pass for r in rows]}
+           "energy_source": summary["energy_source"], "simulated_start": sim_doc,
+           "decisions": decisions(rows_by_pass)}
+    if sim is not None:
+        doc["simulated_start"]["decisions"] = decisions(sim["rows_by_pass"])
     out = args.out or RESULTS_DIR / f"autoscale_real{'-quick' if args.quick else ''}.json"
     write_json(doc, out)
     print(f"wrote {out}")
