@@ -260,3 +260,29 @@ def test_cli_policy_with_apply_hardware(art, capsys, tmp_path):
     tried = {d["variant"] for d in doc["decisions"]} | {d["ran"] for d in doc["decisions"]}
     applied = {r["variant"] for r in doc["hardware"]["applied"]}
     assert applied and applied <= tried | {None}    # each variant's configuration, applied when it ran
+
+
+def test_failure_while_writing_the_manifest_leaves_the_old_policy(art, monkeypatch):
+    """The new file is written, then writing manifest.json fails (a full disk): one line, the
+    artifact still names the old file, and the next runner removes the orphan."""
+    import hetcc.runtime.policy_run as pr
+    before = load_manifest(art).policy
+    ex = Executor(art)
+    run = PolicyRunner(ex, PolicyOptions(persist=0), observer=FixedObserver([QUIET]))
+    run.run(feeds_for(ex))
+    real = pr.write_atomic
+
+    def failing(path, data):
+        if str(path).endswith("manifest.json"):
+            raise OSError(28, "No space left on device")
+        real(path, data)
+    monkeypatch.setattr(pr, "write_atomic", failing)
+    with pytest.raises(PolicyError, match="cannot write the learned policy .*No space left"):
+        run.save()
+    monkeypatch.setattr(pr, "write_atomic", real)
+    run.close(save=False)
+    assert load_manifest(art).policy == before
+    assert len(list((art / "policy").iterdir())) == 2            # the old file and the orphan
+    Executor(art)                                                # consistent
+    PolicyRunner(Executor(art), observer=FixedObserver([QUIET])).close()
+    assert [p.name for p in (art / "policy").iterdir()] == [before.file.split("/")[-1]]
