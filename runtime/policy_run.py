@@ -14,7 +14,8 @@ Per inference (AutoScale Alg. 1):
    meter (``hetcc.runtime.power``) when the machine has one;
 5. reward (Eq. 5), observe S', update Q(S, A) (learning rate and discount from the file unless
    overridden);
-6. persist the table (every ``persist`` inferences and on ``close``): the new policy file is
+6. persist the table (every ``persist`` inferences and on ``close``; a failed write during the
+   run is one warning and is tried again at the next, the inference stands; ``close`` raises it): the new policy file is
    written under a new, content-addressed name (``policy/autoscale-<sha256[:16]>.json``), then
    ``manifest.json`` is rewritten atomically with that file and its sha256, then the old file is
    removed. A crash at any point leaves a manifest whose policy file exists with the listed
@@ -36,6 +37,7 @@ import dataclasses
 import errno
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -50,6 +52,8 @@ from .autoscale import Hyper, Policy, write_atomic
 from .errors import ManifestError, PolicyError, RemoteSliceError, SliceRunError
 from .manifest import MANIFEST_NAME, FileRef, read_manifest, slice_path
 from .observe import Observation, Observer
+
+logger = logging.getLogger(__name__)
 
 try:
     import fcntl
@@ -256,6 +260,7 @@ class PolicyRunner:
         self._dirty = 0
         self._closed = False
         self.fallbacks = 0
+        self.persist_error: str | None = None   # the latest failed write (one warning; close() raises it)
         self._signals: dict[str, float] = {}
 
     def _lock(self) -> None:
@@ -434,7 +439,12 @@ class PolicyRunner:
         persist = self.options.persist
         if persist and self._dirty >= persist:
             t3 = time.perf_counter()
-            self.save()
+            try:
+                self.save()
+            except PolicyError as e:   # the inference stands; the table stays in memory, tried again later
+                if self.persist_error is None:
+                    logger.warning("%s", e)
+                self.persist_error = str(e)
             d.persist_us = (time.perf_counter() - t3) * 1e6
         self.decisions.append(d)
         self.last = d
@@ -498,6 +508,7 @@ class PolicyRunner:
         self.policy_path = new_path
         self._dirty = 0
         self.persists += 1
+        self.persist_error = None
         return sha
 
     def close(self, save: bool = True) -> None:
@@ -553,4 +564,5 @@ class PolicyRunner:
                             "update_cpu": stats([d.update_cpu_us for d in ds]),
                             "persist": stats([d.persist_us for d in ds if d.persist_us > 0])},
             "persists": self.persists,
+            "persist_error": self.persist_error,
         }

@@ -286,3 +286,20 @@ def test_failure_while_writing_the_manifest_leaves_the_old_policy(art, monkeypat
     Executor(art)                                                # consistent
     PolicyRunner(Executor(art), observer=FixedObserver([QUIET])).close()
     assert [p.name for p in (art / "policy").iterdir()] == [before.file.split("/")[-1]]
+
+
+def test_failed_write_during_the_run_warns_and_the_inference_stands(art, monkeypatch, caplog):
+    import hetcc.runtime.policy_run as pr
+    real = pr.write_atomic
+    monkeypatch.setattr(pr, "write_atomic", lambda path, data: (_ for _ in ()).throw(OSError(30, "Read-only file system")))
+    ex = Executor(art)
+    run = PolicyRunner(ex, PolicyOptions(persist=1), observer=FixedObserver([QUIET]))
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            assert set(run.run(feeds_for(ex))) == {"y"}
+    assert sum("Read-only" in r.getMessage() for r in caplog.records) == 1
+    assert "Read-only" in run.summary()["persist_error"]
+    with pytest.raises(PolicyError, match="Read-only"):
+        run.close()
+    monkeypatch.setattr(pr, "write_atomic", real)
+    PolicyRunner(Executor(art), observer=FixedObserver([QUIET])).close()    # released despite the failure
