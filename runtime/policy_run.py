@@ -488,12 +488,12 @@ class PolicyRunner:
         new_rel = Path(old_ref.file).parent.joinpath(new_name).as_posix()
         mpath = self.root / MANIFEST_NAME
         try:
-            write_atomic(new_path, data)                                  # 1. the new file
             with open(mpath, "rb") as f:
                 doc = json.loads(f.read().decode("utf-8"))
-            if doc.get("policy", {}).get("sha256") != old_ref.sha256:
-                raise PolicyError(f"{mpath}: its policy changed while this run held the artifact; not "
-                                  "overwriting it (recompile, then run again)")
+            if not isinstance(doc, dict) or (doc.get("policy") or {}).get("sha256") != old_ref.sha256:
+                raise PolicyError(f"{mpath}: its policy changed while this run held the artifact (recompiled?); "
+                                  "not overwriting it: run again")
+            write_atomic(new_path, data)                                  # 1. the new file
             doc["policy"] = {"file": new_rel, "sha256": sha}
             write_atomic(mpath, (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8"))  # 2.
         except OSError as e:

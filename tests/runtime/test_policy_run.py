@@ -303,3 +303,19 @@ def test_failed_write_during_the_run_warns_and_the_inference_stands(art, monkeyp
         run.close()
     monkeypatch.setattr(pr, "write_atomic", real)
     PolicyRunner(Executor(art), observer=FixedObserver([QUIET])).close()    # released despite the failure
+
+
+def test_recompile_during_a_run_is_not_overwritten(art, tmp_path, target):
+    """The artifact recompiled under a running policy: the runner's write is refused in one line
+    and the new artifact is left as the compile wrote it."""
+    ex = Executor(art)
+    run = PolicyRunner(ex, PolicyOptions(persist=0), observer=FixedObserver([QUIET]))
+    run.run(feeds_for(ex))
+    doc = json.loads((art / "manifest.json").read_text())
+    doc["policy"]["sha256"] = "0" * 64             # as a recompile would change it
+    (art / "manifest.json").write_text(json.dumps(doc, indent=2) + "\n")
+    before = sorted(p.name for p in (art / "policy").iterdir())
+    with pytest.raises(PolicyError, match="its policy changed while this run held the artifact"):
+        run.close()
+    assert sorted(p.name for p in (art / "policy").iterdir()) == before
+    assert json.loads((art / "manifest.json").read_text()) == doc
