@@ -1303,7 +1303,7 @@ def r_autoscale(doc: dict[str, Any]) -> list[Section]:
             ("  same execution target (processor, precision) as Opt", pct(sel.get("target"), 1)),
             ("  Eq. 5's best in expectation is Opt's (learning the reward perfectly) / AutoScale picks it",
              f"{pct(sel.get('reward_ceiling'), 1)} / {pct(sel.get('reward_expected'), 1)}"),
-            ("  same action as Opt(hindsight) (Opt is its choice in)",
+            ("  same action as Opt(hindsight) (how often Opt is Opt(hindsight)'s choice)",
              f"{pct(sel.get('opt_hindsight'), 1)} ({pct(sel.get('ceiling'), 1)})"),
             ("gain over the baselines, static / dynamic", "; ".join(
                 f"{k} ×{fix((s.get('gain_static') or {}).get(k), 2)} / ×{fix((s.get('gain_dynamic') or {}).get(k), 2)}"
