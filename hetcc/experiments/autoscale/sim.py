@@ -38,7 +38,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hetcc.runtime.autoscale import Hyper, energy_mj, link_times_ms, reference_energy_mj, reward, state_key
+from hetcc.runtime.autoscale import (
+    Hyper,
+    energy_mj,
+    link_times_ms,
+    reference_energy_mj,
+    reward,
+    state_key,
+)
 from hetcc.runtime.manifest.model import LinkInfo
 
 from .environments import Variance
