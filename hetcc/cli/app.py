@@ -366,7 +366,7 @@ def _compile_workload(args: argparse.Namespace, console: Any, result: Any, progr
 # ---------------------------------------------------------------- planners
 def cmd_planners(args: argparse.Namespace) -> int:
     from hetcc.planners import all_specs
-    from hetcc.planners.registry import option_fields, type_name
+    from hetcc.planners.registry import AUTO_OPTIMUM_SPACE, option_fields, type_name
 
     specs = [s for s in all_specs() if not args.name or s.name == args.name]
     if args.name and not specs:
@@ -395,8 +395,9 @@ def cmd_planners(args: argparse.Namespace) -> int:
     console.print("auto = the first exact planner whose metrics and constraints cover the objective (dp, then exact); "
                   "a plan that breaks a deadline or power cap exits 3 unless --allow-infeasible. "
                   "Set options with --planner-option KEY=VALUE.")
-    console.print("Several models at once: auto = independent for latency|energy|edp, ga for "
-                  "throughput|fairness|overall. A workload planner of contention gives each model a pipeline "
+    console.print("Several models at once: auto = independent for latency|energy|edp; for "
+                  f"throughput|fairness|overall optimum when its space holds at most {AUTO_OPTIMUM_SPACE:,} combinations "
+                  "(e.g. 3 models on a 3-device board), else ga (fairboost only when named). A workload planner of contention gives each model a pipeline "
                   "(consecutive stages, one device each) scored by the contention model; a model never returns "
                   "to a device it has left (FairBoost's masking).")
     return 0

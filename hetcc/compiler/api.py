@@ -720,40 +720,25 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
 
     ``objective`` None: the named planner's first metric (``overall`` for the contention planners:
     ga, optimum, all-gpu, rr, mosaic), ``latency`` for ``auto``. ``auto`` is ``independent`` for
-    latency, energy or edp and ``ga`` for throughput, fairness or overall. ``budget`` bounds a
-    search planner (ga) as in ``compile``."""
+    latency, energy or edp; for throughput, fairness or overall ``optimum`` when the mix is small
+    enough for it (``registry.AUTO_OPTIMUM_SPACE``), else ``ga``. ``budget`` bounds the planner
+    (a search such as ga or optimum stops with its best so far) as in ``compile``."""
     from hetcc.compiler.passmanager import step
 
     t0 = time.perf_counter()
     objective = default_workload_objective(planner) if objective is None else objective
-    if objective not in metric_names():
-        raise UsageError(f"unknown objective {objective!r}; choose one of {', '.join(metric_names())}")
-    (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
-    _check_planner(planner, "workload", objective, planner_options)   # before minutes of analysis
-    if spec is not None and objective in WORKLOAD_METRICS:
-        raise UsageError(f"--deadline {spec} is relative, so each model's own: give --objective {objective} an "
-                         "absolute --deadline (e.g. 100ms), which bounds each model's latency while all run")
-    if spec is not None and resolve_planner(planner, Objective(), "workload") != "independent":
-        raise UsageError(f"--deadline {spec} is relative, so each model's own: only the independent workload planner "
-                         f"plans models each with its own deadline; give {planner} an absolute --deadline (e.g. 100ms)")
+    _workload_limits(objective, planner, planner_options, deadline, power_cap, deadline_ms,
+                     power_cap_mw)                   # its errors before minutes of analysis
     tgt, measurements = board_of(target)
     analyses = [analyse(m, measurements or tgt, seed=seed, progress=progress, **analyse_kw) for m in models]
     names = [a.name for a in analyses]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise UsageError(f"two models are named {dup[0]!r}; rename one file (the artifact keys models by name)")
-    obj = analyses[0].objective(objective, deadline_ms=ms, power_cap_mw=cap)
-    ctx = PlanContext(seed, budget=budget, progress=progress)
     timings = [t for a in analyses for t in a.timings]
     t1 = time.perf_counter()
     with step(progress, f"planning the workload ({planner})"):
-        if spec is None:
-            workload = workload_problem(analyses)
-            wplan = run_planner(workload, obj, planner, planner_options, ctx, allow_infeasible=allow_infeasible)
-        else:
-            own = [a.objective(objective, spec, deadline_ms=None, power_cap_mw=cap) for a in analyses]
-            obj = Objective(metric=obj.metric, power_cap_mw=cap, deadline_spec=spec)
-            wplan = _plan_each(analyses, own, obj, planner, planner_options, ctx, allow_infeasible)
+        wplan, obj = plan_workload(analyses, objective, deadline=deadline, power_cap=power_cap,
+                                   deadline_ms=deadline_ms, power_cap_mw=power_cap_mw, planner=planner,
+                                   planner_options=planner_options, seed=seed, budget=budget,
+                                   allow_infeasible=allow_infeasible, progress=progress)
     timings.append(PassTiming("partition", time.perf_counter() - t1, f"{wplan.planner}: {len(names)} models"))
     out = None
     if output_dir is not None:
@@ -765,6 +750,51 @@ def compile_workload(models: Sequence[Any], target: str | Path | Any = "hikey970
                                 wplan, timings=list(timings) if write_timings else None)
         timings.append(PassTiming("codegen", time.perf_counter() - t1, f"-> {out}"))
     return WorkloadResult(wplan, analyses, obj, out, time.perf_counter() - t0, timings)
+
+
+def _workload_limits(objective: str, planner: str, planner_options: Mapping[str, Any] | None,
+                     deadline: str | float | None, power_cap: str | None, deadline_ms: float | str | None,
+                     power_cap_mw: float | str | None) -> tuple[float | None, str | None, float | None]:
+    """(deadline ms, relative deadline spec, cap mW) of a workload request, after the checks that
+    need no analysis: the objective, the planner (kind, metric, options) and a relative deadline
+    only for ``independent``."""
+    if objective not in metric_names():
+        raise UsageError(f"unknown objective {objective!r}; choose one of {', '.join(metric_names())}")
+    (ms, spec), cap = limits(deadline, power_cap, deadline_ms=deadline_ms, power_cap_mw=power_cap_mw)
+    _check_planner(planner, "workload", objective, planner_options)
+    if spec is not None and objective in WORKLOAD_METRICS:
+        raise UsageError(f"--deadline {spec} is relative, so each model's own: give --objective {objective} an "
+                         "absolute --deadline (e.g. 100ms), which bounds each model's latency while all run")
+    if spec is not None and resolve_planner(planner, Objective(), "workload") != "independent":
+        raise UsageError(f"--deadline {spec} is relative, so each model's own: only the independent workload planner "
+                         f"plans models each with its own deadline; give {planner} an absolute --deadline (e.g. 100ms)")
+    return ms, spec, cap
+
+
+def plan_workload(analyses: Sequence[Analysis], objective: str, *, deadline: str | float | None = None,
+                  power_cap: str | None = None, deadline_ms: float | str | None = None,
+                  power_cap_mw: float | str | None = None, planner: str = "auto",
+                  planner_options: Mapping[str, Any] | None = None, seed: int = 0, budget: Budget | None = None,
+                  allow_infeasible: bool = False, progress: Progress | None = None) -> tuple[WorkloadPlan, Objective]:
+    """The workload plan of models analysed on one board, and the objective it was planned for:
+    what ``compile_workload`` does after the analyses (and a sweep's or tune's mix runs), with
+    its arguments and errors."""
+    ms, spec, cap = _workload_limits(objective, planner, planner_options, deadline, power_cap, deadline_ms,
+                                     power_cap_mw)
+    names = [a.name for a in analyses]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"two models are named {dup[0]!r}; rename one file (the artifact keys models by name)")
+    obj = analyses[0].objective(objective, deadline_ms=ms, power_cap_mw=cap)
+    ctx = PlanContext(seed, budget=budget, progress=progress)
+    if spec is None:
+        wplan = run_planner(workload_problem(analyses), obj, planner, planner_options, ctx,
+                            allow_infeasible=allow_infeasible)
+    else:
+        own = [a.objective(objective, spec, deadline_ms=None, power_cap_mw=cap) for a in analyses]
+        obj = Objective(metric=obj.metric, power_cap_mw=cap, deadline_spec=spec)
+        wplan = _plan_each(analyses, own, obj, planner, planner_options, ctx, allow_infeasible)
+    return wplan, obj
 
 
 def workload_problem(analyses: Sequence[Analysis]) -> WorkloadProblem:

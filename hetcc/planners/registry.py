@@ -98,9 +98,12 @@ BUILTIN: dict[str, str] = {
 #: ``auto`` picks the first of these whose capabilities cover the objective
 AUTO_ORDER = ("dp", "exact")
 #: ``auto`` for a workload: ``independent`` for a plan metric (latency, energy, edp); for a workload
-#: metric (throughput, fairness, overall) the planner below, which answers for a mix of any size
-#: (``optimum`` refuses mixes beyond its bound)
+#: metric (throughput, fairness, overall) ``optimum`` when its search space at its default options
+#: holds at most ``AUTO_OPTIMUM_SPACE`` combinations (the proven best of that space, deterministic,
+#: about 1 s at that size), else the planner below, which answers for a mix of any size
 AUTO_WORKLOAD = "ga"
+#: the most combinations ``auto`` lets ``optimum`` enumerate (3 models on a 3-device board: 21^3)
+AUTO_OPTIMUM_SPACE = 10_000
 _SPECS: dict[str, PlannerSpec] = {}
 
 
@@ -141,18 +144,33 @@ def planner_names() -> tuple[str, ...]:
     return ("auto", *sorted(names))
 
 
-def resolve(name: str, objective: Objective, kind: str = "model") -> str:
+def resolve(name: str, objective: Objective, kind: str = "model", problem: WorkloadProblem | None = None) -> str:
     """The concrete planner ``auto`` stands for (other names unchanged): the first exact planner
-    in ``AUTO_ORDER`` whose metrics and constraints cover the objective."""
+    in ``AUTO_ORDER`` whose metrics and constraints cover the objective. For a workload metric,
+    ``optimum`` when ``problem`` is given and small enough (``AUTO_OPTIMUM_SPACE``), else ``ga``."""
     if name != "auto":
         return name
     if kind == "workload":
-        return AUTO_WORKLOAD if objective.metric in WORKLOAD_METRICS else "independent"
+        if objective.metric not in WORKLOAD_METRICS:
+            return "independent"
+        if problem is not None and optimum_space(problem) <= AUTO_OPTIMUM_SPACE:
+            return "optimum"
+        return AUTO_WORKLOAD
     refuse_workload_metric(objective.metric, kind)
     for cand in AUTO_ORDER:
         if get_spec(cand).supports(objective):
             return cand
     raise UsageError(f"no exact planner supports {objective.metric} with {sorted(objective.constraints)}")
+
+
+def optimum_space(problem: WorkloadProblem) -> int:
+    """How many combinations ``optimum`` enumerates for ``problem`` at its default options (0 when
+    a model has no legal pipeline: ``optimum`` then refuses it at once)."""
+    optimum = importlib.import_module(BUILTIN["optimum"])      # as every planner is reached: no import cycle
+    plans = importlib.import_module("hetcc.planners.multi.plans")
+    opts = optimum.OptimumOptions()
+    mix = plans.mix_of(problem)
+    return math.prod(len(optimum.candidates(mix, m, opts.blocks, opts.max_stages)) for m in range(mix.n_models))
 
 
 def refuse_workload_metric(metric: str | None, kind: str) -> None:
@@ -409,7 +427,7 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
         allow_infeasible: bool = False) -> Any:
     """Plan ``problem`` for ``objective`` with ``planner``; see the module docstring."""
     kind = "workload" if isinstance(problem, WorkloadProblem) else "model"
-    name = resolve(planner, objective, kind)
+    name = resolve(planner, objective, kind, problem if kind == "workload" else None)
     if kind == "model" and get_spec(name).kind == "policy":   # a run-time policy: variants of one model
         kind = "policy"
     spec = check_planner(name, kind, objective.metric)
@@ -434,6 +452,6 @@ def run(problem: PlanningProblem | WorkloadProblem, objective: Objective, planne
     return apply_policy(result, objective, allow_infeasible)
 
 
-__all__ = ["AUTO_WORKLOAD", "BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "check_planner", "get_spec",
-           "option_fields", "parse_option_args", "parse_options", "parse_planner_entry", "planner_names", "register",
+__all__ = ["AUTO_OPTIMUM_SPACE", "AUTO_WORKLOAD", "BUILTIN", "KINDS", "NoOptions", "PlannerSpec", "all_specs", "apply_policy", "check_planner", "get_spec",
+           "optimum_space", "option_fields", "parse_option_args", "parse_options", "parse_planner_entry", "planner_names", "register",
            "refuse_workload_metric", "resolve", "run", "type_name"]
