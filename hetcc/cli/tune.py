@@ -10,7 +10,8 @@ from hetcc.experiments.tune import MAX_SAMPLES, load_tune_spec, run_tune, write_
 
 
 def add_arguments(parser: Any) -> Any:
-    parser.add_argument("planner", help="the planner whose options to tune (dqn, evosh, random, ...)")
+    parser.add_argument("planner", help="the planner whose options to tune (dqn, evosh, random, ...; a workload planner such as "
+                        "ga over the spec's mixes)")
     parser.add_argument("spec", help="problems and search space (TOML; see examples/tune.toml)")
     parser.add_argument("-o", "--output", required=True, help="where to write the best options (TOML)")
     from hetcc.cli.common import int_in
@@ -44,6 +45,7 @@ def cmd_tune(args: Any) -> int:
         f"(defaults {result.default_gap:.3f}%) over {result.problems} problems; {result.trials} trials, "
         f"{result.stopped_early} stopped early by {spec.scheduler}; {result.seconds:.1f} s\nwrote {out}: "
         + ", ".join(f"{k}={v}" for k, v in sorted(result.best.items())), highlight=False)
-    print(f"use it: hetcc compile MODEL --planner {spec.planner} --planner-option @{out}", file=sys.stderr)
+    models = "MODEL" if spec.kind == "model" else "MODEL MODEL ..."
+    print(f"use it: hetcc compile {models} --planner {spec.planner} --planner-option @{out}", file=sys.stderr)
     return 0
 

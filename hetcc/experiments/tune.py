@@ -10,6 +10,10 @@ The spec names the problems (the sweep's keys: ``models``, ``targets``, ``object
     [fixed]                      # options every trial uses (e.g. a step budget)
     steps = 2000
 
+A workload planner (``ga``, ...) is tuned the same way over mixes: the spec's ``models`` are
+then mixes (``[["a.onnx", "b.onnx"], ...]``), the reference is ``optimum`` and the gap is O's (or
+the objective's) shortfall from it.
+
 Without ``[space]`` the search space is the planner's own: the options whose dataclass field
 carries ``metadata["tune"]`` (``dqn`` and ``evosh`` declare theirs). The driver analyses every
 (model, target) once, resolves each objective and runs the reference planner (``exact``) once
@@ -48,6 +52,7 @@ class TuneSpec:
     space: dict[str, tuple] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)
     reference: str = "exact"
+    kind: str = "model"                          # what the planner plans: model or workload
 
     @property
     def seeds(self) -> list[int]:
@@ -86,9 +91,17 @@ def load_tune_spec(planner: str, path: str | os.PathLike) -> TuneSpec:
     p = Path(path)
     doc = read_toml(p, str(p))
     ps = get_spec(planner)
-    if ps.kind != "model" or ps.exact:
+    if ps.kind not in ("model", "workload") or ps.exact:
         raise UsageError(f"planner {planner!r} has nothing to tune (it is {'exact' if ps.exact else 'a ' + ps.kind} "
-                         "planner); tune a search or learning planner such as dqn, evosh or random")
+                         "planner); tune a search or learning planner such as dqn, evosh, random or ga")
+    grids = doc.get("grid") if isinstance(doc.get("grid"), list) else []
+    for g in (doc, *grids):
+        models = g.get("models") if isinstance(g, dict) else None
+        for i, m in enumerate(models if isinstance(models, list) else []):
+            if isinstance(m, list) != (ps.kind == "workload"):
+                raise UsageError(f"{p}: models[{i}] {m!r}: {ps.name!r} plans " + (
+                    'several models at once: give mixes, e.g. models = [["a.onnx", "b.onnx"]]'
+                    if ps.kind == "workload" else "one model: give models, not mixes (lists)"))
     problems = {k: v for k, v in doc.items() if k not in TUNE_KEYS and k != "planners"}
     sweep = parse_spec(problems | {"planners": [ps.name]}, p)      # the problems: a sweep of one planner
     samples = doc.get("samples", 16)
@@ -118,9 +131,11 @@ def load_tune_spec(planner: str, path: str | os.PathLike) -> TuneSpec:
     if clash:
         raise UsageError(f"{p}: option {clash[0]!r} is both in [space] and [fixed]")
     parse_options(ps, fixed)                            # unknown keys / bad values: one line
-    reference = doc.get("reference", "exact")
-    get_spec(reference)
-    return TuneSpec(ps.name, sweep, samples, scheduler, space, fixed, reference)
+    reference = doc.get("reference", "exact" if ps.kind == "model" else "optimum")
+    if not isinstance(reference, str) or get_spec(reference).kind != ps.kind:
+        raise UsageError(f"{p}: 'reference' {reference!r}: give a {ps.kind} planner as {ps.name!r} is "
+                         f"(e.g. {'exact' if ps.kind == 'model' else 'optimum'})")
+    return TuneSpec(ps.name, sweep, samples, scheduler, space, fixed, reference, ps.kind)
 
 
 @dataclass(frozen=True)
@@ -146,25 +161,46 @@ def prepare_problems(spec: TuneSpec, console: Any = None) -> list[Problem]:
         if what in seen:
             continue
         seen.add(what)
-        if (c.model, c.target, "all") not in analyses:
-            path = str(sw.model_paths.get(c.model) or resolve_model(c.model, None, 0))
-            analyses[(c.model, c.target, "all")] = analyse(path, sw._target_arg(c.target),
-                                                           max_cut_tensors=sw.max_cut_tensors)
-        if (c.model, c.target, c.devices) not in analyses:
-            analyses[(c.model, c.target, c.devices)] = restrict(analyses[(c.model, c.target, "all")], c.devices)
-        a = analyses[(c.model, c.target, c.devices)]
+        for m in sw.mixes.get(c.model, (c.model,)):
+            if (m, c.target, "all") not in analyses:
+                path = str(sw.model_paths.get(m) or resolve_model(m, None, 0))
+                analyses[(m, c.target, "all")] = analyse(path, sw._target_arg(c.target),
+                                                         max_cut_tensors=sw.max_cut_tensors)
+            if (m, c.target, c.devices) not in analyses:
+                analyses[(m, c.target, c.devices)] = restrict(analyses[(m, c.target, "all")], c.devices)
         try:
-            obj = objective_of(a, c.objective, c.deadline, c.power_cap)
-            ref = a.plan(obj, planner=spec.reference)
-            value = obj.value(ref.latency_ms, ref.energy_mj)
+            if c.model in sw.mixes:
+                problem, obj, value = _mix_problem([analyses[(m, c.target, c.devices)] for m in sw.mixes[c.model]],
+                                                   c, spec.reference)
+            else:
+                a = analyses[(c.model, c.target, c.devices)]
+                obj = objective_of(a, c.objective, c.deadline, c.power_cap)
+                ref = a.plan(obj, planner=spec.reference)
+                problem, value = a.problem, obj.value(ref.latency_ms, ref.energy_mj)
         except HetccError:                # does not apply here: not a problem
             continue
         devices = "" if c.devices == "all" else f"[{c.devices}]"
-        out.append(Problem(f"{c.model}@{c.target}{devices}/{c.objective}/{c.deadline}/{c.power_cap}", a.problem,
+        out.append(Problem(f"{c.model}@{c.target}{devices}/{c.objective}/{c.deadline}/{c.power_cap}", problem,
                            obj, value))
     if not out:
         raise UsageError("no problem of the spec has a feasible reference plan; widen deadlines or caps")
     return out
+
+
+def _mix_problem(mix: list[Any], cell: Any, reference: str) -> tuple[Any, Any, float]:
+    """A mix's WorkloadProblem, its objective and the reference planner's value (a HetccError
+    where the reference does not apply, e.g. a relative deadline, which only independent takes)."""
+    from hetcc.compiler.api import plan_workload, workload_problem
+    from hetcc.core.errors import InfeasibleError
+    from hetcc.experiments.sweep.cells import mix_numbers
+
+    ref, obj = plan_workload(mix, cell.objective, deadline=None if cell.deadline == "none" else cell.deadline,
+                             power_cap=None if cell.power_cap == "none" else cell.power_cap, planner=reference,
+                             seed=cell.seed)
+    value = mix_numbers(ref, obj)["value"]
+    if value is None or not math.isfinite(value) or value == 0:
+        raise InfeasibleError(f"{reference}: no value to compare with")
+    return workload_problem(mix), obj, value
 
 
 def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], seeds: list[int],
@@ -172,7 +208,8 @@ def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], 
     """The median gap (%) of ``planner`` with ``options`` over the problems (x seeds); calls
     ``report({"gap": median so far, "problems": n})`` after each."""
     from hetcc.core.errors import HetccError
-    from hetcc.planners import PlanContext
+    from hetcc.experiments.sweep.cells import gap_pct, mix_numbers
+    from hetcc.planners import PlanContext, WorkloadPlan
     from hetcc.planners import plan as run_planner
 
     gaps: list[float] = []
@@ -181,8 +218,10 @@ def evaluate(planner: str, options: Mapping[str, Any], problems: list[Problem], 
             try:
                 plan = run_planner(pr.problem, pr.objective, planner, dict(options), PlanContext(seed),
                                    allow_infeasible=True)
-                value = pr.objective.value(plan.latency_ms, plan.energy_mj)
-                gap = (value - pr.reference) / pr.reference * 100.0 if plan.feasible else INFEASIBLE_GAP
+                value = (mix_numbers(plan, pr.objective)["value"] if isinstance(plan, WorkloadPlan)
+                         else pr.objective.value(plan.latency_ms, plan.energy_mj))
+                gap = gap_pct(pr.objective.metric, value, pr.reference) if plan.feasible else None
+                gap = INFEASIBLE_GAP if gap is None else gap
             except HetccError:             # no plan (InfeasibleError) or options it refuses: the worst
                 gap = INFEASIBLE_GAP
             gaps.append(max(gap, 0.0))

@@ -359,15 +359,16 @@ def split_name(name: str, spec: PlannerSpec, options: Mapping[str, Any]) -> dict
 
 def parse_planner_entry(entry: str, defaults: Mapping[str, Mapping[str, Any]] | None = None, *,
                         not_model: str = ", not one model", pair_note: str = "",
-                        unknown_with_arg: bool = True) -> tuple[str, PlannerSpec, dict[str, Any]]:
+                        unknown_with_arg: bool = True,
+                        kinds: tuple[str, ...] = ("model",)) -> tuple[str, PlannerSpec, dict[str, Any]]:
     """A planner entry ``NAME[:ARG] [key=value ...]`` (an observations file's planner column, a
     sweep's planners entry) -> (NAME[:ARG], its spec, its options: ``defaults[spec.name]``, then the
     entry's pairs). One parser for both; UsageError for an unknown planner (named with its ':'
-    argument unless not ``unknown_with_arg``), one that plans no single model (the message ends
+    argument unless not ``unknown_with_arg``), one of a kind not in ``kinds`` (the message ends
     with the caller's ``not_model``) and a pair that is not key=value (``pair_note`` follows it)."""
     name, *pairs = entry.split()
     spec = get_spec(name if unknown_with_arg else name.split(":")[0])
-    if spec.kind != "model":
+    if spec.kind not in kinds:
         raise UsageError(f"planner {spec.name!r} plans a {spec.kind}{not_model}")
     given = dict((defaults or {}).get(spec.name, {}))
     for pair in pairs:

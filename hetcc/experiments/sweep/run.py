@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hetcc.core.errors import UsageError
-from hetcc.experiments.sweep.cells import plan_group
+from hetcc.experiments.sweep.cells import plan_group, plan_mix_group
 from hetcc.experiments.sweep.cluster import init_ray
 from hetcc.experiments.sweep.report import SweepResult, preload_plotting, write_summary
 from hetcc.experiments.sweep.spec import Cell, SweepSpec
@@ -45,19 +45,27 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
         groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
         for c in todo:
             groups[(c.model, c.target)].append(c)
-        paths = {}
+        paths: dict[str, Any] = {}
         for model in dict.fromkeys(m for m, _ in groups):
-            paths[model] = str(spec.model_paths.get(model) or resolve_model(model, None, 0))
+            members = spec.mixes.get(model, (model,))
+            found = [str(spec.model_paths.get(m) or resolve_model(m, None, 0)) for m in members]
+            paths[model] = found if model in spec.mixes else found[0]
         settings = {"max_cut_tensors": spec.max_cut_tensors, "gap_to": spec.gap_to,
-                    "artifacts": spec.artifacts, "out": str(root.resolve())}
+                    "workload_gap_to": spec.workload_gap_to, "artifacts": spec.artifacts, "out": str(root.resolve())}
         ran = 0
         if todo:
             preload_plotting()                        # while Ray starts: its start-up leaves a core idle
             ray = init_ray(address, workers)
             task = ray.remote(num_cpus=1, max_retries=0)(plan_group)
+            mix_task = ray.remote(num_cpus=1, max_retries=0)(plan_mix_group)
+
+            def size(model: str) -> int:
+                return sum(os.path.getsize(f) for f in ([paths[model]] if isinstance(paths[model], str)
+                                                        else paths[model]))
             # largest models first, so that no long task starts last (a shorter tail on few workers)
-            order = sorted(groups, key=lambda g: -os.path.getsize(paths[g[0]]) * len(groups[g]))
-            pending = [task.remote(paths[m], spec._target_arg(t), groups[(m, t)], settings) for m, t in order]
+            order = sorted(groups, key=lambda g: -size(g[0]) * len(groups[g]))
+            pending = [(mix_task if m in spec.mixes else task).remote(paths[m], spec._target_arg(t), groups[(m, t)],
+                                                                       settings) for m, t in order]
             bar = _Bar(console, len(todo), progress)
             try:
                 while pending:

@@ -3,18 +3,24 @@ the key), and the cells its grids make.
 
 The spec (see ``examples/sweep.toml``; every key but ``models`` has a default)::
 
-    models = ["resnet18", "my/model.onnx"]   # zoo names or .onnx paths (relative to the spec)
+    models = ["resnet18", "my/model.onnx"]   # zoo names or .onnx paths (relative to the spec);
+                                             # a list in the list is a mix: ["resnet18", "googlenet"]
     targets = ["hikey970"]                   # built-in names, board .toml or measurement .csv paths
-    objectives = ["latency"]                 # latency | energy | edp
+    objectives = ["latency"]                 # latency | energy | edp; a mix also throughput|fairness|overall
     deadlines = ["none"]                     # none, short|medium|long, 170ms, 0.17s, 1.3x
     power_caps = ["none"]                    # none, 3W, 3000mW
     planners = ["auto"]                      # any planner; "single:*" = single:<each device>
     seeds = [0]                              # planner seeds (zoo weights always use seed 0)
     max_cut_tensors = 1
-    gap_to = "exact"                         # a reference planner for the gap column, or "none"
+    gap_to = "exact"                         # reference planner(s) for the gap column, or "none"
     artifacts = false                        # write each cell's artifact to DIR/artifacts/<cell>/
     [options.dqn]                            # planner options, per planner name
     steps = 2000
+
+A mix (several models planned at once by a workload planner: ``independent``, ``ga``,
+``optimum``, ...) is a cell's ``model`` spelled ``a+b+c``; a grid may not give a mix a model
+planner or a single model a workload planner (``auto`` plans either). Its gap compares with
+``optimum`` unless ``gap_to`` names another workload planner.
 
 ``load_spec``/``parse_spec``/``planner_entry`` are also what ``hetcc tune`` and the benchmarks use.
 """
@@ -88,8 +94,10 @@ class SweepSpec:
     grids: list[Grid] = field(default_factory=list)
     max_cut_tensors: int = 1
     gap_to: str | None = "exact"
+    workload_gap_to: str | None = "optimum"                      # the reference of a mix's gap
     artifacts: bool = False
     model_paths: dict[str, Path] = field(default_factory=dict)   # spec spelling -> .onnx path
+    mixes: dict[str, tuple[str, ...]] = field(default_factory=dict)   # "a+b" -> its models' spellings
     idents: dict[str, str] = field(default_factory=dict)         # model/target spelling -> identity
     devices: dict[str, list[str]] = field(default_factory=dict)  # target spelling -> its devices
 
@@ -175,9 +183,20 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
         raise _fail(p, f"'max_cut_tensors' must be an integer from 1 to 8, got {k!r}")
     spec.max_cut_tensors = k
     gap = doc.get("gap_to", "exact")
-    if not isinstance(gap, str):
-        raise _fail(p, "'gap_to' must be a planner name or \"none\"")
-    spec.gap_to = None if gap.lower() == "none" else gap
+    gaps = [gap] if isinstance(gap, str) else gap
+    if not isinstance(gaps, list) or not gaps or not all(isinstance(g, str) for g in gaps):
+        raise _fail(p, "'gap_to' must be a planner name, a list of them (one per kind: model, workload) or \"none\"")
+    if [g.lower() for g in gaps] == ["none"]:
+        spec.gap_to = spec.workload_gap_to = None
+    else:
+        kinds = {}
+        for g in gaps:
+            kind = _planner_kind(g, p, "gap_to: ")
+            if kind in kinds:
+                raise _fail(p, f"gap_to names two {kind} planners ({kinds[kind]!r}, {g!r}); give one per kind")
+            kinds[kind] = g
+        spec.gap_to = kinds.get("model", "exact" if isinstance(gap, str) else None)
+        spec.workload_gap_to = kinds.get("workload", "optimum" if isinstance(gap, str) else None)
     art = doc.get("artifacts", False)
     if not isinstance(art, bool):
         raise _fail(p, "'artifacts' must be true or false")
@@ -195,8 +214,9 @@ def parse_spec(doc: Mapping[str, Any], p: Path) -> SweepSpec:
         if options is not None and "options" in g:
             options = {**options, **g["options"]} if isinstance(g["options"], dict) else None
         spec.grids.append(_parse_grid(spec, base | g | {"options": options}, p, where))
-    if spec.gap_to:
-        planner_entry(spec.gap_to, {}, p, "gap_to: ")
+    for ref in (spec.gap_to, spec.workload_gap_to):
+        if ref:
+            planner_entry(ref, {}, p, "gap_to: ")
     n = len(spec.cells())
     if n > MAX_CELLS:
         raise _fail(p, f"{n} cells is more than {MAX_CELLS}; split the sweep into several specs")
@@ -208,12 +228,13 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
     from hetcc.compiler.api import board_of, parse_deadline, parse_power
     from hetcc.core.errors import HetccError
     from hetcc.planners import METRICS
+    from hetcc.planners.metrics import WORKLOAD_METRICS
     from hetcc.runtime.manifest import sha256_file
 
     options = doc["options"]
     if not isinstance(options, dict) or any(not isinstance(v, dict) for v in options.values()):
         raise _fail(p, f"'{where}options' must be tables of planner options, e.g. [options.dqn] steps = 2000")
-    models = _strings(doc, "models", p, None, where)
+    models = _models(spec, doc, p, where)
     g = Grid(models, _strings(doc, "targets", p, ["hikey970"], where),
              _strings(doc, "objectives", p, ["latency"], where),
              [d.lower() for d in _strings(doc, "deadlines", p, ["none"], where)],
@@ -233,7 +254,7 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
             budget.append(f"{key.split('_')[1]}={v}")
     g.budget = ",".join(budget)
 
-    for i, m in enumerate(models):
+    for i, m in [(i, m) for i, entry in enumerate(models) for m in spec.mixes.get(entry, (entry,))]:
         if m in spec.idents:
             continue
         if m.endswith(".onnx"):
@@ -246,6 +267,9 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
             spec.idents[m] = f"zoo:{m}"
         else:
             raise _fail(p, f"{where}models[{i}] {m!r}: not a zoo model (hetcc zoo list) or an .onnx path")
+    for m in models:
+        if m in spec.mixes:
+            spec.idents[m] = "mix:" + "+".join(spec.idents[x] for x in spec.mixes[m])
     for i, t in enumerate(g.targets):
         if t in spec.devices:
             continue
@@ -264,9 +288,16 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
                 raise _fail(p, f"{where}devices[{i}] {devices!r}: target {t!r} has no device {missing[0]!r} "
                             f"(its devices: {'+'.join(spec.devices[t])}); give \"all\" or names joined by +"
                             if missing else f"{where}devices[{i}] {devices!r} names a device twice")
+    mixes = [m for m in models if m in spec.mixes]
+    singles = [m for m in models if m not in spec.mixes]
     for i, o in enumerate(g.objectives):
-        if o not in METRICS:
-            raise _fail(p, f"{where}objectives[{i}] {o!r}: choose from {', '.join(METRICS)}")
+        if o in WORKLOAD_METRICS and singles:
+            raise _fail(p, f"{where}objectives[{i}] {o!r} scores several models at once and models lists "
+                        f"{singles[0]!r}, one model: give it mixes only (models = [[\"a\", \"b\"]]) or "
+                        f"{'|'.join(METRICS)}")
+        if o not in METRICS and o not in WORKLOAD_METRICS:
+            raise _fail(p, f"{where}objectives[{i}] {o!r}: choose from {', '.join(METRICS)}"
+                        + (f" (a mix also {', '.join(WORKLOAD_METRICS)})" if mixes else ""))
     for key, parse in (("deadlines", parse_deadline), ("power_caps", parse_power)):
         for i, value in enumerate(getattr(g, key)):
             try:
@@ -274,7 +305,16 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
             except UsageError as e:
                 raise _fail(p, f"{where}{key}[{i}]: {e}") from None
     entries = _strings(doc, "planners", p, ["auto"], where)
-    for entry in entries:
+    for i, entry in enumerate(entries):
+        kind = _planner_kind(entry, p, f"{where}planners: ")
+        if kind == "model" and mixes:
+            raise _fail(p, f"{where}planners[{i}] {entry.split()[0]!r} plans one model and models lists the mix "
+                        f"{mixes[0]!r}: give mixes workload planners (independent, ga, optimum, ...: hetcc planners), "
+                        "in a [[grid]] of their own")
+        if kind == "workload" and singles:
+            raise _fail(p, f"{where}planners[{i}] {entry.split()[0]!r} plans several models at once and models "
+                        f"lists {singles[0]!r}, one model: give it mixes (models = [[\"a.onnx\", \"b.onnx\"]]), "
+                        "in a [[grid]] of their own")
         g.planners.append(planner_entry(entry, options, p, f"{where}planners: "))
     if len(set(g.planners)) != len(g.planners):
         raise _fail(p, f"'{where}planners' lists one planner with the same options twice")
@@ -284,14 +324,56 @@ def _parse_grid(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) ->
     return g
 
 
+def _models(spec: SweepSpec, doc: Mapping[str, Any], p: Path, where: str) -> list[str]:
+    """The models entries as cells spell them: a string is one model, a list of two or more a mix
+    (spelled ``a+b``, its members in ``spec.mixes``)."""
+    value = doc.get("models")
+    if not isinstance(value, list) or not any(isinstance(v, list) for v in value):
+        return _strings(doc, "models", p, None, where)
+    out = []
+    for i, v in enumerate(value):
+        if not isinstance(v, list):
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise _fail(p, f"{where}models[{i}] must be a model or a list of models (a mix), got {type(v).__name__}")
+            out.append(str(v).strip())
+            continue
+        members = _strings({"models": v}, "models", p, [], f"{where}models[{i}].")
+        if len(members) < 2:
+            raise _fail(p, f"{where}models[{i}] {v!r}: a mix is two or more models; give one model as a string")
+        name = "+".join(members)
+        spec.mixes[name] = tuple(members)
+        out.append(name)
+    if len(set(out)) != len(out):
+        raise _fail(p, f"{where}'models' lists {sorted({v for v in out if out.count(v) > 1})[0]!r} twice")
+    return out
+
+
+def _planner_kind(entry: str, p: Path, where: str) -> str:
+    """What a planners entry plans: ``model``, ``workload`` (``auto``: ``any``); unknown: one line."""
+    from hetcc.planners.registry import get_spec
+
+    name = entry.split()[0].split(":")[0] if entry.split() else entry
+    if name == "auto":
+        return "any"
+    try:
+        return get_spec(name).kind
+    except UsageError as e:
+        raise _fail(p, f"{where}{e}") from None
+
+
 def planner_entry(entry: str, options: Mapping[str, dict], p: Path, where: str) -> tuple[str, str]:
     """(name, canonical JSON of its options) of a planners entry ``NAME[:ARG] [key=value ...]``:
-    the [options.NAME] table, then the entry's own key=value pairs."""
+    the [options.NAME] table, then the entry's own key=value pairs. ``auto`` takes no options."""
     from hetcc.planners.registry import parse_options, parse_planner_entry, split_name
 
+    if entry.split() and entry.split()[0] == "auto":
+        if len(entry.split()) > 1 or options.get("auto"):
+            raise _fail(p, f"{where}planner 'auto' takes no options (it stands for the planner it picks)")
+        return "auto", "{}"
     try:
-        name, ps, given = parse_planner_entry(entry, options, not_model="; a sweep plans single models",
-                                              pair_note=f" in {entry!r}", unknown_with_arg=False)
+        name, ps, given = parse_planner_entry(entry, options, not_model="; a sweep plans models and mixes",
+                                              pair_note=f" in {entry!r}", unknown_with_arg=False,
+                                              kinds=("model", "workload"))
         opts = split_name("single" if name == "single:*" else name, ps, given)
         if name == "single:*":                # device names come from each target
             opts[ps.positional] = "any"
