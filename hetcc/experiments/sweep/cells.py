@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 
 def _row(cell: Cell, **values: Any) -> dict[str, Any]:
+    return row_of(cell, **values)
+
+
+def row_of(cell: Cell, **values: Any) -> dict[str, Any]:
+    """A cells.csv row of ``cell`` with ``values`` (the rest empty)."""
     row = {c: "" for c in COLUMNS}
     row.update(cell=cell.key, model=cell.model, target=cell.target, objective=cell.objective,
                deadline=cell.deadline, power_cap=cell.power_cap, planner=cell.planner, options=cell.options,
@@ -120,11 +125,14 @@ def _mix_rows(model_paths: list[str], target: str, cells: list[Cell], settings: 
     from hetcc.compiler.api import analyse
     from hetcc.core.errors import HetccError, InfeasibleError
 
+    def mix_row(cell: Cell, **values: Any) -> dict[str, Any]:
+        return row_of(cell, mix_models=len(model_paths), **values)
+
     try:
         whole = [analyse(m, target, max_cut_tensors=settings["max_cut_tensors"]) for m in model_paths]
     except Exception as e:                            # recorded per cell; the sweep goes on
         for cell in cells:
-            yield _row(cell, status="error", error=f"analysis: {one_line(e)}")
+            yield mix_row(cell, status="error", error=f"analysis: {one_line(e)}")
         return
     analyses: dict[str, list[Any]] = {}
     references: dict[tuple, float | None] = {}
@@ -138,13 +146,13 @@ def _mix_rows(model_paths: list[str], target: str, cells: list[Cell], settings: 
             _warm_mix_planner(mix, cell, options)
             wplan, obj = _plan_mix(mix, cell, cell.planner, options, budget, allow_infeasible=True)
         except InfeasibleError as e:                  # no plan at all (e.g. a model runs on no device)
-            yield _row(cell, status="infeasible", feasible=False, error=one_line(e), **size)
+            yield mix_row(cell, status="infeasible", feasible=False, error=one_line(e), **size)
             continue
         except HetccError as e:                       # does not apply (ga with latency, optimum past its limit)
-            yield _row(cell, status="skipped", error=one_line(e), **size)
+            yield mix_row(cell, status="skipped", error=one_line(e), **size)
             continue
         except Exception as e:
-            yield _row(cell, status="error", error=one_line(e), **size)
+            yield mix_row(cell, status="error", error=one_line(e), **size)
             continue
         numbers = mix_numbers(wplan, obj)
         value = numbers.pop("value")
@@ -159,7 +167,7 @@ def _mix_rows(model_paths: list[str], target: str, cells: list[Cell], settings: 
             emit_workload(artifact, board_of(target)[0], [(n, a.program, p) for n, a, p in
                                                           zip(wplan.names, mix, wplan.plans)], wplan)
         used = [a.problem.states.device[s.state] for a, p in zip(mix, wplan.plans) for s in p.slices]
-        yield _row(cell, status="ok" if wplan.feasible else "infeasible", feasible=wplan.feasible,
+        yield mix_row(cell, status="ok" if wplan.feasible else "infeasible", feasible=wplan.feasible,
                    deadline_ms=obj.deadline_ms, value=value, reference=ref, gap_pct=gap,
                    planner_seconds=wplan.seconds, slices=sum(len(p.slices) for p in wplan.plans),
                    devices=",".join(dict.fromkeys(used)), artifact=artifact,

@@ -35,15 +35,22 @@ def _num(v: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _label(r: Mapping[str, str]) -> str:
+    """A row's planner as the summary groups it: ``single:*`` for every single device, `` (mix)``
+    after a planner of mixes (``auto`` plans both)."""
+    planner = "single:*" if r["planner"].startswith("single:") else r["planner"]
+    return planner + (" (mix)" if r.get("mix_models") else "")
+
+
 def summarise(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
     """Per (planner, objective): cells, ok/infeasible/skipped/error counts, median and worst gap,
-    median planner milliseconds."""
+    median planner milliseconds; with mixes in the table also the medians of T_norm, J and O."""
     import statistics
 
     by: dict[tuple[str, str], list[Mapping[str, str]]] = defaultdict(list)
     for r in rows:
-        planner = "single:*" if r["planner"].startswith("single:") else r["planner"]
-        by[(planner, r["objective"])].append(r)
+        by[(_label(r), r["objective"])].append(r)
+    mixes = any(r.get("mix_models") for r in rows)
     out = []
     for (planner, objective), rs in sorted(by.items()):
         gaps = [g for g in (_num(r["gap_pct"]) for r in rs) if g is not None]
@@ -53,6 +60,10 @@ def summarise(rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
                     "median_gap_pct": statistics.median(gaps) if gaps else None,
                     "max_gap_pct": max(gaps) if gaps else None,
                     "median_planner_ms": statistics.median(secs) * 1e3 if secs else None})
+        if mixes:
+            for col in ("t_norm", "jain", "overall"):
+                vals = [v for v in (_num(r.get(col, "")) for r in rs if r["status"] == "ok") if v is not None]
+                out[-1][f"median_{col}"] = statistics.median(vals) if vals else None
     return out
 
 
@@ -87,12 +98,10 @@ def _plots(root: Path, rows: Sequence[Mapping[str, str]]) -> None:
     Figure = _plotting()
     if Figure is None:
         return
-    planners = sorted({"single:*" if r["planner"].startswith("single:") else r["planner"] for r in rows})
+    planners = sorted({_label(r) for r in rows})
     for column, name, label in (("gap_pct", "gap.png", "gap to the reference planner (%)"),
                                 ("planner_seconds", "planner_time.png", "planner time (s, log)")):
-        data = [[v for v in (_num(r[column]) for r in rows
-                             if ("single:*" if r["planner"].startswith("single:") else r["planner"]) == p)
-                 if v is not None] for p in planners]
+        data = [[v for v in (_num(r[column]) for r in rows if _label(r) == p) if v is not None] for p in planners]
         keep = [(p, d) for p, d in zip(planners, data) if d]
         width, height = max(4, 1.2 * len(keep) + 2), 3.5
         fig = Figure(figsize=(width, height))
@@ -113,13 +122,17 @@ def print_summary(console: Any, result: SweepResult) -> None:
 
     t = RichTable(title=f"sweep: {result.cells} cells ({result.ran} run now, {result.skipped_done} "
                   f"already in the table), {result.seconds:.1f} s")
+    summary = summarise(result.rows)
+    extra = [k for k in ("median_t_norm", "median_jain", "median_overall") if summary and k in summary[0]]
     heads = ["planner", "objective", "cells", "ok", "infeasible", "skipped", "error", "median gap %",
-             "max gap %", "median planner ms"]
+             "max gap %", "median planner ms", *(f"median {k.split('_', 1)[1].replace('t_norm', 'T_norm')}"
+                                                 .replace("jain", "J").replace("overall", "O") for k in extra)]
     for h in heads:
         t.add_column(h, justify="left" if h in ("planner", "objective") else "right")
-    for s in summarise(result.rows):
+    for s in summary:
         t.add_row(s["planner"], s["objective"], *(str(s[k]) for k in ("cells", "ok", "infeasible", "skipped", "error")),
                   *("-" if s[k] is None else f"{s[k]:.2f}" for k in ("median_gap_pct", "max_gap_pct",
-                                                                    "median_planner_ms")))
+                                                                    "median_planner_ms")),
+                  *("-" if s[k] is None else f"{s[k]:.3f}" for k in extra))
     console.print(t)
     console.print(f"{result.out / 'cells.csv'} (one row per cell), summary.csv, gap.png, planner_time.png")

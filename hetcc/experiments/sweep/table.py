@@ -15,7 +15,8 @@ from hetcc.core.errors import UsageError
 COLUMNS = ("cell", "model", "target", "objective", "deadline", "power_cap", "planner", "options", "seed",
            "status", "feasible", "deadline_ms", "latency_ms", "energy_mj", "edp_mj_ms", "value", "reference",
            "gap_pct", "planner_seconds", "slices", "devices", "artifact", "error", "worker", "finished",
-           "device_set", "budget", "layers", "states", "stats", "throughput_ips", "t_norm", "jain", "overall")
+           "device_set", "budget", "layers", "states", "stats", "mix_models", "throughput_ips", "t_norm", "jain",
+           "overall")
 #: statuses a later run does not redo (``error`` rows are re-run)
 FINAL = ("ok", "infeasible", "skipped")
 
