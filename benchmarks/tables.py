@@ -1194,7 +1194,8 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
              f"{esc(str(r.get('best_fixed')))} ({fix(r.get('best_fixed_mj'), 2)})" if r.get("best_fixed") else DASH,
              pct(r.get("efficiency_vs_best_fixed"), 1), picks(r.get("policy_choices")), picks(r.get("opt_choices")),
              cell(r.get("policy_qos_violations")), ", ".join(f"`{x}`" for x in r.get("states") or [])] for r in rows]
-    text = (f"Model `{cell(a.get('model'))}`, {cell(a.get('per_phase'))} inferences per phase, "
+    note = f"{esc(str(doc['note']))[:1].upper()}{esc(str(doc['note']))[1:]}.\n\n" if doc.get("note") else ""
+    text = note + (f"Model `{cell(a.get('model'))}`, {cell(a.get('per_phase'))} inferences per phase, "
             f"{cell(a.get('passes'))} pass(es), QoS {short(doc.get('qos_ms'))} ms; energy per inference in mJ "
             f"({esc(str(doc.get('energy_source')))}); Opt = the best variant of each inference in hindsight "
             "(every variant measured after it, in a shuffled order); \"its choices / Opt\": the variants the policy "
