@@ -116,8 +116,8 @@ def test_missing_or_binary_trace(tmp_path):
         RssiTrace(tmp_path / "b.csv")
 
 
-def test_real_proc_is_read_cheaply_and_sanely():
-    """On this machine's /proc: fractions in [0, 1], our own busy loop not counted as a co-runner."""
+def test_real_proc_reads_sane_fractions():
+    """On this machine's /proc: fractions in [0, 1] while this process keeps a CPU busy."""
     import time
     o = Observer(min_interval_s=0.0)
     t = time.perf_counter()

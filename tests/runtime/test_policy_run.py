@@ -319,3 +319,31 @@ def test_recompile_during_a_run_is_not_overwritten(art, tmp_path, target):
         run.close()
     assert sorted(p.name for p in (art / "policy").iterdir()) == before
     assert json.loads((art / "manifest.json").read_text()) == doc
+
+
+def test_power_meter_when_readable(art, monkeypatch):
+    """A readable meter's mean power over the inference times its latency is the energy."""
+    import hetcc.runtime.power as power
+
+    class Meter:
+        name = "fake rail"
+
+        def start(self):
+            pass
+
+        def sample(self):
+            pass
+
+        def stop(self):
+            return 2500.0
+    monkeypatch.setattr(power, "find_power_meter", lambda: (Meter(), ""))
+    ex = Executor(art)
+    run = PolicyRunner(ex, PolicyOptions(persist=0), observer=FixedObserver([QUIET]))
+    run.run(feeds_for(ex))
+    d = run.last
+    assert d.energy_mj == pytest.approx(2500.0 * d.latency_ms / 1000)
+    assert run.summary()["energy_source"] == "meter: fake rail"
+    run.close(save=False)
+    off = PolicyRunner(Executor(art), PolicyOptions(persist=0, meter=False), observer=FixedObserver([QUIET]))
+    assert off.summary()["energy_source"].startswith("model")
+    off.close(save=False)
