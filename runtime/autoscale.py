@@ -766,8 +766,12 @@ class Policy:
             qtable = QTable([a["variant"] for a in acts], target=str(doc.get("target", "")))
         else:
             qtable = QTable.from_json(qt_doc, f"{source}: qtable")
+        qos_ms = _number(doc, "qos_ms", source, minimum=0.0, optional=True, default=50.0)
+        if qos_ms <= 0:
+            raise PolicyError(f"{source}: qos_ms: expected a QoS target above 0 ms, got {qos_ms!r}; the file is "
+                              "damaged, recompile")
         return cls(model, acts, qtable,
-                   qos_ms=_number(doc, "qos_ms", source, minimum=0.0, optional=True, default=50.0),
+                   qos_ms=qos_ms,
                    min_accuracy=_number(doc, "min_accuracy", source, minimum=0.0, maximum=1.0, optional=True),
                    base_power_mw=_number(doc, "base_power_mw", source, minimum=0.0, optional=True),
                    links=links, source=source)

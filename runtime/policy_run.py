@@ -80,7 +80,8 @@ class PolicyOptions:
     learn: bool = field(default=True, metadata={"doc": "update the Q-table (0: use it as it is)"})
     persist: int = field(default=1, metadata={"doc": "write the table every N inferences (0: only at the end)"})
     penalty: float | None = field(default=None, metadata={
-        "doc": "reward of a variant that failed (default: -(100 + 10 x the largest predicted energy))"})
+        "doc": "reward of a variant that failed (default: the reward of 10x the QoS target at 10x the largest "
+               "predicted energy, at most -100)"})
     trace_by: str = field(default="inference", metadata={"doc": "read the RSSI trace per 'inference' or by 'time'"})
     mem_baseline: bool = field(default=False, metadata={
         "doc": "count co-runner memory from what others used at the start (1) instead of in all (0)"})
@@ -247,10 +248,11 @@ class PolicyRunner:
             self.meter_name = self.meter.name if self.meter is not None else None
         if options.penalty is not None:
             self.penalty = float(options.penalty)
-        else:
-            worst = max(self.policy.energy_mj(i, max(a["compute_ms"], self.policy.qos_ms))
-                        for i, a in enumerate(self.policy.actions))
-            self.penalty = -(100.0 + 10.0 * worst)
+        else:   # worse than any inference that ran: 10x the QoS target at 10x the largest predicted energy
+            pol = self.policy
+            big = 10.0 * max(pol.energy_mj(i, max(a["compute_ms"], pol.qos_ms)) for i, a in enumerate(pol.actions))
+            worst = min(pol.reward(int(i), 10.0 * pol.qos_ms, big) for i in np.flatnonzero(self.allowed))
+            self.penalty = min(-100.0, worst)
         self.index = 0
         self.decisions: list[Decision] = []
         self.last: Decision | None = None

@@ -224,6 +224,7 @@ def test_min_accuracy_mask(tmp_path):
 
 @pytest.mark.parametrize("mutate,match", [
     (lambda d: d.update(schema="hetcc.autoscale/9"), "schema"),
+    (lambda d: d.update(qos_ms=0), "qos_ms: expected a QoS target above 0"),
     (lambda d: d["actions"][0].update(accuracy=1.5), r"actions\[0\]: accuracy"),
     (lambda d: d["actions"][3].update(link="lte"), "link 'lte'"),
     (lambda d: d.update(qtable={"schema": QTABLE_SCHEMA, "actions": ["x"]}), "qtable.actions must equal"),
