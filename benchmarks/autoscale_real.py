@@ -262,8 +262,87 @@ def summarise(rows: list, variants: tuple, allowed: list, qos_ms: float) -> dict
     return out
 
 
+def replay_only(path: Path, out: Path, models_dir: Path | None) -> int:
+    """``--replay-only``: the replay section of an existing result file (its board and model
+    compiled once, without measuring, for the reference energy when the file lacks it)."""
+    doc = json.loads(path.read_text())
+    ref = doc.get("energy_ref_mj")
+    if ref is None:
+        from hetcc.runtime.autoscale import Policy
+
+        with tempfile.TemporaryDirectory(prefix="hetcc-autoscale-replay-") as tmp:
+            work = Path(tmp)
+            env = dict(os.environ, HETCC_CACHE_DIR=str(work / "cache"), HETCC_PROGRESS_AFTER="never")
+            name = doc["args"]["model"]
+            model = (models_dir / f"{name}.onnx") if models_dir else work / f"{name}.onnx"
+            if name == "tiny-conv":
+                model = tiny_model(work / "tiny.onnx")
+            elif not model.exists():
+                _hetcc("zoo", "export", name, "-o", str(model), env=env)
+            (work / "board.toml").write_text(BOARD)
+            _hetcc("compile", str(model), "--target", str(work / "board.toml"), "--planner", "autoscale",
+                   "--deadline", f"{doc['qos_ms']:g}ms", "-o", str(work / "as"), "-q", env=env)
+            manifest = json.loads((work / "as" / "manifest.json").read_text())
+            ref = Policy.load(work / "as" / manifest["policy"]["file"]).energy_ref_mj
+    doc["replay"] = replay(doc, float(ref), seed=int(doc["args"].get("seed", 0)))
+    for name, rows in doc["replay"]["rewards"].items():
+        print(f"replay, reward {name}: efficiency vs Opt per sweep "
+              + ", ".join(f"{r['efficiency_vs_opt']:.1%}" for r in rows if r["efficiency_vs_opt"]))
+    write_json(doc, out)
+    print(f"wrote {out}")
+    return 0
+
+
 def _terminate(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)     # the finally blocks stop the co-runners and the server
+
+
+def replay(doc: dict, energy_ref_mj: float, sweeps: int = 3, seed: int = 0) -> dict:
+    """Q-learning replayed over a run's recorded steps (each step's recorded state and every
+    variant's oracle measurement), once per reward: the current Eq. 5 (energy in reference energies,
+    a QoS miss penalised) and Eq. 5 with the energy in mJ and no miss penalty (the reward before the
+    units were made explicit). Same data, same states: what the reward alone changes."""
+    import numpy as np
+
+    from hetcc.runtime.autoscale import Hyper, QTable, reward
+
+    variants, qos = list(doc["variants"]), float(doc["qos_ms"])
+    acc = {a["variant"]: float(a.get("accuracy", 1.0)) for a in doc["actions"]}
+    allowed = np.array(doc["allowed"], dtype=bool)
+    steps = doc["decisions"]
+    hyper = Hyper()
+
+    def current(v: str, lat: float, e: float) -> float:
+        return reward(lat, e, acc[v], qos, 0.0, hyper, energy_ref_mj)
+
+    def in_mj(v: str, lat: float, e: float) -> float:
+        base = -e + hyper.beta * 100.0 * acc[v]
+        return base + hyper.alpha * (qos - lat) if lat < qos else base
+
+    out = {}
+    for name, rf in (("current", current), ("mJ, no miss penalty", in_mj)):
+        q, rng, rows = QTable(variants, hyper), np.random.default_rng(seed), []
+        for _ in range(sweeps):
+            chosen_e = opt_e = 0.0
+            misses = same = 0
+            for k, st in enumerate(steps):
+                ok = [v for v, a in zip(variants, allowed) if a and st["oracle"].get(v) is not None]
+                if not ok:
+                    continue
+                a = q.choose(st["state"], rng, allowed)
+                m = st["oracle"].get(variants[a])
+                r = rf(variants[a], *m) if m is not None else -100.0
+                q.update(st["state"], a, r, steps[min(k + 1, len(steps) - 1)]["state"], allowed)
+                best = max(ok, key=lambda v: rf(v, *st["oracle"][v]))
+                opt_e += st["oracle"][best][1]
+                if m is not None:
+                    chosen_e += m[1]
+                    misses += m[0] >= qos
+                same += variants[a] == best
+            rows.append({"efficiency_vs_opt": round(opt_e / chosen_e, 4) if chosen_e > 0 else None,
+                         "qos_misses": misses, "same_as_opt": same, "steps": len(steps)})
+        out[name] = rows
+    return {"sweeps": sweeps, "seed": seed, "energy_ref_mj": round(energy_ref_mj, 4), "rewards": out}
 
 
 def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, settle: float, seed: int,
@@ -373,7 +452,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models-dir", type=Path, default=None, help="exported zoo models (reused)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--replay-only", type=Path, default=None, metavar="JSON",
+                    help="measure nothing: add the replay (Q-learning over the recorded steps, each reward) to a "
+                    "result file of this script (compiling its board and model once for the reference energy)")
     args = ap.parse_args(argv)
+    if args.replay_only is not None:
+        return replay_only(args.replay_only, args.out or args.replay_only, args.models_dir)
     per_phase = args.per_phase or (3 if args.quick else 40)
     passes = args.passes or (1 if args.quick else 2)
     simulated = (args.simulated_start or ("no" if args.quick else "yes")) == "yes"
@@ -443,6 +527,11 @@ def main(argv: list[str] | None = None) -> int:
            "decisions": decisions(rows_by_pass)}
     if sim is not None:
         doc["simulated_start"]["decisions"] = decisions(sim["rows_by_pass"])
+    doc["energy_ref_mj"] = policy.energy_ref_mj
+    doc["replay"] = replay(doc, policy.energy_ref_mj, seed=args.seed)
+    for name, rows in doc["replay"]["rewards"].items():
+        console.print(f"replay of the recorded steps, reward {name}: efficiency vs Opt per sweep "
+                      + ", ".join(f"{r['efficiency_vs_opt']:.1%}" for r in rows if r["efficiency_vs_opt"]))
     out = args.out or RESULTS_DIR / f"autoscale_real{'-quick' if args.quick else ''}.json"
     write_json(doc, out)
     print(f"wrote {out}")

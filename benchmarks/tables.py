@@ -1248,6 +1248,19 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
                 + table(["phase", "policy mJ", "Opt mJ", "policy / Opt", "its choices / Opt", "policy / best fixed",
                          "policy ran", "QoS misses"], body))
         out.append(("Starting from a table trained in simulation", text))
+    rep = doc.get("replay")
+    if isinstance(rep, dict) and isinstance(rep.get("rewards"), dict):
+        body = [[esc(str(name)), str(i), pct(r.get("efficiency_vs_opt"), 1), cell(r.get("qos_misses")),
+                 f"{cell(r.get('same_as_opt'))} / {cell(r.get('steps'))}"]
+                for name, rows in rep["rewards"].items() for i, r in enumerate(rows or [], 1) if isinstance(r, dict)]
+        out.append(("Replay: the reward alone", (
+            f"Q-learning replayed over this run's recorded steps ({cell(rep.get('sweeps'))} sweeps, seed "
+            f"{cell(rep.get('seed'))}): each step's recorded state and every variant's oracle measurement, once "
+            "with the current reward (energy in reference energies of "
+            f"{fix(rep.get('energy_ref_mj'), 1)} mJ, a QoS miss penalised) and once with Eq. 5 in mJ without the "
+            "miss penalty. The same data and states under both: what the reward alone changes "
+            "(`python benchmarks/autoscale_real.py --replay-only FILE`).\n\n"
+            + table(["reward", "sweep", "efficiency vs Opt", "QoS misses", "same as Opt"], body))))
     return out
 
 

@@ -46,4 +46,6 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
     assert doc["overhead_us"]["decide"]["p50"] > 0
     tables = load("tables")
     sections = tables.r_autoscale_real(doc)
-    assert [s[0] for s in sections] == ["Per phase", "Whole passes"] and "policy / Opt" in sections[0][1]
+    assert [s[0] for s in sections] == ["Per phase", "Whole passes", "Replay: the reward alone"]
+    assert "policy / Opt" in sections[0][1]
+    assert set(doc["replay"]["rewards"]) == {"current", "mJ, no miss penalty"}
