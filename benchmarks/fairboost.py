@@ -46,9 +46,15 @@ MANAGERS: list[tuple[str, str, dict[str, Any]]] = [
     ("ga", "ga", {}), ("optimum", "optimum", {}), ("optimum-2", "optimum", {"blocks": 2, "limit": 60_000}),
 ]
 #: the learning manager (torch: not in --quick, whose test stays light): the planner as shipped
-#: (agent + polish) and the agent's mapping alone (polish=False, the paper's manager)
+#: (agent, then the annealed search seeded from its mapping and the baselines' plans), the agent's
+#: mapping alone (polish=False, the paper's manager), the same search without the agent's mapping
+#: (what the search reaches alone), the earlier greedy descent from the agent's mapping, and the
+#: search with a fairness floor of J >= 0.9
 FAIRBOOST: list[tuple[str, str, dict[str, Any]]] = [
     ("fairboost", "fairboost", {}), ("fairboost-agent", "fairboost", {"polish": False}),
+    ("fairboost-no-agent", "fairboost", {"agent_start": False}),
+    ("fairboost-descent", "fairboost", {"search": "descent"}),
+    ("fairboost-j0.9", "fairboost", {"min_jain": 0.9}),
 ]
 #: the exact references, finest first: a mix's gap to the optimum is to the first that ran on it
 OPTIMA = ("optimum", "optimum-2")
@@ -137,6 +143,8 @@ def run_mix(size: int, i: int, seed: int, pool: dict[str, PlanningProblem], mana
         sc = wp.stats["score"]
         row["managers"][label] = {"T_norm": sc["T_norm"], "J": sc["J"], "O": sc["O"], "T_w": sc["T_w"],
                                   "decision_s": time.perf_counter() - t0, "pipelines": wp.stats["pipelines"]}
+        if wp.stats.get("search"):        # fairboost's search: where it went on from, what it spent
+            row["managers"][label]["search"] = wp.stats["search"]
     return row
 
 
@@ -239,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                          "target": args.target, "source": source, "models": sorted(pool), "ga": ga,
                          "optimum_limit": args.optimum_limit},
                 "argv": [a for a in (sys.argv[1:] if argv is None else argv)],
-                "managers": [{"label": label, "planner": p, "options": o} for label, p, o in MANAGERS],
+                "managers": [{"label": label, "planner": p, "options": o} for label, p, o in managers],
                 "objective": "overall", "paper": PAPER,
                 "paper_ratios": {size: {k: paper_ratio(v) for k, v in d.items()}
                                  for size, d in PAPER["o_gain_of_fairboost"].items()},

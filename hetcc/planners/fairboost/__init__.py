@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from hetcc.core.errors import UsageError
 
@@ -31,17 +32,51 @@ SHIPPED_NAME = "hetcc/planners/fairboost/data/agent.pt"
 class FairBoostOptions:
     agent: str = field(default="", metadata={"doc": "agent file (hetcc train fairboost -o FILE); empty: the shipped "
                                                     "agent, trained on orangepi5"})
-    polish: bool = field(default=True, metadata={"doc": "beyond the paper: greedy descent from the agent's pipelines "
-                                                        "on the contention model (stage moves, boundary shifts, "
-                                                        "splits, merges) for the objective; false: the agent's "
-                                                        "mapping as is (stats.agent_score has its score either way)"})
-    polish_moves: int = field(default=100, metadata={"doc": "most moves the polish takes (each the best one; it "
+    polish: bool = field(default=True, metadata={"doc": "beyond the paper: improve the agent's mapping by a search on "
+                                                        "the contention model for the objective (search=); false: "
+                                                        "the agent's mapping as is (stats.agent_score has its score "
+                                                        "either way)"})
+    search: Literal["anneal", "descent"] = field(default="anneal", metadata={
+        "doc": "anneal: a descent, simulated annealing and a last descent from the best of the agent's mapping and "
+               "the baselines' plans (mosaic, all-gpu, best alone, whole models on devices), evaluations= "
+               "contention-model evaluations; descent: greedy descent from the agent's mapping alone "
+               "(polish_moves=)"})
+    evaluations: int = field(default=10000, metadata={"doc": "contention-model work search=anneal spends, in model "
+                                                             "evaluations: a distinct plan of N models costs N (2000 "
+                                                             "plans for 5 models); the seed and this fix the result"})
+    agent_start: bool = field(default=True, metadata={"doc": "search=anneal starts from the agent's mapping too; false: "
+                                                             "from the baselines' plans only (what the search reaches "
+                                                             "without the agent)"})
+    min_jain: float = field(default=0.0, metadata={"doc": "fairness floor (0..1): plans with Jain J below it rank after "
+                                                          "every plan that reaches it (0: none)"})
+    polish_moves: int = field(default=100, metadata={"doc": "most moves search=descent takes (each the best one; it "
                                                            "stops earlier when none improves)"})
 
     def validate(self) -> str | None:
         if self.polish_moves < 1:
             return f"polish_moves={self.polish_moves}: give at least 1"
+        if self.evaluations < 1:
+            return f"evaluations={self.evaluations}: give at least 1"
+        if not 0.0 <= self.min_jain <= 1.0:
+            return f"min_jain={self.min_jain:g}: Jain's index lies in 0..1"
         return None
+
+
+#: the penalty a plan below ``min_jain`` takes on the key (more than any workload score spans)
+BELOW_FLOOR = 1e6
+
+
+def _starts(mix, agent_pipes, evaluations: int, with_agent: bool) -> list[tuple[str, tuple]]:
+    """The labelled starts of search=anneal: the agent's mapping, the baselines' plans, and every
+    assignment of whole models to devices (at most a quarter of the budget)."""
+    from ..multi.baselines import latency_pipeline
+    from .search import whole_assignments
+
+    out = [("agent", tuple(agent_pipes))] if with_agent else []
+    out += [("all-gpu", mix.baseline()), ("best-alone", tuple(mix.best_alone(m)[1] for m in range(mix.n_models))),
+            ("mosaic", tuple(latency_pipeline(mix, m) for m in range(mix.n_models)))]
+    out += [("whole", w) for w in whole_assignments(mix, max(1, evaluations // 4))]
+    return out
 
 
 def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> WorkloadPlan:
@@ -53,7 +88,7 @@ def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> W
     except ImportError as exc:   # torch / torchrl / gymnasium missing
         raise UsageError(f"--planner fairboost needs the learn extra ({exc.name} is missing): "
                          "pip install 'hetcc[learn]'") from None
-    from ..multi.plans import Scorer, mix_of, workload_plan
+    from ..multi.plans import WORST, Scorer, mix_of, workload_plan
 
     opts: FairBoostOptions = ctx.options
     path = Path(opts.agent).expanduser() if opts.agent else DEFAULT_AGENT
@@ -86,19 +121,37 @@ def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> W
         bar.update(1)
     scorer = Scorer(mix, objective)
     agent_score = scorer.score(scorer.predict(pipelines))
-    moves = 0
-    if opts.polish:
+    moves, searched = 0, None
+    if opts.polish and opts.search == "descent":
         from .polish import descend
 
         pipelines, moves = descend(mix, pipelines, scorer.key, max_moves=opts.polish_moves,
                                    out_of_time=lambda: ctx.budget.seconds is not None and ctx.out_of_budget())
+    elif opts.polish:
+        from .search import search
+
+        def key(pipes):
+            try:
+                sc = scorer.score(scorer.predict(pipes))
+            except ValueError:
+                return WORST
+            k = scorer.metric.score_key(sc)
+            return k if sc.jain >= opts.min_jain else k + BELOW_FLOOR
+
+        plans = max(1, opts.evaluations // mix.n_models)
+        starts = _starts(mix, pipelines, plans, opts.agent_start)
+        with ctx.progress.task("fairboost search", total=1) as bar:
+            pipelines, st = search(mix, [p for _, p in starts], key, evaluations=plans, rng=ctx.rng)
+            bar.update(1)
+        searched = {"evaluations": st["evaluations"], "start": starts[st["start"]][0], "accepted": st["accepted"],
+                    "rounds": st["rounds"], "starts": len(starts), "min_jain": opts.min_jain}
     name = SHIPPED_NAME if path.resolve() == DEFAULT_AGENT else str(path)
     stats = {"agent": {"file": name, "sha256": agent.sha256, "target": agent.meta.get("target"),
                        "seed": agent.meta.get("seed"), "steps": agent.meta.get("steps"),
                        "devices": agent.meta.get("devices")},
              "blocks": dict(zip(mix.names, info["blocks"])), "decision_seconds": info["decision_seconds"],
              "agent_score": {"T_norm": agent_score.normalised, "J": agent_score.jain, "O": agent_score.overall},
-             "polish_moves": moves}
+             "polish_moves": moves, "search": searched}
     return workload_plan(workload, mix, pipelines, scorer, stats=stats)
 
 

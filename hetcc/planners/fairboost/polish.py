@@ -1,5 +1,5 @@
 """Greedy descent from the agent's pipelines on THE contention model (beyond FairBoost; the
-``fairboost`` planner's ``polish`` option).
+``fairboost`` planner's ``search=descent``; the default ``search=anneal`` is ``search.py``).
 
 The agent decides block by block from latent codes alone; its mapping often lies a few moves from
 a better one. ``descend`` takes, while one exists, the move that most lowers ``key`` (the

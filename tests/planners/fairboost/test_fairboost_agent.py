@@ -105,3 +105,28 @@ def test_a_file_that_is_no_agent_is_one_line(tmp_path):
     for path, msg in ((bad, "is not a FairBoost agent"), (tmp_path / "none.pt", "does not exist")):
         with pytest.raises(UsageError, match=msg):
             plan(workload(9), Objective("overall"), "fairboost", {"agent": str(path)}, PlanContext(0))
+
+
+def test_the_search_beats_the_agent_and_the_baselines_and_honours_its_options(tiny_agent):
+    """search=anneal (the default) starts from the agent's mapping and the baselines' plans, so it
+    scores no worse than any of them; agent_start=false leaves the agent out; min_jain puts the
+    plans at least that fair first."""
+    path = tiny_agent[0]
+    w = workload(11, (4, 6, 5))
+    opts = {"agent": str(path), "evaluations": 600}
+    got = plan(w, Objective("overall"), "fairboost", opts, PlanContext(0))
+    raw = plan(w, Objective("overall"), "fairboost", {**opts, "polish": False}, PlanContext(0))
+    for other in ("all-gpu", "mosaic"):
+        base = plan(w, Objective("overall"), other, {}, PlanContext(0))
+        assert got.stats["score"]["O"] >= base.stats["score"]["O"] - 1e-12
+    assert got.stats["score"]["O"] >= raw.stats["score"]["O"] - 1e-12
+    assert got.stats["agent_score"]["O"] == pytest.approx(raw.stats["score"]["O"])
+    s = got.stats["search"]
+    assert 0 < s["evaluations"] <= 600 // 3 and s["start"] in ("agent", "all-gpu", "best-alone", "mosaic", "whole")
+    alone = plan(w, Objective("overall"), "fairboost", {**opts, "agent_start": False}, PlanContext(0))
+    assert alone.stats["search"]["starts"] == s["starts"] - 1
+    floor = got.stats["score"]["J"] + 0.05      # above the unconstrained plan's fairness, still reachable
+    fair = plan(w, Objective("overall"), "fairboost", {**opts, "min_jain": floor}, PlanContext(0))
+    assert fair.stats["score"]["J"] >= floor and fair.stats["score"]["O"] <= got.stats["score"]["O"] + 1e-12
+    with pytest.raises(UsageError, match="min_jain=1.5"):
+        plan(w, Objective("overall"), "fairboost", {**opts, "min_jain": 1.5}, PlanContext(0))
