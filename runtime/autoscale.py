@@ -215,6 +215,8 @@ def _link(links: Mapping[str, Any] | None, name: str) -> LinkInfo:
 
 
 def _rssi_for(rssi: float | Mapping[str, float | None] | None, link_name: str) -> float | None:
+    if rssi is None or isinstance(rssi, (int, float)):
+        return rssi
     if isinstance(rssi, Mapping):
         return rssi.get(link_name)
     return rssi
@@ -445,6 +447,9 @@ class QTable:
         self._q: dict[str, np.ndarray] = {}
         self._visits: dict[str, np.ndarray] = {}
         self._inits: dict[str, np.ndarray] = {}
+        self._all = np.ones(len(self.actions), dtype=bool)
+        self._all.flags.writeable = False
+        self._checked: np.ndarray | None = None   # the last read-only mask _mask accepted
         for k, row in (q or {}).items():
             arr = np.asarray(list(row), dtype=np.float64)
             if arr.shape != (n,):
@@ -487,13 +492,18 @@ class QTable:
 
     def _mask(self, allowed: np.ndarray | None) -> np.ndarray:
         if allowed is None:
-            return np.ones(len(self.actions), dtype=bool)
-        mask = allowed if isinstance(allowed, np.ndarray) and allowed.dtype == bool else np.asarray(allowed, dtype=bool)
+            allowed = self._all
+        if allowed is self._checked:   # a read-only mask checked before (the runner's, every decision)
+            return allowed
+        mask = (allowed if isinstance(allowed, np.ndarray) and allowed.dtype.kind == "b"
+                else np.asarray(allowed, dtype=bool))
         if mask.shape != (len(self.actions),):
             raise PolicyError(f"allowed: expected {len(self.actions)} flags (one per action), got {mask.size}")
         if not mask.any():
             raise PolicyError("no action is allowed (every variant is below the accuracy target?); "
                               "lower --min-accuracy or compile more variants")
+        if mask is allowed and not mask.flags.writeable:
+            self._checked = mask
         return mask
 
     def best(self, key: str, allowed: np.ndarray | None = None) -> int:
@@ -705,8 +715,10 @@ class Policy:
         return self.actions[self.qtable.index(variant)]
 
     def allowed(self) -> np.ndarray:
-        """The actions whose accuracy meets ``min_accuracy``."""
-        return np.array([a["accuracy"] >= self.min_accuracy for a in self.actions], dtype=bool)
+        """The actions whose accuracy meets ``min_accuracy`` (a read-only array: QTable checks it once)."""
+        mask = np.array([a["accuracy"] >= self.min_accuracy for a in self.actions], dtype=bool)
+        mask.flags.writeable = False
+        return mask
 
     def state_key(self, co_cpu: float, co_mem: float, rssi_w: float | None, rssi_p: float | None) -> str:
         m = self.model
