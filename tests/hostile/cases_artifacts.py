@@ -182,7 +182,7 @@ CASES = [
     Case("artifacts/manifest-1000-slices-3-files", INSPECT, 2, ["manifest.json", "lists 1000 slice files",
                                                                "but the artifact holds"],
          setup=_many_slices(1000), child=True, timeout=60),
-    Case("artifacts/manifest-65-variants", INSPECT, 2, ["manifest.json", "65 variants"], setup=edit(_variants(65))),
+    Case("artifacts/manifest-257-variants", INSPECT, 2, ["manifest.json", "257 variants"], setup=edit(_variants(257))),
     # -- numbers in range for JSON, out of range for a run
     Case("artifacts/manifest-20000-threads", RUN, 2, ["intra_op_num_threads", "20000"],
          setup=edit(_set("runtime", "intra_op_num_threads", 20000)), child=True, timeout=60),
