@@ -449,7 +449,9 @@ class QTable:
         self._inits: dict[str, np.ndarray] = {}
         self._all = np.ones(len(self.actions), dtype=bool)
         self._all.flags.writeable = False
-        self._checked: np.ndarray | None = None   # the last read-only mask _mask accepted
+        #: read-only masks _mask accepted before, by id (each held, so its id stays its own): the
+        #: runner's one mask, a simulation's mask per model; checked once, not at every decision
+        self._checked: dict[int, np.ndarray] = {}
         for k, row in (q or {}).items():
             arr = np.asarray(list(row), dtype=np.float64)
             if arr.shape != (n,):
@@ -492,8 +494,8 @@ class QTable:
 
     def _mask(self, allowed: np.ndarray | None) -> np.ndarray:
         if allowed is None:
-            allowed = self._all
-        if allowed is self._checked:   # a read-only mask checked before (the runner's, every decision)
+            return self._all
+        if self._checked.get(id(allowed)) is allowed:   # a read-only mask checked before
             return allowed
         mask = (allowed if isinstance(allowed, np.ndarray) and allowed.dtype.kind == "b"
                 else np.asarray(allowed, dtype=bool))
@@ -502,8 +504,8 @@ class QTable:
         if not mask.any():
             raise PolicyError("no action is allowed (every variant is below the accuracy target?); "
                               "lower --min-accuracy or compile more variants")
-        if mask is allowed and not mask.flags.writeable:
-            self._checked = mask
+        if mask is allowed and not mask.flags.writeable and len(self._checked) < 64:
+            self._checked[id(mask)] = mask
         return mask
 
     def best(self, key: str, allowed: np.ndarray | None = None) -> int:
@@ -522,7 +524,10 @@ class QTable:
         if explore and eps > 0 and rng.random() < eps:
             idx = np.flatnonzero(mask)
             return int(idx[rng.integers(len(idx))])
-        return int(np.argmax(np.where(mask, self.values(key), -np.inf)))
+        row = self._q.get(key)
+        if row is None:
+            row = self._init(key)
+        return int(row.argmax() if mask is self._all else np.argmax(np.where(mask, row, -np.inf)))
 
     def update(self, key: str, a: int, reward: float, next_key: str, next_allowed: np.ndarray | None = None,
                hyper: Hyper | None = None) -> None:
