@@ -1515,6 +1515,22 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
                 parts.append(f"`{name}` " + " / ".join(fix(d["summary"][k][name]["O"], 2) for k in sizes))
         return f"mean O (throughput x fairness) on {' / '.join(sizes)}-model mixes: " + "; ".join(parts)
 
+    def autoscale(d: dict[str, Any]) -> str:
+        b = d["boards"]["mi8pro-edge-cloud"]
+        sm, conv, dec = b["summary"], b["convergence"], b["decision"]
+        return (f"mi8pro, S1-S5 and D1-D3: efficiency {pct(sm['efficiency_gap_vs_opt'], 1, sign=True)} vs Opt; "
+                f"Opt's action {pct(sm['selection']['opt'], 1)}; converged in {short(conv['scratch_median'])} runs; "
+                f"decision {fix(dec['trained_us'], 1)} µs")
+
+    def autoscale_real(d: dict[str, Any]) -> str:
+        last = d["passes"][-1]
+        return (f"{d['args']['model']} here, real co-runners and offload: inferences/J "
+                f"{pct(last['policy_efficiency_vs_opt'], 1)} of Opt's")
+
+    def shaping(d: dict[str, Any]) -> str:
+        return (f"worst error against the link tables: bandwidth {pct(d['worst_bandwidth_error'], 1)}, round trip "
+                f"{pct(d['worst_rtt_error'], 1)}")
+
     add("compile", "Compile time", compile_)
     add("planners", "Planner speed", planners)
     add("herti", "HERTI", herti)
@@ -1525,6 +1541,9 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
     add("host_fit", "Host fit", host)
     add("contention", "Contention model", contention)
     add("fairboost", "FairBoost", fairboost)
+    add("autoscale", "AutoScale, simulated", autoscale)
+    add("autoscale_real", "AutoScale, real", autoscale_real)
+    add("offload_shaping", "Offload link shaping", shaping)
     return rows
 
 
