@@ -1337,8 +1337,15 @@ def r_autoscale(doc: dict[str, Any]) -> list[Section]:
         verd = [[esc(v.get("target", "")), str(v.get("paper", "")), sig(v.get("ours"), 3),
                  "met" if v.get("met") else "**missed**"] for v in b.get("verdicts") or []]
         states = ", ".join(f"{m} `{k}`" for m, k in (b.get("states") or {}).items())
+        nets = [m.get("model") for m in (next(iter(envs.values()), {}) or {}).get("models") or []]
+        where = [[e] + [(lambda m: DASH if m is None else (f"`{m.get('opt')}`" if m.get("opt") == m.get("autoscale")
+                                                         else f"`{m.get('opt')}` / `{m.get('autoscale')}`"))(
+                     next((m for m in v.get("models") or [] if m.get("model") == n), None)) for n in nets]
+                 for e, v in envs.items()]
         out.append((f"`{name}`", table(["environment", *pols, "same as Opt", "within 1% of Opt"], rows) + "\n\n" + kv_table(pairs)
                     + "\n\nTargets:\n\n" + table(["target", "paper", "ours", ""], verd)
+                    + "\n\nWhere each network runs: Opt's action, and AutoScale's where it differs (the most "
+                      "frequent over the environment's inferences):\n\n" + table(["environment", *nets], where)
                     + f"\n\nState keys (Table 1) in S1: {states}."))
     sens = doc.get("sensitivity") or []
     if sens:
