@@ -1531,8 +1531,10 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
 
     def autoscale_real(d: dict[str, Any]) -> str:
         last = d["passes"][-1]
+        first = d["passes"][0]
         return (f"{d['args']['model']} here, real co-runners and offload: inferences/J "
-                f"{pct(last['policy_efficiency_vs_opt'], 1)} of Opt's")
+                f"{pct(first['policy_efficiency_vs_opt'], 1)} of Opt's untrained, "
+                f"{pct(last['policy_efficiency_vs_opt'], 1)} on pass {len(d['passes'])}")
 
     def shaping(d: dict[str, Any]) -> str:
         return (f"worst error against the link tables: bandwidth {pct(d['worst_bandwidth_error'], 1)}, round trip "
