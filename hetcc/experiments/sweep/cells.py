@@ -40,18 +40,24 @@ def row_of(cell: Cell, **values: Any) -> dict[str, Any]:
     return row
 
 
-def plan_group(model_path: str, target: str, cells: list[Cell], settings: dict[str, Any]) -> Iterator[list[dict]]:
-    """Analyse ``model_path`` for ``target`` once, then plan each cell; yields the finished rows
-    every 0.2 s (one Ray object per row would cost the driver ~1 ms of CPU each)."""
+def _batched(rows: Iterator[dict]) -> Iterator[list[dict]]:
+    """The rows in batches, one every 0.2 s (one Ray object per row would cost the driver ~1 ms of
+    CPU each)."""
     batch: list[dict] = []
     last = time.monotonic()
-    for row in _plan_rows(model_path, target, cells, settings):
+    for row in rows:
         batch.append(row)
         if time.monotonic() - last > 0.2:
             yield batch
             batch, last = [], time.monotonic()
     if batch:
         yield batch
+
+
+def plan_group(model_path: str, target: str, cells: list[Cell], settings: dict[str, Any]) -> Iterator[list[dict]]:
+    """Analyse ``model_path`` for ``target`` once, then plan each cell; yields the finished rows
+    every 0.2 s (one Ray object per row would cost the driver ~1 ms of CPU each)."""
+    yield from _batched(_plan_rows(model_path, target, cells, settings))
 
 
 def _plan_rows(model_path: str, target: str, cells: list[Cell], settings: dict[str, Any]) -> Iterator[dict]:
@@ -110,15 +116,7 @@ def plan_mix_group(model_paths: list[str], target: str, cells: list[Cell],
                    settings: dict[str, Any]) -> Iterator[list[dict]]:
     """``plan_group`` for a mix: analyse each of ``model_paths`` for ``target`` once, then plan
     each cell as a workload; yields the finished rows in batches."""
-    batch: list[dict] = []
-    last = time.monotonic()
-    for row in _mix_rows(model_paths, target, cells, settings):
-        batch.append(row)
-        if time.monotonic() - last > 0.2:
-            yield batch
-            batch, last = [], time.monotonic()
-    if batch:
-        yield batch
+    yield from _batched(_mix_rows(model_paths, target, cells, settings))
 
 
 def _mix_rows(model_paths: list[str], target: str, cells: list[Cell], settings: dict[str, Any]) -> Iterator[dict]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Mapping
 
 from hetcc.core.errors import UsageError

@@ -18,14 +18,10 @@ from typing import Callable, Iterator, Sequence
 from ..multi.mix import MixProblem, Pipeline, Stage
 
 
-def _moves(mix: MixProblem, pipe: Pipeline) -> Iterator[Pipeline]:
-    D, n = mix.n_devices, len(pipe)
-    used = {st.device for st in pipe}
-    for i, st in enumerate(pipe):                          # a stage onto an unused device
-        for d in range(D):
-            if d not in used:
-                yield pipe[:i] + (Stage(d, st.first, st.stop),) + pipe[i + 1:]
-    for i in range(n - 1):                                 # a boundary shifted
+def boundary_moves(pipe: Pipeline) -> Iterator[Pipeline]:
+    """The moves at each boundary between two stages: shifted by 1, 2, 4, ... layers either way,
+    and the two stages merged onto either's device (the descent's and the search's, ``search``)."""
+    for i in range(len(pipe) - 1):
         a, b = pipe[i], pipe[i + 1]
         step = 1
         while step < b.stop - a.first:
@@ -33,8 +29,18 @@ def _moves(mix: MixProblem, pipe: Pipeline) -> Iterator[Pipeline]:
                 if a.first < cut < b.stop:
                     yield pipe[:i] + (Stage(a.device, a.first, cut), Stage(b.device, cut, b.stop)) + pipe[i + 2:]
             step *= 2
-        for d in (a.device, b.device):                     # merged
+        for d in (a.device, b.device):
             yield pipe[:i] + (Stage(d, a.first, b.stop),) + pipe[i + 2:]
+
+
+def _moves(mix: MixProblem, pipe: Pipeline) -> Iterator[Pipeline]:
+    D = mix.n_devices
+    used = {st.device for st in pipe}
+    for i, st in enumerate(pipe):                          # a stage onto an unused device
+        for d in range(D):
+            if d not in used:
+                yield pipe[:i] + (Stage(d, st.first, st.stop),) + pipe[i + 1:]
+    yield from boundary_moves(pipe)
     for i, st in enumerate(pipe):                          # split at the middle onto an unused device
         if st.stop - st.first < 2:
             continue

@@ -38,6 +38,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from ..multi.mix import MixProblem, Pipeline, Stage
+from .polish import boundary_moves
 
 Pipes = tuple[Pipeline, ...]
 
@@ -99,16 +100,7 @@ def neighbours(mix: MixProblem, pipe: Pipeline, pool: Sequence[Pipeline] = ()) -
             out[i] = Stage(pipe[j].device, pipe[i].first, pipe[i].stop)
             out[j] = Stage(pipe[i].device, pipe[j].first, pipe[j].stop)
             yield tuple(out)
-    for i in range(n - 1):                                 # a boundary shifted
-        a, b = pipe[i], pipe[i + 1]
-        step = 1
-        while step < b.stop - a.first:
-            for cut in (a.stop - step, a.stop + step):
-                if a.first < cut < b.stop:
-                    yield pipe[:i] + (Stage(a.device, a.first, cut), Stage(b.device, cut, b.stop)) + pipe[i + 2:]
-            step *= 2
-        for d in (a.device, b.device):                     # merged
-            yield pipe[:i] + (Stage(d, a.first, b.stop),) + pipe[i + 2:]
+    yield from boundary_moves(pipe)                        # a boundary shifted, two stages merged
     for i, st in enumerate(pipe):                          # split onto an unused device
         size = st.stop - st.first
         if size < 2:
