@@ -5,27 +5,15 @@ never beaten on QoS, the verdicts printed); the figures come from full runs by h
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from benchmod import load
 from extras import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.learn]
 needs("learn", "gymnasium")
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_quick_run_scores_every_environment_and_policy_and_renders(tmp_path, capsys):

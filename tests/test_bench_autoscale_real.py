@@ -6,25 +6,13 @@ oracle, Opt is never worse than the policy by its own reward); the numbers come 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from benchmod import load
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec.loader.exec_module(mod)
-    return mod
-
 
 def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
     pytest.importorskip("rich")

@@ -5,27 +5,15 @@ the best of them under O, all-gpu is the T_norm baseline); the numbers come from
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from benchmod import load
 from extras import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.multi]
 needs("multi", "pymoo")
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_quick_run_writes_scores_for_every_manager_and_renders(tmp_path, capsys):
