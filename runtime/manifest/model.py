@@ -210,6 +210,8 @@ class LinkInfo(_Record):
     default_signal_dbm: float
 
     def _at(self, values: tuple[float, ...], signal_dbm: float | None) -> float:
+        # the same interpolation as hetcc.targets' Link (the compiler's side): the runtime ships
+        # alone and the targets import nothing of it, so each layer keeps its few lines
         s = self.default_signal_dbm if signal_dbm is None else float(signal_dbm)
         xs = self.signal_dbm
         if s <= xs[0]:
