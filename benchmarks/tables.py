@@ -1284,8 +1284,8 @@ def r_autoscale(doc: dict[str, Any]) -> list[Section]:
         "AutoScale(frozen) never updates it. Opt: per inference the best action in expectation for the state that "
         "inference saw (noise-free, known in hindsight): the least energy meeting QoS, the fastest when none does; "
         "Opt(hindsight): the same criterion on the inference's noisy outcomes (it also knows the noise); "
-        "Opt(reward): the largest Eq. 5 reward in hindsight. Eq. 5's energy is in units of the network's Edge(CPU "
-        f"FP32) energy, a missed QoS target costs {short(model.get('qos_penalty'))} of those per QoS target of "
+        "Opt(reward): the largest Eq. 5 reward in hindsight. Eq. 5's energy is in units of the network's least "
+        f"predicted action energy, a missed QoS target costs {short(model.get('qos_penalty'))} of those per QoS target of "
         "latency."))]
     for name, b in boards.items():
         envs = b.get("environments") or {}

@@ -16,7 +16,7 @@ Choices the paper leaves open, made here:
 * a co-runner feature is "None (0%)" when it rounds to 0% (below 0.5%): a measured utilisation
   is never exactly 0;
 * the reward's units (Eq. 5 states none): energy in units of the model's reference energy
-  ``E_ref`` (``reference_energy_mj``: the predicted energy of its Edge(CPU FP32) action), the
+  ``E_ref`` (``reference_energy_mj``: the least predicted energy of its actions), the
   latency term as the QoS slack relative to the target ``alpha * (qos_ms - latency_ms) / qos_ms``
   (the paper writes ``+alpha * R_latency``, which taken literally rewards slowness), accuracy as
   a fraction, and a missed QoS target costs ``qos_penalty * latency_ms / qos_ms`` reference
@@ -121,7 +121,7 @@ class Hyper:
     epsilon: float = 0.1
     alpha: float = 0.1
     beta: float = 0.1
-    qos_penalty: float = 10.0
+    qos_penalty: float = 100.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -165,9 +165,12 @@ def reward(latency_ms: float, energy_mj: float, accuracy: float, qos_ms: float, 
     * latency under the QoS target: ``-E/E_ref + alpha * (qos_ms - latency_ms) / qos_ms + beta * accuracy``;
     * else: ``-E/E_ref + beta * accuracy - qos_penalty * latency_ms / qos_ms``.
 
-    With ``qos_penalty`` 10 a miss costs at least ten reference energies: meeting the QoS target
-    comes first, and among the actions that meet it the least energy wins (what AutoScale's Opt
-    measures); among those that miss it, the fastest."""
+    ``E_ref`` is the least predicted energy of the model's actions, so ``alpha`` and ``beta`` (0.1,
+    Sec. 4.2) stay the small weights the paper means: the slack term is worth at most a tenth of the
+    best energy. With ``qos_penalty`` 100 a miss costs at least a hundred reference energies
+    (more than any action's energy on the built-in boards): meeting the QoS target comes first, and
+    among the actions that meet it the least energy wins up to the small terms (what AutoScale's
+    Opt measures); among those that miss it, the fastest."""
     acc = float(accuracy)
     if acc < min_accuracy:
         return -100.0 * acc
@@ -183,11 +186,9 @@ def reward(latency_ms: float, energy_mj: float, accuracy: float, qos_ms: float, 
 
 def reference_energy_mj(actions: Iterable[Mapping[str, Any]], base_power_mw: float,
                         links: Mapping[str, Any] | None = None) -> float:
-    """A model's reference energy for the reward (mJ): the predicted energy of its Edge(CPU FP32)
-    action (the CPU at its top frequency in FP32: ``compute_ms`` at ``busy_power_mw`` plus the base
-    power); without such an action, the largest predicted energy of any action (a remote one at its
-    link's default signal). 1.0 (the reward then counts energy in mJ) when no action predicts a
-    positive energy."""
+    """A model's reference energy for the reward (mJ): the least predicted energy of its actions
+    (``compute_ms`` at ``busy_power_mw`` plus the base power; a remote one at its link's default
+    signal). 1.0 (the reward then counts energy in mJ) when no action predicts a positive energy."""
     acts = [a for a in actions if a is not None]
 
     def predicted(a: Mapping[str, Any]) -> float:
@@ -197,14 +198,8 @@ def reference_energy_mj(actions: Iterable[Mapping[str, Any]], base_power_mw: flo
         except PolicyError:       # a remote action whose link the caller did not give
             return math.nan
 
-    cpu = [a for a in acts if not a.get("remote") and str(a.get("kind") or a.get("device")) == "cpu"
-           and str(a.get("precision") or "float32") == "float32"]
-    if cpu:
-        e = predicted(max(cpu, key=lambda a: float(a.get("freq_mhz") or 0.0)))
-    else:
-        es = [x for x in (predicted(a) for a in acts) if math.isfinite(x)]
-        e = max(es) if es else math.nan
-    return e if e > 0.0 and math.isfinite(e) else 1.0
+    es = [x for x in (predicted(a) for a in acts) if math.isfinite(x) and x > 0.0]
+    return min(es) if es else 1.0
 
 
 def _link(links: Mapping[str, Any] | None, name: str) -> LinkInfo:
@@ -709,7 +704,7 @@ class Policy:
             if a.get("remote") and a.get("link") not in self.links:
                 raise PolicyError(f"{source}: action {a['variant']!r}: link {a.get('link')!r} is not in links; "
                                   "the file is damaged, recompile")
-        #: the reward's energy unit (``reference_energy_mj``: the Edge(CPU FP32) action's predicted energy)
+        #: the reward's energy unit (``reference_energy_mj``: the least predicted action energy)
         self.energy_ref_mj = reference_energy_mj(self.actions, self.base_power_mw, self.links)
 
     @property

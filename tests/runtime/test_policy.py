@@ -84,24 +84,23 @@ def test_reward_branches():
         reward(30, 200, 1.0, 50, 0.0, h, 0.0)
 
 
-def test_reference_energy_is_edge_cpu_fp32():
+def test_reference_energy_is_the_least_predicted_action_energy():
     acts = [action("cpu@1000:fp32", freq=1000.0, compute_ms=40.0, busy=800.0),
             action("cpu@2000:fp32", freq=2000.0, compute_ms=20.0, busy=2000.0),
             action("cpu@2000:int8", freq=2000.0, precision="int8", compute_ms=5.0, busy=2000.0),
-            action("gpu@700:fp16", device="gpu", freq=700.0, precision="float16", compute_ms=90.0, busy=3000.0),
-            action("cloud", device="cloud", kind="remote", remote=True, link="wifi", busy=100.0)]
+            action("gpu@700:fp16", device="gpu", freq=700.0, precision="float16", compute_ms=90.0, busy=3000.0)]
     links = {"wifi": WIFI}
-    # the CPU at its top frequency in FP32, whatever the order: (2000 + 500) mW x 20 ms
-    assert reference_energy_mj(acts[::-1], 500.0, links) == pytest.approx(2500 * 20 / 1000)
-    # no CPU FP32 action: the largest predicted energy (the GPU's (3000 + 500) mW x 90 ms)
-    assert reference_energy_mj(acts[2:], 500.0, links) == pytest.approx(3500 * 90 / 1000)
+    # the INT8 CPU step, whatever the order: (2000 + 500) mW x 5 ms
+    assert reference_energy_mj(acts[::-1], 500.0, links) == pytest.approx(2500 * 5 / 1000)
+    # without it the least of (800 + 500) x 40 = 52 mJ, (2000 + 500) x 20 = 50 mJ and the GPU's 315 mJ
+    assert reference_energy_mj(acts[:2] + acts[3:], 500.0, links) == pytest.approx(2500 * 20 / 1000)
     assert reference_energy_mj([], 500.0, links) == 1.0
 
 
 def test_hyper_qos_penalty_defaults_for_old_files():
-    assert Hyper.from_json({"learning_rate": 0.9, "alpha": 0.1}).qos_penalty == 10.0
+    assert Hyper.from_json({"learning_rate": 0.9, "alpha": 0.1}).qos_penalty == 100.0
     assert Hyper.from_json({"qos_penalty": 3}).qos_penalty == 3.0
-    assert Hyper().to_json()["qos_penalty"] == 10.0
+    assert Hyper().to_json()["qos_penalty"] == 100.0
     with pytest.raises(PolicyError, match="qos_penalty"):
         Hyper(qos_penalty=-1.0)
 
@@ -110,10 +109,12 @@ def test_policy_reward_uses_its_reference_energy(tmp_path):
     p = tmp_path / "autoscale.json"
     p.write_text(json.dumps(policy_doc()))
     pol = Policy.load(p)
-    # cpu@2000:fp32: (1000 + 500) mW x 10 ms = 15 mJ
-    assert pol.energy_ref_mj == pytest.approx(15.0)
-    assert pol.reward("cpu@1000:fp32", 10.0, 15.0) == pytest.approx(-1.0 + 0.1 * 40 / 50 + 0.1)
-    assert pol.reward("cloud", 100.0, 7.5) == pytest.approx(-0.5 + 0.1 - 10 * 2)
+    # the least predicted energy of the file's actions
+    ref = pol.energy_ref_mj
+    assert ref == pytest.approx(min(reference_energy_mj([a], pol.base_power_mw, pol.links) for a in pol.actions))
+    assert ref < reference_energy_mj(pol.actions[:1], pol.base_power_mw, pol.links) or len(pol.actions) == 1
+    assert pol.reward("cpu@1000:fp32", 10.0, 15.0) == pytest.approx(-15.0 / ref + 0.1 * 40 / 50 + 0.1)
+    assert pol.reward("cloud", 100.0, 7.5) == pytest.approx(-7.5 / ref + 0.1 - 100 * 2)
 
 
 # -- Eq. 1-4

@@ -20,8 +20,8 @@ One inference of model m on action a under variance v:
   device;
 * energy: Eq. 1-4 (``hetcc.runtime.autoscale.energy_mj``), the transfer times scaled with the
   latency's noise; reward: Eq. 5 (``hetcc.runtime.autoscale.reward``), the energy in units of the
-  model's reference energy (``hetcc.runtime.autoscale.reference_energy_mj``: its Edge(CPU FP32)
-  action's predicted energy).
+  model's reference energy (``hetcc.runtime.autoscale.reference_energy_mj``: its least predicted
+  action energy).
 
 The noise is one Gaussian draw per inference and action (``NOISE_SIGMA``), drawn for every action
 whatever is chosen: a run's sequence of models, variances and noise does not depend on the policy,
@@ -159,7 +159,7 @@ class Board:
             self._mem.append(np.array([float(m.mem_share.get(name, 0.0)) for name in self.actions]))
             if not self._allowed[-1].any():
                 raise ValueError(f"model {m.name!r}: no action of {target} meets the accuracy target")
-        #: per model, the reward's energy unit: its Edge(CPU FP32) action's predicted energy (mJ)
+        #: per model, the reward's energy unit: its least predicted action energy (mJ)
         self.energy_ref_mj = [reference_energy_mj([a for a in acts if a is not None], self.base_power_mw, self.links)
                               for acts in self._acts]
         self.index = {name: i for i, name in enumerate(self.actions)}
