@@ -64,6 +64,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import stat
@@ -414,6 +415,23 @@ def journal(fd: int | None, kind: str, path: Path) -> None:
     os.fsync(fd)
 
 
+def _journaled_temp_dir(final: Path, fd: int | None) -> Path:
+    """A new, empty ``.NAME.tmp-XXXXXXXX`` beside ``final`` (mode 0700, as mkdtemp makes it), its
+    name journaled in the lock BEFORE it exists: a writer killed in between leaves a journaled name
+    with no directory (skipped by recovery), never a directory that no journal names."""
+    for _ in range(100):
+        path = final.parent / f".{final.name}.tmp-{secrets.token_hex(4)}"
+        if os.path.lexists(path):
+            continue
+        journal(fd, "tmp", path)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(final.parent))
+
+
 def _journal_entries(fd: int | None) -> list[tuple[str, str]]:
     """(kind, name) of every line a killed writer left in the lock, then the journal emptied."""
     if fd is None:  # pragma: no cover
@@ -568,8 +586,7 @@ def atomic_directory(final: str | os.PathLike) -> Iterator[Path]:
             _recover(final, shown, fd)
             _check_replaceable(final, shown)
             try:
-                tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-                journal(fd, "tmp", tmp)
+                tmp = _journaled_temp_dir(final, fd)
             except OSError as exc:
                 raise UsageError(f"cannot write {shown}: cannot create a directory in {final.parent} "
                                  f"({exc.strerror}); choose another -o") from None
