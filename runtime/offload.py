@@ -487,7 +487,6 @@ class RemoteSlice:
         self.client = OffloadClient(url, token=token, timeout=timeout)
         self.timeout = float(timeout)
         self.expected = {spec.name: (np.dtype(spec.dtype), tuple(spec.shape)) for spec in outputs}
-        self.local: Any = None     # the session of a local fallback, opened on first need
 
     def call(self, feeds: Mapping[str, np.ndarray], out_names: Sequence[str], shaping: ShapedLink | None,
              remaining: float | None) -> tuple[list, OffloadRecord]:
