@@ -440,7 +440,14 @@ def print_phases(console: Any, title: str, rows: list[dict], results: list[dict]
 def main(argv: list[str] | None = None) -> int:
     import signal
 
-    signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:   # a caller in the same process (the --quick test) gets its own handler back
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tiny conv net, 3 inferences per phase, one pass")
     ap.add_argument("--model", default="squeezenet1_1", help="zoo model (default squeezenet1_1)")
