@@ -61,23 +61,28 @@ def _run(problem: PlanningProblem, objective: Objective, ctx: PlanContext) -> Pl
     base = {"space": o.space, "blocks": len(space.starts), "space_size": space.size, "devices": list(space.devices)}
     if o.search == "optimum":
         return optimum(space, cap, base)
-    inside = [0.0]                 # seconds in space.evaluate: what a run on the board would replace
+    # wall and CPU seconds (this thread's) in space.evaluate: what a run on the board would replace
+    inside = [0.0, 0.0]
     evaluate = space.evaluate
 
     def timed(config):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             return evaluate(config)
         finally:
             inside[0] += time.perf_counter() - t0
+            inside[1] += time.thread_time() - c0
 
     space.evaluate = timed
+    cpu0 = time.thread_time()
     with ctx.progress.task(f"evosh ({o.search}, {o.space})", total=o.steps) as bar:
         res = search(space, cap, o.steps, ctx.rng, o.search, o.population, min(o.subpopulation, o.population),
                      o.crossover, o.mutation, on_step=lambda step, best: bar.update(1, best_ms=best),
                      stop=lambda step: ctx.out_of_budget(step))
+    search_cpu = time.thread_time() - cpu0
     space.evaluate = evaluate
     stats = dict(base, steps=res.steps, redraws=res.redraws, exhausted=res.exhausted, eval_s=inside[0],
+                 search_cpu_s=search_cpu, eval_cpu_s=inside[1],
                  curve_ms=[float(x) for x in res.curve],
                  shaved_pivots=len(res.shaved.over) + len(res.shaved.under))
     if res.best is None:

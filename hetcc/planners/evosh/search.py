@@ -16,7 +16,7 @@ plain evolution (the paper's check is "in the population", so re-runs cost steps
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -52,12 +52,13 @@ class Shaved:
         return self._u is not None and bool((c <= self._u).all(axis=1).any())
 
     def mask(self, configs: np.ndarray) -> np.ndarray:
-        """[n] bool: which of ``configs`` [n, d] are shaved."""
-        out = np.zeros(len(configs), dtype=bool)
-        for p in self.over:
-            out |= (configs >= p).all(axis=1)
-        for p in self.under:
-            out |= (configs <= p).all(axis=1)
+        """[n] bool: which of ``configs`` [n, d] are shaved (one broadcast comparison per side)."""
+        c = np.asarray(configs, dtype=np.int64)
+        out = np.zeros(len(c), dtype=bool)
+        if self._o is not None:
+            out |= (c[:, None, :] >= self._o[None]).all(axis=2).any(axis=1)
+        if self._u is not None:
+            out |= (c[:, None, :] <= self._u[None]).all(axis=2).any(axis=1)
         return out
 
 
@@ -97,19 +98,31 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
         res.steps = len(curve)
         on_step(res.steps, res.best_latency)
 
-    def fresh(c: tuple[int, ...], pop: list) -> bool:
+    def first_fresh(cands: np.ndarray, pop: list) -> int | None:
+        """The index of the first fresh row of ``cands`` [k, d] (None: none is). evosh's evaluated
+        configurations are all shaved (each is its own pivot), so one vectorised test decides."""
         if shave:
-            return c not in shaved and c not in evaluated
-        if algorithm == "random":
-            return c not in evaluated
-        return c not in pop
+            ok = np.flatnonzero(~shaved.mask(cands))
+            return int(ok[0]) if ok.size else None
+        seen = evaluated if algorithm == "random" else set(pop)
+        return next((i for i, row in enumerate(cands.tolist()) if tuple(row) not in seen), None)
+
+    def draws(make: Callable[[int, int], np.ndarray], pop: list) -> tuple[tuple[int, ...] | None, int]:
+        """Up to MAX_REDRAWS candidates, ``make(first, k)`` drawing the next ``k`` of them in one
+        batch (a few first, more when those are all stale): (the first fresh one or None, how
+        many were stale before it)."""
+        done, k = 0, 4
+        while done < MAX_REDRAWS:
+            k = min(k, MAX_REDRAWS - done)
+            cands = make(done, k)
+            i = first_fresh(cands, pop)
+            if i is not None:
+                return tuple(int(v) for v in cands[i]), done + i
+            done, k = done + k, k * 4
+        return None, done
 
     def uniform_fresh(pop: list) -> tuple[int, ...] | None:
-        for _ in range(MAX_REDRAWS):
-            c = space.random(rng)
-            if fresh(c, pop):
-                return c
-        return None
+        return draws(lambda first, k: rng.integers(0, sizes, size=(k, len(sizes))), pop)[0]
 
     def rank(c: tuple[int, ...]) -> tuple[float, float]:
         t, p = evaluated[c]
@@ -120,16 +133,17 @@ def search(space: ConfigSpace, cap_mw: float, steps: int, rng: np.random.Generat
         is not fresh; after MAX_REDRAWS a uniformly random fresh configuration (None: none left)."""
         sub = [pop[i] for i in rng.choice(len(pop), size=min(subpopulation, len(pop)), replace=False)]
         w1, w2 = (sorted(sub, key=rank) + sub[:1])[:2]
-        mu = mutation
-        for _ in range(MAX_REDRAWS):
-            child = np.where(rng.random(len(sizes)) < crossover, w1, w2)
-            mutate = rng.random(len(sizes)) < mu
-            child = tuple(int(v) for v in np.where(mutate, rng.integers(0, sizes), child))
-            if fresh(child, pop):
-                return child
-            mu = min(1.0, mu + 0.05)
-            res.redraws += 1
-        return uniform_fresh(pop)
+        a, b = np.asarray(w1), np.asarray(w2)
+        d = len(sizes)
+
+        def children(first: int, k: int) -> np.ndarray:
+            mu = np.minimum(1.0, mutation + 0.05 * np.arange(first, first + k))[:, None]   # draw j: + 0.05 j
+            child = np.where(rng.random((k, d)) < crossover, a, b)
+            return np.where(rng.random((k, d)) < mu, rng.integers(0, sizes, size=(k, d)), child)
+
+        child, stale = draws(children, pop)
+        res.redraws += stale
+        return child if child is not None else uniform_fresh(pop)
 
     pop: list[tuple[int, ...]] = []
     while len(curve) < steps and not stop(len(curve)):
