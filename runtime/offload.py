@@ -5,7 +5,8 @@ posts the tensors a chain of slices reads to ``{url}/v1/run`` and returns what t
 with the time spent sending the request (``t_tx_ms``) and receiving the response (``t_rx_ms``)
 measured apart (AutoScale Eq. 4 charges the radio's transmit and receive power to them).
 
-* Transport: ``urllib.request`` (nothing to install on a board; gRPC would need grpcio there).
+* Transport: ``http.client`` (nothing to install on a board; gRPC would need grpcio there), one
+  connection per request, no proxy.
 * Auth: a bearer token, from the caller or the environment variable ``HETCC_SERVE_TOKEN``.
 * Robustness: a timeout per attempt and one retry (connection refused or reset, a timeout, 503);
   a client error (4xx) is not retried. Every failure is one ``OffloadError`` line naming the URL.
@@ -348,53 +349,81 @@ class OffloadClient:
                                        "serve` running there?") from None
 
     # ---- one attempt
+    def _connect(self, url: str) -> tuple[http.client.HTTPConnection, str]:
+        """An open connection to ``url``'s host and the request target (path and query)."""
+        parts = urllib.parse.urlsplit(url)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = cls(parts.hostname, parts.port, timeout=self.timeout)
+        try:
+            conn.connect()
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            raise _Retryable(_reason(exc)) from None
+        return conn, (parts.path or "/") + ("?" + parts.query if parts.query else "")
+
     def _attempt(self, url: str, body: bytes, headers: dict) -> OffloadResult:
+        """One request. With a shaped link, the connection is opened during the first half round
+        trip (what a kept-alive connection to the endpoint costs: the request's own round trip),
+        the request body is paced, the response body is paced and the second half round trip
+        follows it."""
         shape = self.link
         half_rtt = shape.rtt_ms / 2e3 if shape else 0.0
         chunk = _chunk_size(shape)
         t0 = time.perf_counter()
+        conn, target = self._connect(url)
+        try:
+            return self._exchange(conn, target, body, headers, shape, half_rtt, chunk, t0)
+        finally:
+            conn.close()
+
+    def _exchange(self, conn: http.client.HTTPConnection, target: str, body: bytes, headers: dict,
+                  shape: ShapedLink | None, half_rtt: float, chunk: int, t0: float) -> OffloadResult:
         if half_rtt:
             _sleep_until(t0 + half_rtt)
         sender = _Timed(body, _Bucket(shape.bytes_per_s) if shape else None, chunk)
-        req = urllib.request.Request(url, data=sender, headers=headers, method="POST")
         try:
-            resp = urllib.request.urlopen(req, timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            detail = _error_detail(exc)
-            exc.close()
-            if exc.code == 503:
-                raise _Retryable(f"busy (503: {detail})") from None
-            if exc.code == 401:
-                raise OffloadError(f"offload to {self.url}: refused (401: {detail}); give the server's token "
-                                   f"(--token or {TOKEN_ENV})") from None
-            raise OffloadError(f"offload to {self.url}: HTTP {exc.code} ({detail})") from None
-        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, socket.timeout, TimeoutError,
-                OSError) as exc:
-            inner = getattr(exc, "reason", exc)
-            if isinstance(inner, (BrokenPipeError, ConnectionResetError)) and sender.done is None:
-                raise _Retryable(f"the server closed the connection while the request was sent ({len(body)} bytes: "
-                                 "over its --max-body? or it is busy or restarting)") from None
+            conn.putrequest("POST", target, skip_accept_encoding=True)
+            for k, v in headers.items():
+                conn.putheader(k, v)
+            conn.endheaders()
+            for part in sender:
+                conn.send(part)
+        except (BrokenPipeError, ConnectionResetError):
+            raise _Retryable(f"the server closed the connection while the request was sent ({len(body)} bytes: "
+                             "over its --max-body? or it is busy or restarting)") from None
+        except (http.client.HTTPException, OSError) as exc:
+            raise _Retryable(_reason(exc)) from None
+        try:
+            resp = conn.getresponse()
+        except (http.client.HTTPException, OSError) as exc:
             raise _Retryable(_reason(exc)) from None
         t_headers = time.perf_counter()
         t_sent = sender.done or t_headers
+        if resp.status >= 400:
+            detail = _error_detail(resp)
+            if resp.status == 503:
+                raise _Retryable(f"busy (503: {detail})")
+            if resp.status == 401:
+                raise OffloadError(f"offload to {self.url}: refused (401: {detail}); give the server's token "
+                                   f"(--token or {TOKEN_ENV})")
+            raise OffloadError(f"offload to {self.url}: HTTP {resp.status} ({detail})")
         try:
-            with resp:
-                server_ms = _float(resp.headers.get("X-Hetcc-Run-Ms"))
-                names = resp.headers.get("X-Hetcc-Names")
-                length = _float(resp.headers.get("Content-Length"))
-                if length is None or length > self.max_bytes + _MAX_HEADER:
-                    raise OffloadError(f"offload to {self.url}: the response has no or too large a "
-                                       f"Content-Length ({resp.headers.get('Content-Length')})")
-                bucket = _Bucket(shape.bytes_per_s) if shape else None
-                parts = []
-                while True:
-                    part = resp.read(chunk)
-                    if not part:
-                        break
-                    if bucket is not None:
-                        bucket.take(len(part))
-                    parts.append(part)
-                data = b"".join(parts)
+            server_ms = _float(resp.getheader("X-Hetcc-Run-Ms"))
+            names = resp.getheader("X-Hetcc-Names")
+            length = _float(resp.getheader("Content-Length"))
+            if length is None or length > self.max_bytes + _MAX_HEADER:
+                raise OffloadError(f"offload to {self.url}: the response has no or too large a "
+                                   f"Content-Length ({resp.getheader('Content-Length')})")
+            bucket = _Bucket(shape.bytes_per_s) if shape else None
+            parts = []
+            while True:
+                part = resp.read(chunk)
+                if not part:
+                    break
+                if bucket is not None:
+                    bucket.take(len(part))
+                parts.append(part)
+            data = b"".join(parts)
         except (http.client.HTTPException, ConnectionError, socket.timeout, TimeoutError, OSError) as exc:
             raise _Retryable(f"the response was cut short ({_reason(exc)})") from None
         if half_rtt:
@@ -430,13 +459,14 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(text).split())[:200]
 
 
-def _error_detail(exc: urllib.error.HTTPError) -> str:
+def _error_detail(resp: http.client.HTTPResponse) -> str:
+    """The ``detail`` of an error response's JSON body (FastAPI's), else its reason phrase."""
     try:
-        doc = json.loads(exc.read(1 << 14) or b"{}")
+        doc = json.loads(resp.read(1 << 14) or b"{}")
         detail = doc.get("detail") if isinstance(doc, dict) else None
-    except (ValueError, OSError):
+    except (ValueError, OSError, http.client.HTTPException):
         detail = None
-    return " ".join(str(detail or exc.reason or "").split())[:300]
+    return " ".join(str(detail or resp.reason or "").split())[:300]
 
 
 # ---------------------------------------------------------------------------------------------
