@@ -60,3 +60,34 @@ def test_another_threads_work_counts_as_the_runs_cpu_time():
         go.set()
         t.join(5)
     assert cpu >= 25.0 and wall >= cpu * 0.9
+
+
+class _Sess:
+    def __init__(self):
+        self.runs = 0
+
+    def run(self, _outputs, _feed):
+        self.runs += 1
+
+
+def _fake_clock(monkeypatch, wall_ms: float, cpu_ms: float):
+    def run(self, fn):
+        fn()
+        return wall_ms, cpu_ms
+    monkeypatch.setattr(RunClock, "run", run)
+
+
+def test_a_busy_measurement_runs_on_and_keeps_its_cpu_time(monkeypatch):
+    from hetcc.measure.profiler import BUSY_RUNS, measure_session
+
+    _fake_clock(monkeypatch, 10.0, 5.0)                      # every run waited for a CPU
+    t = measure_session(_Sess(), {}, min_runs=5, min_seconds=0.0)
+    assert t.busy and t.ms == 5.0 and t.runs == BUSY_RUNS
+
+
+def test_an_idle_measurement_stops_at_its_minimum(monkeypatch):
+    from hetcc.measure.profiler import measure_session
+
+    _fake_clock(monkeypatch, 5.2, 5.0)
+    t = measure_session(_Sess(), {}, min_runs=5, min_seconds=0.0)
+    assert not t.busy and t.ms == 5.2 and t.runs == 5
