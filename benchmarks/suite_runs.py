@@ -1,0 +1,113 @@
+"""The test suite run again and again, quiet or beside busy processes: does it pass every time, and how long does it take?
+
+    python benchmarks/suite_runs.py --runs 20 --busy 2 tests/hostile     # the hostile and signal suites under load
+    python benchmarks/suite_runs.py --runs 3 --out benchmarks/results/suite_runs-full.json    # the README's test command
+    python benchmarks/suite_runs.py --quick                                # one short run (a test runs it)
+
+Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` in a fresh process, with
+``--busy`` processes spinning beside it (``while True`` loops, started before the first run and
+stopped after the last: the "two busy processes" of a loaded machine). A run's exit code, its
+passed / failed / error counts (from pytest's summary line) and its wall seconds are recorded;
+the summary says how many runs passed in a row and the median, least and most seconds.
+Writes benchmarks/results/suite_runs[-quick].json (``--out`` to name another).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
+
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < 7200: pass\n"
+QUICK_PATHS = ["tests/profile/test_busy_clock.py"]
+#: pytest's last line: "12 passed, 1 failed, 2 errors in 3.4s" (any subset, any order)
+COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|deselected)")
+
+
+def counts(tail: str) -> dict[str, int]:
+    """The counts of pytest's summary line (the last line that has any)."""
+    for line in reversed(tail.strip().splitlines()):
+        found = COUNT.findall(line)
+        if found:
+            out: dict[str, int] = {}
+            for n, what in found:
+                out["errors" if what.startswith("error") else what] = int(n)
+            return out
+    return {}
+
+
+def one_run(paths: list[str], workers: int, timeout: float) -> dict:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "-p", "no:cacheprovider", *paths]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+        code, out = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, out = 124, f"{exc.stdout or ''}\ntimed out after {timeout:g} s"
+    wall = time.perf_counter() - t0
+    got = counts(out if isinstance(out, str) else out.decode(errors="replace"))
+    failed = [line for line in str(out).splitlines() if line.startswith(("FAILED ", "ERROR "))][:20]
+    return {"exit_code": code, "seconds": round(wall, 2), **got, "failures": failed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="*", help="test paths (default: the whole suite, as the README runs it)")
+    ap.add_argument("--runs", type=int, default=None, help="how many runs (default 3; quick 1)")
+    ap.add_argument("--busy", type=int, default=0, help="busy processes beside the runs (default 0)")
+    ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (default 2, as the README)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take (default 3600)")
+    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} beside one busy process")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    paths = args.paths or (QUICK_PATHS if args.quick else [])
+    runs = args.runs or (1 if args.quick else 3)
+    busy = args.busy or (1 if args.quick else 0)
+    if runs < 1 or busy < 0 or args.workers < 1:
+        ap.error("--runs and --workers must be >= 1, --busy >= 0")
+    out = args.out or RESULTS_DIR / f"suite_runs{'-quick' if args.quick else ''}.json"
+    started, machine = utc_now(), machine_info()
+    console = make_console()
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL) for _ in range(busy)]
+    rows = []
+    try:
+        for i in range(runs):
+            row = one_run(paths, args.workers, args.timeout)
+            rows.append(row)
+            console.print(f"run {i + 1}/{runs}: exit {row['exit_code']}, {row.get('passed', 0)} passed, "
+                          f"{row.get('failed', 0)} failed, {row.get('errors', 0)} errors, {row['seconds']:.1f} s")
+    finally:
+        for p in spinners:
+            p.kill()
+        for p in spinners:
+            p.wait()
+    secs = [r["seconds"] for r in rows]
+    ok = [r["exit_code"] == 0 and not r.get("failed") and not r.get("errors") for r in rows]
+    streak = best = 0
+    for good in ok:
+        streak = streak + 1 if good else 0
+        best = max(best, streak)
+    doc = {"script": "suite_runs", "started": started, "machine": machine, "argv": sys.argv[1:] if argv is None else argv,
+           "command": f"python -m pytest -q -n {args.workers} -p no:cacheprovider {' '.join(paths)}".strip(),
+           "paths": paths or ["(the whole suite)"], "busy_processes": busy, "runs": runs, "passed_runs": sum(ok),
+           "longest_passing_streak": best, "all_passed": all(ok), "seconds_median": statistics.median(secs),
+           "seconds_min": min(secs), "seconds_max": max(secs), "results": rows, "cpu_count": os.cpu_count()}
+    write_json(doc, out)
+    console.print(f"{sum(ok)} of {runs} runs passed ({best} in a row) beside {busy} busy process(es); "
+                  f"median {doc['seconds_median']:.1f} s (least {doc['seconds_min']:.1f}, most {doc['seconds_max']:.1f}); "
+                  f"wrote {out}")
+    return 0 if all(ok) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
