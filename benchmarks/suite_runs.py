@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             console.print(f"run {i + 1}/{runs}: exit {row['exit_code']}, {row.get('passed', 0)} passed, "
                           f"{row.get('failed', 0)} failed, {row.get('errors', 0)} errors, {row['seconds']:.1f} s")
+            for line in row["failures"]:
+                console.print(f"  {line}", markup=False, highlight=False)
     finally:
         for p in spinners:
             p.kill()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from pathlib import Path
 
 import onnx
@@ -19,6 +20,14 @@ from hetcc.passes.shapes import AnnotateTensors
 from hetcc.compiler.passmanager import PassManager
 
 from boards import board_text
+
+# A suite started from a background job (``cmd &`` in a script) or under nohup inherits SIGINT
+# ignored, and so would every hetcc it starts: hetcc rightly keeps an inherited SIG_IGN, and the
+# signal tests check what Ctrl-C does to a program run in the foreground. So the suite runs as a
+# foreground program would (each xdist worker imports this file; the processes it starts then
+# inherit the default disposition).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: the order and distribution of the run (longest tests first; see tests/ordering.py)
 pytest_plugins = ["ordering"]
