@@ -8,8 +8,8 @@ Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` in a fresh 
 ``--busy`` processes spinning beside it (``while True`` loops, started before the first run and
 stopped after the last: the "two busy processes" of a loaded machine). A run's exit code, its
 passed / failed / error counts (from pytest's summary line) and its wall seconds are recorded;
-the summary says how many runs passed in a row and the median, least and most seconds.
-Writes benchmarks/results/suite_runs[-quick].json (``--out`` to name another).
+the summary says how many runs passed in a row and the median, least and most seconds. The JSON
+is written after every run, so a series stopped early keeps the runs it finished. Writes benchmarks/results/suite_runs[-quick].json (``--out`` to name another).
 """
 from __future__ import annotations
 
@@ -79,7 +79,24 @@ def main(argv: list[str] | None = None) -> int:
     started, machine = utc_now(), machine_info()
     console = make_console()
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL) for _ in range(busy)]
-    rows = []
+    rows: list[dict] = []
+
+    def summary() -> dict:
+        """The document so far (written after every run: a long series stopped early keeps its runs)."""
+        secs = [r["seconds"] for r in rows]
+        ok = [r["exit_code"] == 0 and not r.get("failed") and not r.get("errors") for r in rows]
+        streak = best = 0
+        for good in ok:
+            streak = streak + 1 if good else 0
+            best = max(best, streak)
+        return {"script": "suite_runs", "started": started, "machine": machine,
+                "argv": sys.argv[1:] if argv is None else argv,
+                "command": f"python -m pytest -q -n {args.workers} -p no:cacheprovider {' '.join(paths)}".strip(),
+                "paths": paths or ["(the whole suite)"], "busy_processes": busy, "runs_asked": runs,
+                "runs": len(rows), "passed_runs": sum(ok), "longest_passing_streak": best,
+                "all_passed": bool(rows) and all(ok), "seconds_median": statistics.median(secs),
+                "seconds_min": min(secs), "seconds_max": max(secs), "results": rows, "cpu_count": os.cpu_count()}
+
     try:
         for i in range(runs):
             row = one_run(paths, args.workers, args.timeout)
@@ -88,27 +105,17 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row.get('failed', 0)} failed, {row.get('errors', 0)} errors, {row['seconds']:.1f} s")
             for line in row["failures"]:
                 console.print(f"  {line}", markup=False, highlight=False)
+            write_json(summary(), out)
     finally:
         for p in spinners:
             p.kill()
         for p in spinners:
             p.wait()
-    secs = [r["seconds"] for r in rows]
-    ok = [r["exit_code"] == 0 and not r.get("failed") and not r.get("errors") for r in rows]
-    streak = best = 0
-    for good in ok:
-        streak = streak + 1 if good else 0
-        best = max(best, streak)
-    doc = {"script": "suite_runs", "started": started, "machine": machine, "argv": sys.argv[1:] if argv is None else argv,
-           "command": f"python -m pytest -q -n {args.workers} -p no:cacheprovider {' '.join(paths)}".strip(),
-           "paths": paths or ["(the whole suite)"], "busy_processes": busy, "runs": runs, "passed_runs": sum(ok),
-           "longest_passing_streak": best, "all_passed": all(ok), "seconds_median": statistics.median(secs),
-           "seconds_min": min(secs), "seconds_max": max(secs), "results": rows, "cpu_count": os.cpu_count()}
-    write_json(doc, out)
-    console.print(f"{sum(ok)} of {runs} runs passed ({best} in a row) beside {busy} busy process(es); "
-                  f"median {doc['seconds_median']:.1f} s (least {doc['seconds_min']:.1f}, most {doc['seconds_max']:.1f}); "
-                  f"wrote {out}")
-    return 0 if all(ok) else 1
+    doc = summary()
+    console.print(f"{doc['passed_runs']} of {len(rows)} runs passed ({doc['longest_passing_streak']} in a row) beside "
+                  f"{busy} busy process(es); median {doc['seconds_median']:.1f} s (least {doc['seconds_min']:.1f}, "
+                  f"most {doc['seconds_max']:.1f}); wrote {out}")
+    return 0 if doc["all_passed"] else 1
 
 
 if __name__ == "__main__":
