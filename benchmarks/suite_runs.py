@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -49,11 +50,22 @@ def counts(tail: str) -> dict[str, int]:
 def one_run(paths: list[str], workers: int, timeout: float) -> dict:
     cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "-p", "no:cacheprovider", *paths]
     t0 = time.perf_counter()
+    # its own process group: stopping this script (or a timeout) stops pytest's workers and what they started
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    code: int | None = None
     try:
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
-        code, out = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, out = 124, f"{exc.stdout or ''}\ntimed out after {timeout:g} s"
+        out, _ = p.communicate(timeout=timeout)
+        code = p.returncode
+    except subprocess.TimeoutExpired:
+        code, out = 124, f"timed out after {timeout:g} s"
+    finally:
+        if p.poll() is None or code == 124:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
     wall = time.perf_counter() - t0
     got = counts(out if isinstance(out, str) else out.decode(errors="replace"))
     failed = [line for line in str(out).splitlines() if line.startswith(("FAILED ", "ERROR "))][:20]
@@ -78,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS_DIR / f"suite_runs{'-quick' if args.quick else ''}.json"
     started, machine = utc_now(), machine_info()
     console = make_console()
+    # SIGTERM (kill, a CI's stop) ends the series like Ctrl-C: the spinners and the run in flight are stopped
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL) for _ in range(busy)]
     rows: list[dict] = []
 
@@ -111,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             p.kill()
         for p in spinners:
             p.wait()
+        signal.signal(signal.SIGTERM, previous)
     doc = summary()
     console.print(f"{doc['passed_runs']} of {len(rows)} runs passed ({doc['longest_passing_streak']} in a row) beside "
                   f"{busy} busy process(es); median {doc['seconds_median']:.1f} s (least {doc['seconds_min']:.1f}, "
