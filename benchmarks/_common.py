@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -151,3 +152,19 @@ def rel_diff(got: np.ndarray, want: np.ndarray, *, check_shape: bool = True) -> 
         return float("inf")
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / max(scale, 1e-300)
+
+
+#: a busy process: one core kept at 100% for at most four hours (``start_busy``; its caller stops it)
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < 14400: pass\n"
+
+
+def start_busy(n: int, code: str = SPIN) -> list[subprocess.Popen]:
+    """``n`` Python processes running ``code`` (default: a CPU-bound loop); ``stop_busy`` ends them."""
+    return [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL) for _ in range(n)]
+
+
+def stop_busy(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()

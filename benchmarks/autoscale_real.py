@@ -42,10 +42,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
+from _common import RESULTS_DIR, machine_info, make_console, utc_now, start_busy, stop_busy, write_json  # noqa: E402
 
 HETCC = [sys.executable, "-m", "hetcc.cli"]
-SPIN = "import time\nt = time.time()\nwhile time.time() - t < 3600: pass\n"
 STREAM = ("import numpy as np, time\na = np.ones(32 << 20)\nb = np.empty_like(a)\nt = time.time()\n"
           "while time.time() - t < 3600: np.copyto(b, a)\n")
 TOKEN = "autoscale-real-benchmark"
@@ -182,15 +181,7 @@ def start_server(art: Path, env: dict) -> tuple[subprocess.Popen | None, str | N
 
 
 def corunners(cpu: int, mem: int) -> list[subprocess.Popen]:
-    return ([subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(cpu)]
-            + [subprocess.Popen([sys.executable, "-c", STREAM]) for _ in range(mem)])
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        p.kill()
-    for p in procs:
-        p.wait()
+    return start_busy(cpu) + start_busy(mem, STREAM)
 
 
 def run_pass(ex: Any, runner: Any, feeds: dict, phases: list, per_phase: int, settle_s: float, start: int) -> list:
@@ -214,7 +205,7 @@ def run_pass(ex: Any, runner: Any, feeds: dict, phases: list, per_phase: int, se
                 rows.append({"i": i, "phase": name, "decision": d.to_json(), "oracle": oracle})
                 i += 1
         finally:
-            stop(procs)
+            stop_busy(procs)
     return rows
 
 

@@ -24,10 +24,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
+from _common import RESULTS_DIR, machine_info, make_console, start_busy, stop_busy, utc_now, write_json  # noqa: E402
 
 HETCC = [sys.executable, "-m", "hetcc.cli"]
-SPIN = "import time\nt = time.time()\nwhile time.time() - t < 3600: pass\n"
 
 
 def _hetcc(*args: str, env: dict) -> str:
@@ -45,15 +44,13 @@ def _predicted(art: Path) -> float:
 def measure(model: str, busy: int, repeat: int, work: Path) -> dict:
     env = dict(os.environ, HETCC_CACHE_DIR=str(work / "cache-busy"), HETCC_PROGRESS_AFTER="never")
     _hetcc("zoo", "export", model, "-o", str(work / f"{model}.onnx"), env=env)       # the export is not timed
-    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(busy)]
+    spinners = start_busy(busy)
     try:
         time.sleep(1.0)
         load_busy = os.getloadavg()[0]
         _hetcc("compile", str(work / f"{model}.onnx"), "--target", "host", "-o", str(work / "busy"), "-q", env=env)
     finally:
-        for s in spinners:
-            s.kill()
-            s.wait()
+        stop_busy(spinners)
     time.sleep(2.0)
     quiet_env = dict(env, HETCC_CACHE_DIR=str(work / "cache-quiet"))
     run = json.loads(_hetcc("run", str(work / "busy"), "--repeat", str(repeat), "--json", env=quiet_env))

@@ -27,9 +27,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
+from _common import RESULTS_DIR, machine_info, make_console, start_busy, stop_busy, utc_now, write_json  # noqa: E402
 
-SPIN = "import time\nt = time.time()\nwhile time.time() - t < 7200: pass\n"
 QUICK_PATHS = ["tests/profile/test_busy_clock.py"]
 #: pytest's last line: "12 passed, 1 failed, 2 errors in 3.4s" (any subset, any order)
 COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|deselected)")
@@ -60,15 +59,15 @@ def one_run(paths: list[str], workers: int, timeout: float) -> dict:
     except subprocess.TimeoutExpired:
         code, out = 124, f"timed out after {timeout:g} s"
     finally:
-        if p.poll() is None or code == 124:
+        if p.poll() is None:      # timed out, or this script was stopped
             try:
                 os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             p.wait()
     wall = time.perf_counter() - t0
-    got = counts(out if isinstance(out, str) else out.decode(errors="replace"))
-    failed = [line for line in str(out).splitlines() if line.startswith(("FAILED ", "ERROR "))][:20]
+    got = counts(out)
+    failed = [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))][:20]
     return {"exit_code": code, "seconds": round(wall, 2), **got, "failures": failed}
 
 
@@ -92,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     console = make_console()
     # SIGTERM (kill, a CI's stop) ends the series like Ctrl-C: the spinners and the run in flight are stopped
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL) for _ in range(busy)]
+    spinners = start_busy(busy)
     rows: list[dict] = []
 
     def summary() -> dict:
@@ -121,10 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 console.print(f"  {line}", markup=False, highlight=False)
             write_json(summary(), out)
     finally:
-        for p in spinners:
-            p.kill()
-        for p in spinners:
-            p.wait()
+        stop_busy(spinners)
         signal.signal(signal.SIGTERM, previous)
     doc = summary()
     console.print(f"{doc['passed_runs']} of {len(rows)} runs passed ({doc['longest_passing_streak']} in a row) beside "

@@ -1109,7 +1109,7 @@ def r_herti_ablation(doc: dict[str, Any]) -> list[Section]:
         if t:
             on = t.get("workloads") or []
             gaps = t.get("gap_by_workload") or {}
-            text += (f"\n\nThe DQN alone (Alg. 1, every addition off)"
+            text += ("\n\nThe DQN alone (Alg. 1, every addition off)"
                      + (f" on {len(on)} workloads ({', '.join(f'{w} {pct(gaps.get(w))}' for w in on)})" if on else "")
                      + f": median {pct(t.get('alg1_alone_median_gap'))} above the optimum; target at most "
                      f"{pct(t.get('median_gap_at_most'), 0)}: {'met' if t.get('met') else 'missed'}.")

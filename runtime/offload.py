@@ -301,6 +301,7 @@ class OffloadClient:
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise ValueError(f"timeout {timeout!r}: give a number of seconds above 0")
         self.url = url.rstrip("/")
+        self._parts = urllib.parse.urlsplit(self.url)      # host, port, scheme and path, parsed once
         self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
         self.timeout = float(timeout)
         self.retries = int(retries)
@@ -331,7 +332,7 @@ class OffloadClient:
             query["slices"] = ",".join(slices)
         if outputs:
             query["outputs"] = ",".join(urllib.parse.quote(o, safe="") for o in outputs)
-        url = self.url + "/v1/run" + ("?" + urllib.parse.urlencode(query) if query else "")
+        target = self._parts.path + "/v1/run" + ("?" + urllib.parse.urlencode(query) if query else "")
         headers = {"Content-Type": ctype, "X-Hetcc-Names": names, "Content-Length": str(len(body)),
                    "Accept": f"{NPY_TYPE}, {NPZ_TYPE}"}
         if self.token:
@@ -340,7 +341,7 @@ class OffloadClient:
         while True:
             attempts += 1
             try:
-                result = self._attempt(url, body, headers)
+                result = self._attempt(target, body, headers)
                 result.attempts = attempts
                 return result
             except _Retryable as exc:
@@ -349,9 +350,9 @@ class OffloadClient:
                                        "serve` running there?") from None
 
     # ---- one attempt
-    def _connect(self, url: str) -> tuple[http.client.HTTPConnection, str]:
-        """An open connection to ``url``'s host and the request target (path and query)."""
-        parts = urllib.parse.urlsplit(url)
+    def _connect(self) -> http.client.HTTPConnection:
+        """An open connection to the endpoint's host."""
+        parts = self._parts
         cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         conn = cls(parts.hostname, parts.port, timeout=self.timeout)
         try:
@@ -359,9 +360,9 @@ class OffloadClient:
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
             raise _Retryable(_reason(exc)) from None
-        return conn, (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        return conn
 
-    def _attempt(self, url: str, body: bytes, headers: dict) -> OffloadResult:
+    def _attempt(self, target: str, body: bytes, headers: dict) -> OffloadResult:
         """One request. With a shaped link, the connection is opened during the first half round
         trip (what a kept-alive connection to the endpoint costs: the request's own round trip),
         the request body is paced, the response body is paced and the second half round trip
@@ -370,7 +371,7 @@ class OffloadClient:
         half_rtt = shape.rtt_ms / 2e3 if shape else 0.0
         chunk = _chunk_size(shape)
         t0 = time.perf_counter()
-        conn, target = self._connect(url)
+        conn = self._connect()
         try:
             return self._exchange(conn, target, body, headers, shape, half_rtt, chunk, t0)
         finally:
