@@ -24,6 +24,18 @@ RESULTS_DIR = HERE / "results"
 MODELS_DIR = HERE / ".models"
 
 
+def _loadavg() -> list[float] | None:
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+#: the load average when the script started (this module is imported first): machine_info() is
+#: often called when the result is written, at the end
+LOAD_AT_START = _loadavg()
+
+
 def machine_info() -> dict[str, Any]:
     import onnxruntime as ort
 
@@ -36,14 +48,10 @@ def machine_info() -> dict[str, Any]:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         usable = os.cpu_count()
-    try:
-        load = list(os.getloadavg())
-    except OSError:
-        load = None
     return {"cpu_count": os.cpu_count(), "usable_cpus": usable, "cpu": cpu, "machine": platform.machine(),
             "platform": platform.platform(), "python": platform.python_version(),
             "onnxruntime": ort.__version__, "numpy": np.__version__,
-            "hetcc": getattr(hetcc, "__version__", "?"), "loadavg_at_start": load}
+            "hetcc": getattr(hetcc, "__version__", "?"), "loadavg_at_start": LOAD_AT_START}
 
 
 def utc_now() -> str:
@@ -94,10 +102,8 @@ def out_path(args: argparse.Namespace, script: str) -> Path:
 
 
 def write_json(doc: dict[str, Any], out: Path) -> None:
-    try:
-        doc["machine"]["loadavg_at_end"] = list(os.getloadavg())
-    except OSError:
-        pass
+    if (load := _loadavg()) is not None:
+        doc["machine"]["loadavg_at_end"] = load
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
