@@ -2,9 +2,9 @@
 
     python benchmarks/suite_runs.py --runs 20 --busy 2 tests/hostile     # the hostile and signal suites under load
     python benchmarks/suite_runs.py --runs 3 --out benchmarks/results/suite_runs-full.json    # the README's test command
-    python benchmarks/suite_runs.py --quick                                # one short run (a test runs it)
+    python benchmarks/suite_runs.py --quick                                # one short run on one worker (a test runs it)
 
-Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` in a fresh process, with
+Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` (``--workers``) in a fresh process, with
 ``--busy`` processes spinning beside it (``while True`` loops, started before the first run and
 stopped after the last: the "two busy processes" of a loaded machine). A run's exit code, its
 passed / failed / error counts (from pytest's summary line) and its wall seconds are recorded;
@@ -76,14 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("paths", nargs="*", help="test paths (default: the whole suite, as the README runs it)")
     ap.add_argument("--runs", type=int, default=None, help="how many runs (default 3; quick 1)")
     ap.add_argument("--busy", type=int, default=0, help="busy processes beside the runs (default 0)")
-    ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (default 2, as the README)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="pytest-xdist workers (default 2, as the README; quick 1)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take (default 3600)")
-    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} beside one busy process")
+    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} on one worker beside one busy process")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     paths = args.paths or (QUICK_PATHS if args.quick else [])
     runs = args.runs or (1 if args.quick else 3)
     busy = args.busy or (1 if args.quick else 0)
+    args.workers = args.workers if args.workers is not None else 1 if args.quick else 2
     if runs < 1 or busy < 0 or args.workers < 1:
         ap.error("--runs and --workers must be >= 1, --busy >= 0")
     out = args.out or RESULTS_DIR / f"suite_runs{'-quick' if args.quick else ''}.json"
