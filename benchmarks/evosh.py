@@ -35,7 +35,8 @@ its curve is padded with it.
     python benchmarks/evosh.py --parts fig4 --models B4   # Fig. 4's B4 rows only
 
 The runs (and the time-boxed layer-level ``exact`` plans) are the cells of one ``hetcc sweep``
-(embedded Ray, ``--workers``; its table ``<out>-sweep/cells.csv``, resumed by a rerun unless
+(embedded Ray, ``--workers``; ``--quick``: in this process, without Ray; its table
+``<out>-sweep/cells.csv``, resumed by a rerun unless
 ``--fresh``); this script computes the references (caps, optima, enumerations) and judges the rows.
 A run's time inside ``space.evaluate`` is the planner's ``eval_s`` statistic.
 
@@ -369,8 +370,8 @@ class Bench:
         root = out.with_name(f"{out.stem}-sweep")
         if self.args.fresh and root.exists():
             shutil.rmtree(root)
-        self.log(f"sweep: {sum(len(g['planners']) * len(g.get('seeds', [0])) * len(g['power_caps']) for g in grids)} "
-                 f"cells on {self.args.workers or 'every'} worker(s)")
+        self.log(f"sweep: {sum(len(g['planners']) * len(g.get('seeds', [0])) * len(g['power_caps']) for g in grids)} cells "
+                 + ("in this process" if self.args.workers == 0 else f"on {self.args.workers or 'every'} Ray worker(s)"))
         result = run_sweep(parse_spec(doc, root / "spec.json"), root, workers=self.args.workers,
                            progress=sys.stderr.isatty())
         (root / "spec.json").write_text(json.dumps(doc, indent=1) + "\n")
@@ -747,12 +748,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layer-exact-seconds", type=float, default=None,
                     help="time box of each layer-granularity exact plan (default 10; quick 1; 0: skip them)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
-    ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU)")
+    ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU; quick: 0, in this process)")
     ap.add_argument("--fresh", action="store_true", help="run every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/evosh[-quick].json)")
     ap.add_argument("--markdown", type=Path, default=None, help="also write the tables and targets as markdown here")
     args = ap.parse_args(argv)
     q = args.quick
+    args.workers = args.workers if args.workers is not None else 0 if q else None
     args.steps = args.steps or (50 if q else 200)
     args.fig4_seeds = args.fig4_seeds or (3 if q else 5)
     args.fig5_runs = args.fig5_runs or (3 if q else 20)

@@ -16,8 +16,9 @@ def add_arguments(parser: Any) -> Any:
     parser.add_argument("--address", help="a Ray cluster to run on: auto or HOST:PORT (default: start Ray here)")
     from hetcc.cli.common import int_in
 
-    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS),
-                        help="CPUs of the embedded Ray (default: all of this machine's)")
+    parser.add_argument("--workers", type=int_in(0, MAX_WORKERS),
+                        help="CPUs of the embedded Ray (default: all of this machine's); 0: plan here, in this "
+                             "process, without Ray")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     return parser
 
@@ -26,7 +27,7 @@ def cmd_sweep(args: Any) -> int:
     from rich.console import Console
 
     if args.workers is not None and args.address:
-        raise UsageError("--workers sizes the embedded Ray; a cluster given by --address has its own CPUs")
+        raise UsageError("--workers sizes the embedded Ray (0: none); a cluster given by --address has its own CPUs")
     spec = load_spec(args.spec)
     err = Console(stderr=True)
     try:

@@ -5,7 +5,10 @@ The driver exports zoo models once and submits one Ray task per (model, target),
 each streams its rows back as they finish (``cells.plan_group``) and the driver appends them to
 ``cells.csv`` at once, so an interrupted sweep keeps what finished; the same command later skips
 every cell already in the table (cells are keyed by a hash of what defines them, the model
-file's contents included) and re-runs those that failed with an error."""
+file's contents included) and re-runs those that failed with an error.
+
+``workers=0`` plans every group here, in this process, one after the other, without Ray (nor its
+start-up of seconds): for small sweeps, and where Ray is not installed."""
 from __future__ import annotations
 
 import os
@@ -52,17 +55,28 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
         settings = {"max_cut_tensors": spec.max_cut_tensors, "gap_to": spec.gap_to,
                     "workload_gap_to": spec.workload_gap_to, "artifacts": spec.artifacts, "out": str(root.resolve())}
         ran = 0
-        if todo:
+        def size(model: str) -> int:
+            return sum(os.path.getsize(f) for f in ([paths[model]] if isinstance(paths[model], str)
+                                                    else paths[model]))
+        # largest models first, so that no long task starts last (a shorter tail on few workers)
+        order = sorted(groups, key=lambda g: -size(g[0]) * len(groups[g]))
+        if todo and workers == 0 and not address:     # here, in this process: no Ray
+            bar = _Bar(console, len(todo), progress)
+            try:
+                for m, t in order:
+                    group = plan_mix_group if m in spec.mixes else plan_group
+                    for batch in group(paths[m], spec._target_arg(t), groups[(m, t)], settings):
+                        for row in batch:
+                            table.append(row)
+                            ran += 1
+                            bar.advance(row)
+            finally:
+                bar.close()
+        elif todo:
             preload_plotting()                        # while Ray starts: its start-up leaves a core idle
             ray = init_ray(address, workers)
             task = ray.remote(num_cpus=1, max_retries=0)(plan_group)
             mix_task = ray.remote(num_cpus=1, max_retries=0)(plan_mix_group)
-
-            def size(model: str) -> int:
-                return sum(os.path.getsize(f) for f in ([paths[model]] if isinstance(paths[model], str)
-                                                        else paths[model]))
-            # largest models first, so that no long task starts last (a shorter tail on few workers)
-            order = sorted(groups, key=lambda g: -size(g[0]) * len(groups[g]))
             pending = [(mix_task if m in spec.mixes else task).remote(paths[m], spec._target_arg(t), groups[(m, t)],
                                                                        settings) for m, t in order]
             bar = _Bar(console, len(todo), progress)
