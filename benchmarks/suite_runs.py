@@ -2,6 +2,7 @@
 
     python benchmarks/suite_runs.py --runs 20 --busy 2 tests/hostile     # the hostile and signal suites under load
     python benchmarks/suite_runs.py --runs 3 --out benchmarks/results/suite_runs-full.json    # the README's test command
+    python benchmarks/suite_runs.py --runs 3 -m "not slow" --out benchmarks/results/suite_runs-not-slow.json  # the fast loop
     python benchmarks/suite_runs.py --quick                                # one short run on one worker (a test runs it)
 
 Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` (``--workers``) in a fresh process, with
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -46,8 +48,13 @@ def counts(tail: str) -> dict[str, int]:
     return {}
 
 
-def one_run(paths: list[str], workers: int, timeout: float) -> dict:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "-p", "no:cacheprovider", *paths]
+def pytest_args(paths: list[str], workers: int, marker: str | None) -> list[str]:
+    """What follows ``python -m pytest`` in one run."""
+    return ["-q", "-n", str(workers), "-p", "no:cacheprovider", *(["-m", marker] if marker else []), *paths]
+
+
+def one_run(paths: list[str], workers: int, timeout: float, marker: str | None = None) -> dict:
+    cmd = [sys.executable, "-m", "pytest", *pytest_args(paths, workers, marker)]
     t0 = time.perf_counter()
     # its own process group: stopping this script (or a timeout) stops pytest's workers and what they started
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -79,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None,
                     help="pytest-xdist workers (default 2, as the README; quick 1)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take (default 3600)")
+    ap.add_argument("-m", "--marker", default=None, help="pytest -m EXPR: e.g. 'not slow' (the fast loop)")
     ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} on one worker beside one busy process")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -106,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             best = max(best, streak)
         return {"script": "suite_runs", "started": started, "machine": machine,
                 "argv": sys.argv[1:] if argv is None else argv,
-                "command": f"python -m pytest -q -n {args.workers} -p no:cacheprovider {' '.join(paths)}".strip(),
+                "command": shlex.join(["python", "-m", "pytest", *pytest_args(paths, args.workers, args.marker)]),
+                "marker": args.marker,
                 "paths": paths or ["(the whole suite)"], "busy_processes": busy, "runs_asked": runs,
                 "runs": len(rows), "passed_runs": sum(ok), "longest_passing_streak": best,
                 "all_passed": bool(rows) and all(ok), "seconds_median": statistics.median(secs),
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         for i in range(runs):
-            row = one_run(paths, args.workers, args.timeout)
+            row = one_run(paths, args.workers, args.timeout, args.marker)
             rows.append(row)
             console.print(f"run {i + 1}/{runs}: exit {row['exit_code']}, {row.get('passed', 0)} passed, "
                           f"{row.get('failed', 0)} failed, {row.get('errors', 0)} errors, {row['seconds']:.1f} s")

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from suite_runs import counts  # noqa: E402
+from suite_runs import counts, pytest_args  # noqa: E402
 
 
 def test_pytests_summary_line_is_read_back():
@@ -21,6 +21,11 @@ def test_pytests_summary_line_is_read_back():
     assert counts(tail) == {"passed": 12, "failed": 1, "errors": 2, "skipped": 3}
     assert counts("=== 1 error in 0.1s ===") == {"errors": 1}
     assert counts("no summary here") == {}
+
+
+def test_a_marker_selects_the_tests_as_pytest_m_does():
+    assert pytest_args([], 2, "not slow") == ["-q", "-n", "2", "-p", "no:cacheprovider", "-m", "not slow"]
+    assert pytest_args(["tests/x.py"], 1, None) == ["-q", "-n", "1", "-p", "no:cacheprovider", "tests/x.py"]
 
 
 @pytest.mark.slow
