@@ -10,7 +10,8 @@ Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` (``--worker
 stopped after the last: the "two busy processes" of a loaded machine). A run's exit code, its
 passed / failed / error counts (from pytest's summary line) and its wall seconds are recorded;
 the summary says how many runs passed in a row and the median, least and most seconds. The JSON
-is written after every run, so a series stopped early keeps the runs it finished. Writes benchmarks/results/suite_runs[-quick].json (``--out`` to name another).
+is written after every run (to OUT.partial, moved to OUT when the series ends or is stopped: the
+suite checks the pages of benchmarks/results/), so a series stopped early keeps the runs it finished. Writes benchmarks/results/suite_runs[-quick].json (``--out`` to name another).
 """
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     if runs < 1 or busy < 0 or args.workers < 1:
         ap.error("--runs and --workers must be >= 1, --busy >= 0")
     out = args.out or RESULTS_DIR / f"suite_runs{'-quick' if args.quick else ''}.json"
+    # the runs so far go to OUT.partial, moved to OUT when the series ends or is stopped: a JSON
+    # appearing in benchmarks/results/ mid-series would fail the suite's own check of the pages
+    partial = out.with_name(out.name + ".partial")
     started, machine = utc_now(), machine_info()
     console = make_console()
     # SIGTERM (kill, a CI's stop) ends the series like Ctrl-C: the spinners and the run in flight are stopped
@@ -129,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row.get('failed', 0)} failed, {row.get('errors', 0)} errors, {row['seconds']:.1f} s")
             for line in row["failures"]:
                 console.print(f"  {line}", markup=False, highlight=False)
-            write_json(summary(), out)
+            write_json(summary(), partial)
     finally:
         stop_busy(spinners)
+        if partial.exists():               # the runs finished, or those before a stop
+            os.replace(partial, out)
         signal.signal(signal.SIGTERM, previous)
     doc = summary()
     console.print(f"{doc['passed_runs']} of {len(rows)} runs passed ({doc['longest_passing_streak']} in a row) beside "

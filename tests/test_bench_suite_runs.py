@@ -35,6 +35,7 @@ def test_suite_runs_quick(tmp_path):
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "HETCC_CACHE_DIR": str(tmp_path / "cache")})
     doc = json.loads(out.read_text())
+    assert not out.with_name(out.name + ".partial").exists()      # moved into place at the end
     assert doc["script"] == "suite_runs" and doc["runs"] == doc["runs_asked"] == 1 and doc["busy_processes"] == 1
     assert doc["paths"] == ["tests/profile/test_busy_clock.py"] and " -n 1 " in doc["command"]
     (row,) = doc["results"]
