@@ -370,8 +370,9 @@ class Bench:
         root = out.with_name(f"{out.stem}-sweep")
         if self.args.fresh and root.exists():
             shutil.rmtree(root)
-        self.log(f"sweep: {sum(len(g['planners']) * len(g.get('seeds', [0])) * len(g['power_caps']) for g in grids)} cells "
-                 + ("in this process" if self.args.workers == 0 else f"on {self.args.workers or 'every'} Ray worker(s)"))
+        cells = sum(len(g["planners"]) * len(g.get("seeds", [0])) * len(g["power_caps"]) for g in grids)
+        where = "in this process" if self.args.workers == 0 else f"on {self.args.workers or 'every'} Ray worker(s)"
+        self.log(f"sweep: {cells} cells {where}")
         result = run_sweep(parse_spec(doc, root / "spec.json"), root, workers=self.args.workers,
                            progress=sys.stderr.isatty())
         (root / "spec.json").write_text(json.dumps(doc, indent=1) + "\n")
@@ -748,7 +749,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layer-exact-seconds", type=float, default=None,
                     help="time box of each layer-granularity exact plan (default 10; quick 1; 0: skip them)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
-    ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU; quick: 0, in this process)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="Ray workers of the sweep (default: every CPU; quick: 0, in this process)")
     ap.add_argument("--fresh", action="store_true", help="run every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/evosh[-quick].json)")
     ap.add_argument("--markdown", type=Path, default=None, help="also write the tables and targets as markdown here")

@@ -24,9 +24,10 @@ verdict and, for a miss, the cause. When the figures' results lack Figs. 8 and 1
 deadline, with ``exact`` in HERTI's slot (``FIGURES_SLOT``), and say so.
 
 The grid runs as one ``hetcc sweep`` (``sweep_spec`` builds it: a [[grid]] per kind of cell) on
-embedded Ray with ``--workers`` processes (``--quick``: in this process, without Ray); its table is ``<out>-sweep/cells.csv`` and a rerun
-resumes it (``--fresh`` plans everything again). This script only judges the rows: a
-deadline-oblivious version (MOSAIC-P/E, MOSAIC-EDP) is planned once and judged under each deadline.
+embedded Ray with ``--workers`` processes (``--quick``: in this process, without Ray); its table
+is ``<out>-sweep/cells.csv`` and a rerun resumes it (``--fresh`` plans everything again). This
+script only judges the rows: a deadline-oblivious version (MOSAIC-P/E, MOSAIC-EDP) is planned
+once and judged under each deadline.
 
     python benchmarks/herti.py                    # 7 workloads x 3 deadlines, the ablation on all 7
     python benchmarks/herti.py --quick            # MN-1.0 and MO-1.3, medium deadline, dqn 200 steps;
@@ -1023,7 +1024,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dqn-steps", type=int, default=None, help="HERTI's training steps (default: the planner's)")
     ap.add_argument("--dqn-planner", default="dqn", help="the planner in HERTI's slot (e.g. random)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
-    ap.add_argument("--workers", type=int, default=None, help="Ray workers of the sweep (default: every CPU; quick: 0, in this process)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="Ray workers of the sweep (default: every CPU; quick: 0, in this process)")
     ap.add_argument("--fresh", action="store_true", help="plan every cell again (default: resume <out>-sweep/)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/herti[-quick].json)")
     ap.add_argument("--target", default=TARGET, help="board name or an absolute TOML path (default hikey970, the board fitted to "

@@ -55,6 +55,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
         settings = {"max_cut_tensors": spec.max_cut_tensors, "gap_to": spec.gap_to,
                     "workload_gap_to": spec.workload_gap_to, "artifacts": spec.artifacts, "out": str(root.resolve())}
         ran = 0
+
         def size(model: str) -> int:
             return sum(os.path.getsize(f) for f in ([paths[model]] if isinstance(paths[model], str)
                                                     else paths[model]))
