@@ -24,11 +24,11 @@ import pytest
 LONG: dict[str, float] = {
     "tests/test_sweep.py": 200.0,
     "tests/calibrate/test_refit_hikey970.py": 150.0,      # with the exports of MOSAIC's ten models
-    "tests/test_bench_herti.py": 90.0,
-    "tests/test_bench_evosh.py": 70.0,
+    "tests/test_bench_herti.py": 20.0,
+    "tests/test_bench_evosh.py": 16.0,
     "tests/calibrate/test_calibrate.py::test_without_free_the_fit_keeps": 60.0,
     "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 60.0,
-    "tests/test_compile_memory_rows.py::test_the_compile_vs_fidelity_benchmark_runs_quick": 48.0,
+    "tests/test_compile_memory_rows.py::test_the_compile_vs_fidelity_benchmark_runs_quick": 25.0,
     "tests/test_bench_fidelity.py::test_fidelity_quick": 45.0,
     "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 40.0,
     "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 30.0,
