@@ -23,6 +23,7 @@ ray = needs("sweep", "ray")
 import hetcc  # noqa: E402
 from hetcc.core.errors import UsageError  # noqa: E402
 from hetcc.experiments.sweep import COLUMNS, load_spec, read_table, run_sweep  # noqa: E402
+from sweep_rows import assert_rows_agree_with_compile  # noqa: E402
 from text_models import CHAIN  # noqa: E402
 
 WIDE = """<ir_version: 8, opset_import: ["" : 17]>
@@ -124,12 +125,7 @@ def test_a_sweep_agrees_with_single_compiles_and_resumes(models, tmp_path):
     assert exact and all(float(r["gap_pct"]) == 0 for r in exact)
     assert all(float(r["gap_pct"]) >= -1e-6 for r in rows if r["gap_pct"])       # nothing beats the optimum
     # sampled cells agree with `hetcc compile` (same analysis, planner and objective)
-    for r in [r for r in rows if r["status"] == "ok"][::17]:
-        res = hetcc.compile(str(models / r["model"]), r["target"], r["objective"],
-                            deadline_ms=None if r["deadline"] == "none" else r["deadline"], planner=r["planner"],
-                            allow_infeasible=True)
-        assert res.plan.latency_ms == pytest.approx(float(r["latency_ms"]), rel=1e-5)
-        assert res.plan.energy_mj == pytest.approx(float(r["energy_mj"]), rel=1e-5)
+    assert_rows_agree_with_compile(rows, models, every=17)
     assert (out / "summary.csv").is_file() and (out / "gap.png").is_file()
 
     # an interrupted sweep: the last rows are missing and the last line is cut short

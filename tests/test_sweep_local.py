@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-import hetcc
 from hetcc.experiments.sweep import load_spec, read_table, run_sweep
+from sweep_rows import assert_rows_agree_with_compile
 from text_models import CHAIN, IDENTITY_CHAIN
 
 pytestmark = pytest.mark.plot          # the summary plots of a finished sweep
@@ -41,12 +41,7 @@ def test_a_sweep_in_this_process_plans_every_cell_agrees_with_compile_and_resume
     rows = read_table(out / "cells.csv")
     assert len(rows) == n and {r["status"] for r in rows} <= {"ok", "infeasible", "skipped"}
     assert all(float(r["gap_pct"]) == 0 for r in rows if r["planner"] == "exact" and r["status"] == "ok")
-    for r in [r for r in rows if r["status"] == "ok"][::7]:
-        res = hetcc.compile(str(models / r["model"]), r["target"], r["objective"],
-                            deadline_ms=None if r["deadline"] == "none" else r["deadline"], planner=r["planner"],
-                            allow_infeasible=True)
-        assert res.plan.latency_ms == pytest.approx(float(r["latency_ms"]), rel=1e-5)
-        assert res.plan.energy_mj == pytest.approx(float(r["energy_mj"]), rel=1e-5)
+    assert_rows_agree_with_compile(rows, models, every=7)
     # cut short: the rerun plans only what is missing
     text = (out / "cells.csv").read_text().splitlines(keepends=True)
     (out / "cells.csv").write_text("".join(text[:-3]))
