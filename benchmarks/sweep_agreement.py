@@ -4,7 +4,7 @@ compares the predicted latency, energy and feasibility with the table's row.
 
     hetcc sweep examples/sweep.toml -o build/sweep
     python benchmarks/sweep_agreement.py build/sweep --sample 30      # 30 random finished cells
-    python benchmarks/sweep_agreement.py --quick                      # a small sweep made here, 6 cells
+    python benchmarks/sweep_agreement.py --quick                      # a small sweep made here (no Ray), 6 cells
 
 Cells restricted to a device subset (``devices``) have no ``hetcc compile`` flag and are not
 sampled. A cell agrees when latency and energy match within ``--rtol`` (default 1e-6; the table
@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=20, help="cells to compile (default 20)")
     ap.add_argument("--seed", type=int, default=0, help="which cells (random.Random(seed))")
     ap.add_argument("--rtol", type=float, default=1e-6)
-    ap.add_argument("--quick", action="store_true", help="run a 6-cell sweep (squeezenet1_1) here and check 4 of its cells")
+    ap.add_argument("--quick", action="store_true",
+                    help="run a 6-cell sweep (squeezenet1_1) here, without Ray, and check 4 of its cells")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/sweep_agreement.json)")
     args = ap.parse_args(argv)
     from hetcc.core.read import read_toml
@@ -108,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         args.spec = tmp / "spec.toml"
         args.spec.write_text(QUICK_SPEC)
         args.sweep_dir, args.sample = tmp / "out", min(args.sample, 4)
-        run_sweep(load_spec(args.spec), args.sweep_dir, workers=2, progress=False)
+        # in this process (hetcc sweep --workers 0): the check is of the table, and a Ray start would
+        # be most of the quick run's time (tests/test_sweep.py checks rows made on Ray)
+        run_sweep(load_spec(args.spec), args.sweep_dir, workers=0, progress=False)
     if args.sweep_dir is None:
         ap.error("name a sweep's directory, or --quick")
     spec_path = args.spec or Path(__file__).resolve().parents[1] / "examples" / "sweep.toml"
