@@ -30,7 +30,7 @@ LONG: dict[str, float] = {
     "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 60.0,
     "tests/test_compile_memory_rows.py::test_the_compile_vs_fidelity_benchmark_runs_quick": 25.0,
     "tests/test_bench_fidelity.py::test_fidelity_quick": 45.0,
-    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 40.0,
+    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 15.0,
     "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 30.0,
     "tests/calibrate/test_calibrate.py::test_without_free_a_bounded_parameter": 25.0,
     "tests/test_benchmarks.py::test_planners_benchmark": 24.0,
