@@ -264,10 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help=f"comma-separated zoo names (default: {','.join(DEFAULT_MODELS)})")
     ap.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_MODELS)} with few rounds")
     ap.add_argument("--slices", default="4,8", help="even:N slice counts to compare (default 4,8)")
-    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 100; quick 15)")
-    ap.add_argument("--spin-rounds", type=int, default=None, help="rounds of the spinning group (default 8; quick 3)")
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 100; quick 6)")
+    ap.add_argument("--spin-rounds", type=int, default=None, help="rounds of the spinning group (default 8; quick 2)")
     ap.add_argument("--settle-ms", type=float, default=None,
-                    help="spinning group: untimed runs of a variant for this long before timing it (1000; quick 500)")
+                    help="spinning group: untimed runs of a variant for this long before timing it (1000; quick 200)")
     ap.add_argument("--spin-block", type=int, default=None,
                     help="spinning group: timed runs per variant per round (default 5; quick 3)")
     add_io_args(ap, SCRIPT, with_all=False)
@@ -279,9 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     args.slices = sorted({int(x) for x in args.slices.split(",")})
     if any(n < 2 for n in args.slices):
         ap.error("--slices: each N must be at least 2")
-    args.rounds = args.rounds or (15 if args.quick else 100)
-    args.spin_rounds = args.spin_rounds or (3 if args.quick else 8)
-    args.settle_ms = args.settle_ms if args.settle_ms is not None else (500.0 if args.quick else 1000.0)
+    args.rounds = args.rounds or (6 if args.quick else 100)
+    args.spin_rounds = args.spin_rounds or (2 if args.quick else 8)
+    args.settle_ms = args.settle_ms if args.settle_ms is not None else (200.0 if args.quick else 1000.0)
     args.spin_block = args.spin_block or (3 if args.quick else 5)
     args.profile_repeats = 1 if args.quick else None
     out = out_path(args, SCRIPT)
