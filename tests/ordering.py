@@ -34,7 +34,7 @@ LONG: dict[str, float] = {
     "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 30.0,
     "tests/calibrate/test_calibrate.py::test_without_free_a_bounded_parameter": 25.0,
     "tests/test_benchmarks.py::test_planners_benchmark": 24.0,
-    "tests/test_benchmarks.py::test_runtime_overhead_benchmark": 22.0,
+    "tests/test_benchmarks.py::test_runtime_overhead_benchmark": 12.0,
     "tests/test_zoo_timm.py::test_resnetv2_152": 20.0,
     "tests/hostile/test_cases.py::test_hostile_case[models/chain-20k-nodes-dp]": 18.0,
     "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[efficientnet_b0_dynamo]": 17.0,
