@@ -61,16 +61,22 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
                                                     else paths[model]))
         # largest models first, so that no long task starts last (a shorter tail on few workers)
         order = sorted(groups, key=lambda g: -size(g[0]) * len(groups[g]))
+
+        def record(batch: list[dict]) -> None:
+            """Append a finished batch's rows to the table as they arrive (either way of running)."""
+            nonlocal ran
+            for row in batch:
+                table.append(row)
+                ran += 1
+                bar.advance(row)
+
         if todo and workers == 0 and not address:     # here, in this process: no Ray
             bar = _Bar(console, len(todo), progress)
             try:
                 for m, t in order:
                     group = plan_mix_group if m in spec.mixes else plan_group
                     for batch in group(paths[m], spec._target_arg(t), groups[(m, t)], settings):
-                        for row in batch:
-                            table.append(row)
-                            ran += 1
-                            bar.advance(row)
+                        record(batch)
             finally:
                 bar.close()
         elif todo:
@@ -90,10 +96,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
                         except StopIteration:
                             pending.remove(gen)
                             continue
-                        for row in batch:
-                            table.append(row)
-                            ran += 1
-                            bar.advance(row)
+                        record(batch)
             except Exception:                     # the driver failed: stop what still runs
                 for gen in pending:
                     ray.cancel(gen, force=True)
