@@ -8,12 +8,13 @@ import sys
 
 import pytest
 
+from extras import needs
 from hetcc.experiments.sweep import load_spec, read_table, run_sweep
 from sweep_rows import assert_rows_agree_with_compile
 from text_models import CHAIN, IDENTITY_CHAIN
 
 pytestmark = pytest.mark.plot          # the summary plots of a finished sweep
-pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) draws a sweep's summary plots")
+needs("plot", "matplotlib")            # a finished sweep draws its summary plots
 
 SPEC = """models = ["chain.onnx"]
 targets = ["hikey970", "orangepi5"]
@@ -50,8 +51,9 @@ def test_a_sweep_in_this_process_plans_every_cell_agrees_with_compile_and_resume
     assert sorted(r["cell"] for r in read_table(out / "cells.csv")) == sorted(r["cell"] for r in rows)
 
 
+@pytest.mark.multi
 def test_a_mix_sweeps_in_this_process(models):
-    pytest.importorskip("pymoo", reason="the multi extra (pymoo): the ga workload planner")
+    needs("multi")
     spec_path = models / "mix.toml"
     spec_path.write_text('models = [["chain.onnx", "b.onnx"]]\ntargets = ["orangepi5"]\n'
                          'objectives = ["overall"]\nplanners = ["optimum", "auto"]\n')
