@@ -7,9 +7,10 @@ calibrate), and the refusals: too few observations, a parameter at its bound, pa
 observations cannot separate (the Jacobian's rank), which a fit over the default free set turns
 into parameters kept at the file's value (``FitResult.dropped``).
 
-The Jacobian is by central differences with the plans of the current point held fixed (the
+The Jacobian is by forward differences with the plans of the current point held fixed (the
 optimum's cost moves with the parameters at a fixed plan: the envelope theorem), so a Jacobian
-costs cost tables, not planner runs.
+costs cost tables, not planner runs: one evaluation per free parameter, of the rows it moves (central
+differences cost twice that; on the hikey970 fit both give the same values to five digits).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ BOUND_RTOL = 1e-6
 BOUND_NEAR = 0.01
 #: singular values below this x the largest make the Jacobian rank-deficient
 RANK_RTOL = 1e-8
-#: central-difference step in log space
+#: forward-difference step in log space
 STEP = 1e-5
 
 
@@ -260,12 +261,10 @@ def _fit(cal: Calibration, *, free: Sequence[str], fix: Sequence[str],
             rows = rows_of[j]
             if not rows:
                 continue
-            zp, zm = z.copy(), z.copy()
+            zp = z.copy()
             zp[col] += STEP
-            zm[col] -= STEP
             rp = cal.evaluate(values(zp), frozen=base.frozen, rows=rows).residual
-            rm = cal.evaluate(values(zm), frozen=base.frozen, rows=rows).residual
-            J[rows, col] = (rp[rows] - rm[rows]) / (2 * STEP)
+            J[rows, col] = (rp[rows] - base.residual[rows]) / STEP
         return J
 
     t0 = time.perf_counter()
