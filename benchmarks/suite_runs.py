@@ -4,6 +4,7 @@
     python benchmarks/suite_runs.py --runs 3 --out benchmarks/results/suite_runs-full.json    # the README's test command
     python benchmarks/suite_runs.py --runs 3 -m "not slow" --out benchmarks/results/suite_runs-not-slow.json  # the fast loop
     python benchmarks/suite_runs.py --quick                                # one short run on one worker (a test runs it)
+    python benchmarks/suite_runs.py --quick --busy 1                       # the same beside one busy process
 
 Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` (``--workers``) in a fresh process, with
 ``--busy`` processes spinning beside it (``while True`` loops, started before the first run and
@@ -88,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="pytest-xdist workers (default 2, as the README; quick 1)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take (default 3600)")
     ap.add_argument("-m", "--marker", default=None, help="pytest -m EXPR: e.g. 'not slow' (the fast loop)")
-    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} on one worker beside one busy process")
+    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} on one worker")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     paths = args.paths or (QUICK_PATHS if args.quick else [])
     runs = args.runs or (1 if args.quick else 3)
-    busy = args.busy or (1 if args.quick else 0)
+    busy = args.busy
     args.workers = args.workers if args.workers is not None else 1 if args.quick else 2
     if runs < 1 or busy < 0 or args.workers < 1:
         ap.error("--runs and --workers must be >= 1, --busy >= 0")
