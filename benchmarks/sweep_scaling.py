@@ -6,12 +6,12 @@
 Each configuration runs in a fresh process (a fresh embedded Ray) into an empty results
 directory, --repeat times, interleaved (1, 2, 1, 2, ...). Measured per run: Ray's embedded
 start-up (ray.init; as in `hetcc sweep`, the driver imports matplotlib for the summary's plots
-meanwhile), the sweep's wall time after it, the two together, cells per second. Then, once: the per-task
-overhead of Ray on this machine (round trip of 200 empty tasks on one worker, ms per task) and
-the share of a sweep task's time it is. The speed-up is given as the ratio of the medians and per
-interleaved pair; the target is judged on the quiet pairs (both runs' worker CPU within 5% of the
-least any run took: no other tenant of the host slowed them) when there are 3 or more, else on
-all pairs. Prints a table and a note on N nodes; writes
+meanwhile), the sweep's wall time after it, the two together, cells per second. Then, once (in the
+last 1-worker run, after its sweep): the per-task overhead of Ray on this machine (round trip of
+200 empty tasks on one worker, ms per task) and the share of a sweep task's time it is. The
+speed-up is given as the ratio of the medians and per interleaved pair; the target is judged on
+the quiet pairs (both runs' worker CPU within 5% of the least any run took: no other tenant of the
+host slowed them) when there are 3 or more, else on all pairs. Prints a table and a note on N nodes; writes
 benchmarks/results/sweep_scaling[-quick].json. Zoo models are exported before timing.
 """
 from __future__ import annotations
@@ -64,26 +64,25 @@ r = run_sweep(spec, sys.argv[2], workers=workers, progress=False)
 t2 = time.perf_counter()
 c1, d1 = worker_cpu(), time.process_time()
 errors = sum(row["status"] == "error" for row in r.rows)
-print(json.dumps({"init_s": t1 - t0, "sweep_s": t2 - t1, "total_s": t2 - t0, "cells": r.ran, "errors": errors,
-                  "worker_cpu_s": c1 - c0, "driver_cpu_s": d1 - d0}))
-"""
+doc = {"init_s": t1 - t0, "sweep_s": t2 - t1, "total_s": t2 - t0, "cells": r.ran, "errors": errors,
+       "worker_cpu_s": c1 - c0, "driver_cpu_s": d1 - d0}
+if len(sys.argv) > 4:
+    # after the sweep, on the same one-CPU Ray (a Ray start of its own would cost more than the
+    # measurement): Ray's per-task overhead, 200 empty tasks at once and 50 one at a time
+    import ray
 
-OVERHEAD = r"""
-import json, os, time
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-import ray
-ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, object_store_memory=256 * 1024 * 1024)
-@ray.remote
-def noop(x):
-    return x
-ray.get([noop.remote(i) for i in range(20)])           # warm the worker
-t0 = time.perf_counter(); ray.get([noop.remote(i) for i in range(200)]); t1 = time.perf_counter()
-seq = []
-for i in range(50):
-    a = time.perf_counter(); ray.get(noop.remote(i)); seq.append(time.perf_counter() - a)
-print(json.dumps({"batched_ms": (t1 - t0) / 200 * 1e3, "round_trip_ms": sorted(seq)[len(seq) // 2] * 1e3}))
-"""
+    @ray.remote
+    def noop(x):
+        return x
 
+    ray.get([noop.remote(i) for i in range(20)])           # warm the worker
+    a = time.perf_counter(); ray.get([noop.remote(i) for i in range(200)]); b = time.perf_counter()
+    seq = []
+    for i in range(50):
+        t = time.perf_counter(); ray.get(noop.remote(i)); seq.append(time.perf_counter() - t)
+    doc["overhead"] = {"batched_ms": (b - a) / 200 * 1e3, "round_trip_ms": sorted(seq)[len(seq) // 2] * 1e3}
+print(json.dumps(doc))
+"""
 
 def _child(code: str, *args: str) -> dict:
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=3600,
@@ -121,12 +120,14 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(repeat):
             for w in (1, 2):
                 out = Path(tmp) / f"out-{w}-{r}"
-                res = _child(CHILD, str(spec_path), str(out), str(w))
+                last_one = w == 1 and r == repeat - 1          # measures Ray's per-task overhead too
+                res = _child(CHILD, str(spec_path), str(out), str(w), *(["overhead"] if last_one else []))
+                if last_one:
+                    over = res.pop("overhead")
                 runs[w].append(res)
                 print(f"workers={w} run {r + 1}: init {res['init_s']:.2f} s, sweep {res['sweep_s']:.2f} s, "
                       f"workers' CPU {res['worker_cpu_s']:.2f} s, driver's CPU {res['driver_cpu_s']:.2f} s, "
                       f"{res['cells']} cells, {res['errors']} errors", file=sys.stderr, flush=True)
-        over = _child(OVERHEAD)
     med = {w: statistics.median(x["sweep_s"] for x in runs[w]) for w in runs}
     init = statistics.median(x["init_s"] for w in runs for x in runs[w])
     # the same tasks' CPU time with 2 workers side by side over 1 alone: > 1 when the two cores
