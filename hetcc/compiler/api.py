@@ -169,7 +169,7 @@ def resolve_model(model: Any, input_shapes: Mapping[str, tuple[int, ...]] | Sequ
 
         if str(model) in zoo.ZOO:
             return _exported(f"exporting zoo model {model} (first use; cached)", timings, progress,
-                             lambda: _zoo_model(str(model), seed), lambda: _zoo_path(str(model), seed))
+                             lambda: zoo_model(str(model), seed), lambda: _zoo_path(str(model), seed))
         return path  # the frontend reports the missing file
     torch = sys.modules.get("torch")  # a Module can only exist if torch is loaded; never import it here
     if torch is not None and isinstance(model, torch.nn.Module):
@@ -264,8 +264,9 @@ def _zoo_path(name: str, seed: int) -> Path:
     return cache_dir() / "zoo" / f"seed{seed}" / f"{name}.onnx"  # the stem names the model
 
 
-def _zoo_model(name: str, seed: int) -> Path:
-    """A zoo name given as MODEL: export once into the cache (~/.cache/hetcc/zoo) and reuse."""
+def zoo_model(name: str, seed: int = 0) -> Path:
+    """Zoo model ``name`` (weights from ``seed``) in hetcc's cache (~/.cache/hetcc/zoo): exported
+    there on first use, reused after (a zoo name given as MODEL, ``hetcc zoo export``)."""
     from hetcc.compiler import zoo
 
     path = _zoo_path(name, seed)
