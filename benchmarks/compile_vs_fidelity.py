@@ -18,10 +18,10 @@ the rows, beside fidelity.py's.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,12 +42,17 @@ SETTINGS = {"rows": [], "none": ["--observations", "none"]}
 
 
 def hetcc(args: list[str]) -> dict[str, Any]:
-    """``hetcc ARGS --json -q`` in a fresh process: its JSON summary (SystemExit with the error)."""
-    r = subprocess.run([sys.executable, "-m", "hetcc.cli", *args, "--json", "-q"], capture_output=True, text=True,
-                       timeout=3600, env=dict(os.environ))
-    if r.returncode != 0:
-        raise SystemExit(f"hetcc {' '.join(args)}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-500:]}")
-    return json.loads(r.stdout)
+    """``hetcc ARGS --json -q``, the command line's own ``main`` in this process (the parsing, the
+    checks and the output a user gets, without a Python start per command): its JSON summary
+    (SystemExit with the error)."""
+    from hetcc.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main([*args, "--json", "-q"])
+    if rc != 0:
+        raise SystemExit(f"hetcc {' '.join(args)}: exit {rc}: {(err.getvalue() or out.getvalue()).strip()[-500:]}")
+    return json.loads(out.getvalue())
 
 
 def slices_text(slices: list[dict[str, Any]]) -> str:
