@@ -24,7 +24,6 @@ import numpy as np
 from dataclasses import dataclass, field
 
 from hetcc.core.errors import InfeasibleError, UsageError
-from .context import PlanContext
 from .governor import GOVERNORS, ondemand
 from .metrics import Objective
 from .problem import Plan, PlanningProblem, Slice
@@ -60,11 +59,22 @@ def device_preferred(problem: PlanningProblem, preferred: int) -> Plan:
     fallbacks = [s for s in (fmax_state(d) for d in FALLBACK_DEVICES) if s is not None]
     fallbacks += [s for s in range(problem.num_states)
                   if bool(problem.states.is_fmax[s]) and s not in fallbacks]
+    # ``slice_legal`` read from the problem's columns once (its per-call numpy work made this O(L)
+    # loop the planner's whole cost): every layer of the open slice is legal on ``preferred``, so
+    # extending it only needs the capacity test, on the int64 prefix sums (exact, as slice_bytes)
+    legal = np.asarray(problem.legal, dtype=bool)
+    prefix = problem.memory_prefix()
+    cap = [float(c) for c in problem.capacity_bytes]
+    own_legal, own_prefix, own_cap = legal[:, preferred].tolist(), prefix[:, preferred].tolist(), cap[preferred]
+
+    def fits(a: int, b: int) -> bool:
+        return float(own_prefix[b + 1] - own_prefix[a]) <= own_cap
+
     slices: list[Slice] = []
     first = None          # first layer of the open preferred slice
     for i in range(problem.num_layers):
-        if problem.slice_legal(i, i, preferred):
-            if first is not None and not problem.slice_legal(first, i, preferred):
+        if own_legal[i] and fits(i, i):
+            if first is not None and not fits(first, i):
                 slices.append(Slice(first, i - 1, preferred))   # memory full: next slice
                 first = None
             if first is None:
@@ -74,7 +84,7 @@ def device_preferred(problem: PlanningProblem, preferred: int) -> Plan:
             slices.append(Slice(first, i - 1, preferred))
             first = None
         for s in fallbacks:
-            if problem.slice_legal(i, i, s):
+            if legal[i, s] and float(prefix[i + 1, s] - prefix[i, s]) <= cap[s]:
                 slices.append(Slice(i, i, s))
                 break
         else:
