@@ -323,7 +323,9 @@ def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        os.killpg(head.pid, signal.SIGTERM)
+        # Ctrl-C, as a user stops `ray start --block`: the head stops its processes at once (a SIGTERM
+        # made it wait out half a minute of grace periods)
+        os.killpg(head.pid, signal.SIGINT)
         head.wait(timeout=60)
 
 
