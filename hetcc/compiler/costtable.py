@@ -85,9 +85,14 @@ class CostTable:
         )
 
     def to_json(self) -> dict[str, Any]:
+        keep = np.asarray(self.legal, dtype=bool)
+
         def table(a: np.ndarray) -> list[list[float | None]]:
-            return [[(float(v) if ok and math.isfinite(v) else None) for v, ok in zip(row, lrow)]
-                    for row, lrow in zip(a.tolist(), self.legal.tolist())]
+            # Python floats where legal and finite, None elsewhere (an object array's tolist: the
+            # same values as float(v) per cell, without a Python loop over L x S cells)
+            out = np.asarray(a, dtype=np.float64).astype(object)
+            out[~(keep & np.isfinite(np.asarray(a, dtype=np.float64)))] = None
+            return out.tolist()
 
         counts = self.activation_factor is not None
         doc: dict[str, Any] = {
