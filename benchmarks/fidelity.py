@@ -303,9 +303,20 @@ class _Segment:
     """Layers ``first..last`` of a problem, seen as a whole problem by ``device_preferred`` (which
     reads only these members): its plan comes back as absolute Slices instead of a Plan."""
 
-    def __init__(self, problem: Any, first: int, last: int) -> None:
+    def __init__(self, problem: Any, first: int, last: int, legal: np.ndarray | None = None,
+                 prefix: np.ndarray | None = None) -> None:
+        """``legal``, ``prefix``: ``problem.legal`` and ``problem.memory_prefix()`` when the caller
+        has them already (one segment per pair of layers reads them)."""
         self.p, self.a, self.states, self.num_states = problem, first, problem.states, problem.num_states
         self.num_layers = last - first + 1
+        self.capacity_bytes = problem.capacity_bytes
+        legal = np.asarray(problem.legal, dtype=bool) if legal is None else legal
+        prefix = problem.memory_prefix() if prefix is None else prefix
+        self.legal = legal[first:last + 1]
+        self._prefix = prefix[first:last + 2]
+
+    def memory_prefix(self) -> np.ndarray:
+        return self._prefix - self._prefix[0]
 
     def slice_legal(self, i: int, j: int, s: int) -> bool:
         return self.p.slice_legal(self.a + i, self.a + j, s)
@@ -328,10 +339,11 @@ def three_slice_latencies(problem: Any, preferred: int) -> tuple[list[tuple[int,
     from hetcc.planners.baselines import device_preferred
 
     L = problem.num_layers
+    legal, prefix = np.asarray(problem.legal, dtype=bool), problem.memory_prefix()
     seg: dict[tuple[int, int], tuple[float, int]] = {}
     for a in range(L):
         for b in range(a, L):
-            slices = device_preferred(_Segment(problem, a, b), preferred)
+            slices = device_preferred(_Segment(problem, a, b, legal, prefix), preferred)
             seg[a, b] = (sum(problem.slice_cost(s.first, s.last, s.state).latency_ms for s in slices), len(slices))
     cuts = list(itertools.combinations(range(1, L), 2))
     parts = [(seg[0, c1 - 1], seg[c1, c2 - 1], seg[c2, L - 1]) for c1, c2 in cuts]
