@@ -12,44 +12,47 @@ timm exports) could end up on one worker, or start last and run alone. Here (a p
   the rest. The tests of a file in ``TOGETHER`` (they share an expensive module fixture) go to
   one worker as one unit, so the fixture is made once.
 
-The seconds are rough (a run on this 2-core machine, idle); they only order the tests, a test
-missing from ``LONG`` merely starts later. Without ``-n`` only the order changes.
+The seconds are rough (a run of the whole suite on this 2-core machine, as pytest reports
+them); they only order the tests, a test missing from ``LONG`` merely starts later. Without ``-n`` only the order changes.
 """
 from __future__ import annotations
 
 import pytest
 
-#: node-id prefix -> seconds it takes (the longest tests, measured on this 2-core machine under
-#: load; a prefix covers a file or a test's parameters; a TOGETHER file's is all its tests together)
+#: node-id prefix -> seconds it takes (the longest tests, from ``--durations`` of a whole run on
+#: this 2-core machine; a prefix covers a file or a test's parameters; a TOGETHER file's is all its
+#: tests together)
 LONG: dict[str, float] = {
-    "tests/test_sweep.py": 200.0,
-    "tests/calibrate/test_refit_hikey970.py": 150.0,      # with the exports of MOSAIC's ten models
-    "tests/test_bench_herti.py": 20.0,
-    "tests/test_bench_evosh.py": 16.0,
-    "tests/calibrate/test_calibrate.py::test_without_free_the_fit_keeps": 60.0,
-    "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 60.0,
-    "tests/test_compile_memory_rows.py::test_the_compile_vs_fidelity_benchmark_runs_quick": 25.0,
-    "tests/test_bench_fidelity.py::test_fidelity_quick": 45.0,
-    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 15.0,
-    "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 30.0,
-    "tests/calibrate/test_calibrate.py::test_without_free_a_bounded_parameter": 25.0,
-    "tests/test_benchmarks.py::test_planners_benchmark": 24.0,
+    "tests/calibrate/test_refit_hikey970.py": 88.0,       # with the exports of MOSAIC's ten models
+    "tests/test_sweep.py": 65.0,
+    "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 38.0,
+    "tests/calibrate/test_calibrate.py::test_without_free_the_fit_keeps": 33.0,
+    "tests/test_examples.py": 28.0,
+    "tests/test_e2e.py": 24.0,
+    "tests/hostile/test_cases.py::test_hostile_case[models/chain-20k-nodes-dp]": 21.0,
+    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[efficientnet_b0_dynamo]": 21.0,
+    "tests/test_bench_evosh.py": 20.0,
+    "tests/test_bench_herti.py": 17.0,
+    "tests/planners/test_exact.py::test_at_scale_streamed": 16.0,
+    "tests/calibrate/test_calibrate.py::test_without_free_a_bounded_parameter": 15.0,
+    "tests/test_benchmarks.py::test_planners_benchmark": 14.0,
     "tests/test_benchmarks.py::test_runtime_overhead_benchmark": 12.0,
-    "tests/test_zoo_timm.py::test_resnetv2_152": 20.0,
-    "tests/hostile/test_cases.py::test_hostile_case[models/chain-20k-nodes-dp]": 18.0,
-    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[efficientnet_b0_dynamo]": 17.0,
-    "tests/test_examples.py": 14.0,
-    "tests/planners/test_evosh.py::test_shaving_never_removes": 14.0,
-    "tests/test_zoo.py::test_export_checks_and_runs_in_onnxruntime[mobilenet_v2]": 14.0,
-    "tests/planners/test_exact.py::test_at_scale_streamed": 13.0,
-    "tests/planners/test_evosh.py::test_children_are_never": 12.0,
-    "tests/hostile/test_cases.py::test_hostile_case[artifacts/manifest-100k-slices]": 12.0,
-    "tests/test_quantized_models.py": 12.0,
-    "tests/test_reproducible.py": 11.0,
-    "tests/test_zoo.py::test_same_seed_same_bytes": 11.0,
-    "tests/test_benchmarks.py::test_verify_zoo_benchmark": 10.0,
-    "tests/planners/test_dqn.py::test_short_seeded_training": 9.0,
-    "tests/test_e2e.py": 5.0,
+    "tests/test_sweep_workloads.py::test_a_mix_sweep_on_embedded_ray": 12.0,
+    "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 11.0,
+    "tests/test_quantized_models.py": 11.0,
+    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[gpt2_tiny]": 11.0,
+    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 10.0,
+    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[yolov8n]": 10.0,
+    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[vit_tiny]": 10.0,
+    "tests/test_docs_site.py": 10.0,
+    "tests/test_bench_fidelity.py::test_fidelity_quick": 9.0,
+    "tests/hostile/test_cases.py::test_hostile_case[artifacts/manifest-100k-slices]": 9.0,
+    "tests/test_reproducible.py": 9.0,
+    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[yolo11n]": 8.0,
+    "tests/profile/test_host_fit.py::test_host_fit_quick": 7.0,
+    "tests/test_zoo_timm.py::test_resnetv2_152": 7.0,
+    "tests/planners/test_dqn.py::test_short_seeded_training": 6.0,
+    "tests/test_bench_suite_runs.py::test_suite_runs_quick": 6.0,
 }
 #: a slow test not named above
 SLOW_S = 3.0
