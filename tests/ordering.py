@@ -13,7 +13,8 @@ timm exports) could end up on one worker, or start last and run alone. Here (a p
   one worker as one unit, so the fixture is made once.
 
 The seconds are rough (a run of the whole suite on this 2-core machine, as pytest reports
-them); they only order the tests, a test missing from ``LONG`` merely starts later. Without ``-n`` only the order changes.
+them); they only order the tests, a test missing from ``LONG`` merely starts later. Without
+``-n`` only the order changes.
 """
 from __future__ import annotations
 
