@@ -2,8 +2,8 @@
 
     python examples/python_api.py [OUT_DIR]
 
-Exports SqueezeNet 1.1 (random weights) from the zoo and analyses it once for the HiKey 970
-model; then plans it without re-analysing (the fastest plan, the least-energy plan, the least
+Analyses SqueezeNet 1.1 from the zoo (random weights; a zoo name is exported once into hetcc's
+cache, a path to an .onnx file is read as it is) once for the HiKey 970 model; then plans it without re-analysing (the fastest plan, the least-energy plan, the least
 energy under HERTI's "medium" deadline, half way between the two, and the fastest under a 3 W
 average power cap), writes the "medium" one, runs it and checks it against the unsliced model.
 
@@ -16,13 +16,11 @@ import tempfile
 from pathlib import Path
 
 import hetcc
-from hetcc.compiler import zoo
 from hetcc.runtime import Executor, random_inputs, verify
 
 
 def main(out: Path) -> None:
-    model = zoo.export("squeezenet1_1", out.parent / "squeezenet1_1.onnx")
-    session = hetcc.analyse(model, target="hikey970")          # load + analysis passes, once
+    session = hetcc.analyse("squeezenet1_1", target="hikey970")  # load + analysis passes, once
     fastest = session.plan("latency")                            # auto -> dp
     frugal = session.plan("energy")                              # auto -> dp
     plan = session.plan("energy", deadline="medium")             # auto -> exact
