@@ -604,7 +604,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     closes the output early (``hetcc targets --json | head -1``) ends the command quietly with
     141, as SIGPIPE ends other Unix tools (see ``_closed_pipe``)."""
     started = _command_start()
-    confine_libraries()        # matplotlib, Ray, torch: their files under hetcc's cache, set before they load
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -626,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         with terminate_as_interrupt():
+            confine_libraries()   # matplotlib, Ray, torch: their files under hetcc's cache, set before they load
             code = args.func(args)
             sys.stdout.flush()      # a closed pipe shows here, inside the handling, not at exit
         if pending():       # a signal whose KeyboardInterrupt a library swallowed (an import it cut short)

@@ -8,7 +8,7 @@ import json
 import os
 import struct
 
-from harness import Case, chain, compiled, text_model
+from harness import Case, chain, compiled, text_model, user_file
 from text_models import CHAIN
 
 M = text_model(CHAIN)
@@ -161,6 +161,14 @@ CASES += [
          setup=mkdir("d")),
     Case("flags/zoo-export-seed-negative", ["zoo", "export", "resnet18", "-o", "r.onnx", "--seed=-1"], 2,
          ["--seed", "-1"]),
+    # hetcc's cache under a file: torch would make its caches there as it is imported and fail inside
+    # that import; every command says so in one line before it starts (--version still answers)
+    Case("flags/cache-dir-under-a-file-zoo-export", ["zoo", "export", "resnet18", "-o", "r.onnx"], 2,
+         ["HETCC_CACHE_DIR", "'/dev/null/c'", "'/dev/null' is not one"], child=True, timeout=60,
+         env={"HETCC_CACHE_DIR": "/dev/null/c"}),
+    Case("flags/cache-dir-is-a-file-compile", ["compile", "m.onnx", "-o", "out"], 2,
+         ["HETCC_CACHE_DIR", "is not a directory"], child=True, timeout=60, setup=chain(M, user_file("f", "x\n")),
+         env={"HETCC_CACHE_DIR": "f"}),
 ]
 
 # ---------------------------------------------------------------- run: numbers

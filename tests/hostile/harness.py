@@ -144,7 +144,7 @@ def child_limit(case: Case) -> float:
 def _run_child(case: Case, work: Path) -> Outcome:
     home = work.parent / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HETCC_", "PYTEST_"))}
-    env.update(HOME=str(home), HETCC_CACHE_DIR=str(home / ".cache" / "hetcc"), **case.env)
+    env.update({"HOME": str(home), "HETCC_CACHE_DIR": str(home / ".cache" / "hetcc"), **case.env})
     if "HETCC_CACHE_DIR" not in case.env and os.environ.get("HETCC_CACHE_DIR"):
         env["HETCC_CACHE_DIR"] = os.environ["HETCC_CACHE_DIR"]   # zoo exports stay shared
     t0 = time.perf_counter()
