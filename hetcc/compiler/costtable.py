@@ -90,8 +90,9 @@ class CostTable:
         def table(a: np.ndarray) -> list[list[float | None]]:
             # Python floats where legal and finite, None elsewhere (an object array's tolist: the
             # same values as float(v) per cell, without a Python loop over L x S cells)
-            out = np.asarray(a, dtype=np.float64).astype(object)
-            out[~(keep & np.isfinite(np.asarray(a, dtype=np.float64)))] = None
+            a = np.asarray(a, dtype=np.float64)
+            out = a.astype(object)
+            out[~(keep & np.isfinite(a))] = None
             return out.tolist()
 
         counts = self.activation_factor is not None

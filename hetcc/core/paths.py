@@ -34,24 +34,21 @@ def library_dirs() -> dict[str, str]:
     return out
 
 
-def check_cache_dir() -> Path:
-    """hetcc's cache directory, if it can be one: a UsageError naming it when it, or the nearest
-    of its parents that exists, is not a directory (``HETCC_CACHE_DIR=/dev/null/c``, a file's
-    path). Nothing is created; torch makes its caches there as it is imported, and would fail
-    inside its own import."""
+def check_cache_dir() -> None:
+    """A UsageError naming hetcc's cache directory when it, or the nearest of its parents that
+    exists, is not a directory (``HETCC_CACHE_DIR=/dev/null/c``, a file's path). Nothing is
+    created; torch makes its caches there as it is imported, and would fail inside its own import."""
     root = cache_dir()
-    p = Path(os.path.abspath(root))
+    start = p = Path(os.path.abspath(root))
     while not os.path.lexists(p) and p != p.parent:
         p = p.parent
     if not p.is_dir():
         from hetcc.core.errors import UsageError
 
         where = "HETCC_CACHE_DIR" if os.environ.get("HETCC_CACHE_DIR") else "hetcc's cache directory"
-        whole = p == Path(os.path.abspath(root))
-        what = "is not a directory" if whole else f"cannot be a directory: {str(p)!r} is not one"
+        what = "is not a directory" if p == start else f"cannot be a directory: {str(p)!r} is not one"
         raise UsageError(f"{where} {str(root)!r} {what}; set HETCC_CACHE_DIR to a directory hetcc may use "
                          "(or unset it for ~/.cache/hetcc)")
-    return root
 
 
 def confine_libraries() -> None:

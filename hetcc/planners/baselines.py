@@ -59,22 +59,22 @@ def device_preferred(problem: PlanningProblem, preferred: int) -> Plan:
     fallbacks = [s for s in (fmax_state(d) for d in FALLBACK_DEVICES) if s is not None]
     fallbacks += [s for s in range(problem.num_states)
                   if bool(problem.states.is_fmax[s]) and s not in fallbacks]
-    # ``slice_legal`` read from the problem's columns once (its per-call numpy work made this O(L)
-    # loop the planner's whole cost): every layer of the open slice is legal on ``preferred``, so
-    # extending it only needs the capacity test, on the int64 prefix sums (exact, as slice_bytes)
+    # ``slice_legal`` read from the problem's arrays once (its per-call numpy work made this O(L)
+    # loop the planner's whole cost): the capacity test on the int64 prefix sums is exact, as
+    # slice_bytes; every layer of the open slice is legal on ``preferred``, so extending it only
+    # needs that test
     legal = np.asarray(problem.legal, dtype=bool)
     prefix = problem.memory_prefix()
-    cap = [float(c) for c in problem.capacity_bytes]
-    own_legal, own_prefix, own_cap = legal[:, preferred].tolist(), prefix[:, preferred].tolist(), cap[preferred]
+    cap = problem.capacity_bytes
 
-    def fits(a: int, b: int) -> bool:
-        return float(own_prefix[b + 1] - own_prefix[a]) <= own_cap
+    def fits(a: int, b: int, s: int) -> bool:
+        return float(prefix[b + 1, s] - prefix[a, s]) <= float(cap[s])
 
     slices: list[Slice] = []
     first = None          # first layer of the open preferred slice
     for i in range(problem.num_layers):
-        if own_legal[i] and fits(i, i):
-            if first is not None and not fits(first, i):
+        if legal[i, preferred] and fits(i, i, preferred):
+            if first is not None and not fits(first, i, preferred):
                 slices.append(Slice(first, i - 1, preferred))   # memory full: next slice
                 first = None
             if first is None:
@@ -84,7 +84,7 @@ def device_preferred(problem: PlanningProblem, preferred: int) -> Plan:
             slices.append(Slice(first, i - 1, preferred))
             first = None
         for s in fallbacks:
-            if legal[i, s] and float(prefix[i + 1, s] - prefix[i, s]) <= cap[s]:
+            if legal[i, s] and fits(i, i, s):
                 slices.append(Slice(i, i, s))
                 break
         else:

@@ -67,8 +67,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, address: str | None = 
             nonlocal ran
             for row in batch:
                 table.append(row)
-                ran += 1
                 bar.advance(row)
+            ran += len(batch)
 
         if todo and workers == 0 and not address:     # here, in this process: no Ray
             bar = _Bar(console, len(todo), progress)
