@@ -62,7 +62,9 @@ def test_run_variants(capsys, variants):
     assert code == 0 and doc["variant"] == "fast" and doc["verify"]["ok"] and len(doc["slices_ms_median"]) == 2
     with pytest.raises(RemoteSliceError, match="--local-fallback"):
         call(capsys, "run", variants, "--variant", "edge")
-    code, out = call(capsys, "run", variants, "--variant", "edge", "--local-fallback", "--verify")
+    # an endpoint that refuses at once (the board's edge.local waits on a name lookup each attempt)
+    code, out = call(capsys, "run", variants, "--variant", "edge", "--local-fallback", "--verify",
+                     "--endpoint", "edge=http://127.0.0.1:9")
     assert code == 0 and "variant edge" in out and "remote, run here" in out and "outputs match" in out
     with pytest.raises(ManifestError, match="no variant 'nope'"):
         call(capsys, "run", variants, "--variant", "nope")
