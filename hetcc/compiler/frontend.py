@@ -661,6 +661,30 @@ def _check_sizes(inferred: onnx.ModelProto, path: Path, dynamic: frozenset[str])
             raise ModelError(f"{path}: {why}; pass smaller --input-shape dimensions")
 
 
+_SSI_MODULE = "hetcc._onnxruntime_symbolic_shape_infer"
+
+
+def _symbolic_shape_infer():
+    """onnxruntime's ``tools/symbolic_shape_infer.py`` (numpy, onnx and sympy only), loaded from its
+    file: importing it as ``onnxruntime.tools.symbolic_shape_infer`` runs that package's
+    ``__init__``, which imports torch (seconds) wherever torch is installed, for an export helper
+    hetcc never calls. Loaded once per process."""
+    import importlib.util
+    import sys
+
+    module = sys.modules.get(_SSI_MODULE)
+    if module is None:
+        ort = onnxrt.load()  # telemetry off before onnxruntime initialises
+        spec = importlib.util.spec_from_file_location(
+            _SSI_MODULE, Path(ort.__file__).resolve().parent / "tools" / "symbolic_shape_infer.py")
+        if spec is None or spec.loader is None:  # pragma: no cover - onnxruntime without its tools
+            raise ImportError("onnxruntime/tools/symbolic_shape_infer.py is missing")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[_SSI_MODULE] = module
+    return module
+
+
 def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
     """onnxruntime's symbolic shape inference (auto-merge on), or None when it cannot infer every
     shape or is unavailable.
@@ -671,8 +695,7 @@ def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
     steps and writes nothing; without the steps it needs (another onnxruntime version) the
     fallback is skipped, with a debug message, and the last resort below still applies."""
     try:
-        onnxrt.load()  # telemetry off before onnxruntime initialises
-        from onnxruntime.tools import symbolic_shape_infer as ssi
+        ssi = _symbolic_shape_infer()
     except Exception as exc:  # pragma: no cover - onnxruntime is a dependency
         logger.debug("onnxruntime's symbolic shape inference is unavailable: %s", exc)
         return None

@@ -290,3 +290,17 @@ def test_linear_cut_order_equals_the_ancestor_matrix_one():
         assert got == expected, (trial, deps.reads)
         cuts_seen += len(got) > 1
     assert cuts_seen > 100
+
+
+def test_symbolic_shape_inference_does_not_import_torch(tmp_path, write_text_model):
+    """The model above needs onnxruntime's symbolic shape inference; importing it through the
+    onnxruntime.tools package would import torch (its __init__ does, wherever torch is installed)."""
+    import subprocess
+    import sys
+
+    path = write_text_model(RESHAPE_BY_DATA, tmp_path / "m.onnx")
+    probe = ("import sys; from hetcc.compiler.frontend import load_model; p = load_model(sys.argv[1]); "
+             "print(sorted(m for m in ('torch', 'hetcc._onnxruntime_symbolic_shape_infer') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["['hetcc._onnxruntime_symbolic_shape_infer']"]     # used, and no torch
