@@ -664,7 +664,7 @@ def _check_sizes(inferred: onnx.ModelProto, path: Path, dynamic: frozenset[str])
 _SSI_MODULE = "hetcc._onnxruntime_symbolic_shape_infer"
 
 
-def _symbolic_shape_infer():
+def symbolic_shape_infer_module():
     """onnxruntime's ``tools/symbolic_shape_infer.py`` (numpy, onnx and sympy only), loaded from its
     file: importing it as ``onnxruntime.tools.symbolic_shape_infer`` runs that package's
     ``__init__``, which imports torch (seconds) wherever torch is installed, for an export helper
@@ -695,7 +695,7 @@ def _symbolic_shapes(proto: onnx.ModelProto) -> onnx.ModelProto | None:
     steps and writes nothing; without the steps it needs (another onnxruntime version) the
     fallback is skipped, with a debug message, and the last resort below still applies."""
     try:
-        ssi = _symbolic_shape_infer()
+        ssi = symbolic_shape_infer_module()
     except Exception as exc:  # pragma: no cover - onnxruntime is a dependency
         logger.debug("onnxruntime's symbolic shape inference is unavailable: %s", exc)
         return None
