@@ -112,6 +112,7 @@ def _hetcc_temp_entries(root: str) -> set[str]:
 
 
 @pytest.mark.zoo
+@pytest.mark.slow
 def test_a_torch_module_under_any_input_name_leaves_no_temp_files(tmp_path, monkeypatch):
     torch = needs("zoo", "torch")
 

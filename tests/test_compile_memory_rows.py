@@ -214,6 +214,7 @@ def test_the_board_default_is_the_shipped_hikey970_only(tmp_path):
 
 
 @pytest.mark.zoo
+@pytest.mark.slow
 def test_mosaics_model_compiled_by_zoo_name_gets_the_fidelity_plan(capsys):
     """``hetcc compile mnasnet1_0 --target hikey970``: MOSAIC's Table I size (321.9 MB) charged, as
     benchmarks/fidelity.py's Board does (with_reported_memory on the analysed zoo export)."""
@@ -231,6 +232,7 @@ def test_mosaics_model_compiled_by_zoo_name_gets_the_fidelity_plan(capsys):
 
 
 @pytest.mark.zoo
+@pytest.mark.slow
 def test_hetccs_own_export_is_the_zoo_model_another_file_is_not(tmp_path):
     """A sweep compiles the zoo model's export in hetcc's cache: the rows apply there as to the
     name (so its cells agree with hetcc compile NAME); a copy elsewhere (fidelity.py's model

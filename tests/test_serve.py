@@ -176,6 +176,7 @@ def test_decode_bounds_without_a_server():
         ShapedLink(0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_sigterm_while_serving_finishes_the_request_in_flight_and_exits_0(artifact, tmp_path):
     served = Served(artifact, "--max-concurrency", "1", cache_dir=str(tmp_path / "cache"))
     try:

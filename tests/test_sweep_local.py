@@ -65,6 +65,7 @@ def test_a_mix_sweeps_in_this_process(models):
     assert all(float(r["overall"]) <= float(opt["overall"]) * (1 + 1e-9) for r in rows)
 
 
+@pytest.mark.slow
 def test_the_command_runs_without_importing_ray(models):
     (models / "s.toml").write_text('models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n')
     probe = ("import sys; sys.argv = ['hetcc', 'sweep', 's.toml', '-o', 'o', '-q', '--workers', '0'];\n"

@@ -152,8 +152,6 @@ def test_refuses_a_parameter_at_its_bound(synthetic, capsys, tmp_path):
             "it with --bound gpu.peak_gflops.conv=LO:HI or fix it with --fix gpu.peak_gflops.conv") in msg
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
 def reuse_fits(monkeypatch) -> None:
     """``hetcc calibrate`` run again with the same board, observations and options (another -o,
     another output format) prints the first run's fit instead of fitting again: the fit is
@@ -173,6 +171,8 @@ def reuse_fits(monkeypatch) -> None:
     monkeypatch.setattr(command, "calibrate", calibrate)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_without_free_the_fit_keeps_what_the_data_cannot_pin_down_at_the_files_value(synthetic, capsys, tmp_path,
                                                                                       monkeypatch):
     """No --free: every parameter a row moves is a candidate, and those the fit pushes to a bound

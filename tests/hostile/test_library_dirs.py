@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hetcc.core.paths import confine_libraries, library_dirs
 from text_models import CHAIN
 
@@ -41,6 +43,7 @@ def test_ray_s_local_token_is_made_once_owner_only(tmp_path):
     assert path.read_text() == first
 
 
+@pytest.mark.slow
 def test_a_plot_writes_matplotlib_s_files_under_the_cache_not_home(tmp_path, write_text_model):
     from hetcc.cli import main
 
