@@ -305,21 +305,18 @@ class _Segment:
 
     def __init__(self, problem: Any, first: int, last: int, legal: np.ndarray | None = None,
                  prefix: np.ndarray | None = None) -> None:
-        """``legal``, ``prefix``: ``problem.legal`` and ``problem.memory_prefix()`` when the caller
-        has them already (one segment per pair of layers reads them)."""
+        """``legal``, ``prefix``: the whole problem's ``legal`` (bool) and ``memory_prefix()`` when
+        the caller has them already (one segment per pair of layers reads them)."""
         self.p, self.a, self.states, self.num_states = problem, first, problem.states, problem.num_states
         self.num_layers = last - first + 1
         self.capacity_bytes = problem.capacity_bytes
         legal = np.asarray(problem.legal, dtype=bool) if legal is None else legal
         prefix = problem.memory_prefix() if prefix is None else prefix
         self.legal = legal[first:last + 1]
-        self._prefix = prefix[first:last + 2]
+        self._prefix = prefix[first:last + 2] - prefix[first]
 
     def memory_prefix(self) -> np.ndarray:
-        return self._prefix - self._prefix[0]
-
-    def slice_legal(self, i: int, j: int, s: int) -> bool:
-        return self.p.slice_legal(self.a + i, self.a + j, s)
+        return self._prefix
 
     def layer_label(self, i: int) -> str:
         return self.p.layer_label(self.a + i)

@@ -11,7 +11,8 @@ CASES = all_cases()
 
 
 #: cases of several seconds each (measured with --durations): out of pytest -m "not slow" too
-SLOW = {"models/nonzero-cut-seed-3", "models/nonzero-cut-seed-7", "models/nonzero-output-seed-5", "models/range-topk-computed-k-seed-3", "models/tensor-limit-not-a-number", "models/tensor-limit-lowered",
+SLOW = {"models/nonzero-cut-seed-3", "models/nonzero-cut-seed-7", "models/nonzero-output-seed-5",
+        "models/range-topk-computed-k-seed-3", "models/tensor-limit-not-a-number", "models/tensor-limit-lowered",
         "models/intermediate-40gb", "models/input-shape-40gb", "models/declared-input-40gb", "flags/plot-ok",
         "flags/input-huge-header-right-rank", "artifacts/manifest-5000-slices"}
 
