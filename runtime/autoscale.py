@@ -1,6 +1,9 @@
 """AutoScale's run-time policy: the state (Table 1), the reward (Eq. 5), the energy estimate
 (Eq. 1-4) and the Q-learning table (Alg. 1), with the two JSON files they live in.
 
+Over 600 lines as one module: about half of it is ``QTable`` and ``Policy`` checking their JSON
+documents field by field, and their methods are what call the state, reward and energy functions.
+
 Numpy and the standard library only (part of ``hetcc.runtime``, which ships to a board alone).
 
 Files (docs/autoscale-runtime.md describes them field by field):

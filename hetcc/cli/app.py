@@ -1,5 +1,9 @@
 """The ``hetcc`` command line: compile, run, inspect, targets, zoo.
 
+Over 600 lines: besides the parser and ``main`` it holds ``compile`` (most of the parser's
+arguments, the workload path, the summary lines); ``planners``, ``targets`` and ``zoo`` are a few
+dozen lines each, and the other commands have modules of their own (``_add_command``).
+
 Exit codes: 0 ok, 1 internal error, 2 bad usage or bad input, 3 no feasible plan.
 """
 from __future__ import annotations

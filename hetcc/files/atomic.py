@@ -1,5 +1,8 @@
 """The one atomic writer: every artifact, cache entry or exported model goes through here.
 
+Over 600 lines as one module: the contract below is one mechanism (what may be replaced, the lock
+and its journal, recovery after a kill, the swap) whose steps call each other's private helpers.
+
 ``atomic_directory(final)`` yields a fresh temporary directory beside ``final`` and swaps it
 into place only when the ``with`` block finishes; ``atomic_write_bytes`` / ``atomic_write_text``
 do the same for one file. A failed or interrupted write leaves the old content (or nothing)
