@@ -38,6 +38,7 @@ from hetcc.compiler.frontend import (embed_external, external_base_dir, external
                             iter_tensor_protos)
 from hetcc.files.atomic import atomic_directory
 from hetcc.compiler.program import COSTS, LAYERS, TENSORS, Layer, Program, TensorInfo
+from hetcc.compiler.costtable import JSONText
 from hetcc.compiler.why import write_why
 from hetcc.passes.costs import costs_document
 from hetcc.runtime.manifest import (COSTS_NAME, MANIFEST_NAME, SCHEMA_ID, TIMINGS_NAME, TIMINGS_SCHEMA, DeviceControl,
@@ -83,6 +84,13 @@ def _jsonable(value: Any) -> Any:
             return [clean(v) for v in x]
         return x
     return clean(json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o))))
+
+
+def _dumps_tables(doc: Mapping[str, Any]) -> str:
+    """``json.dumps(doc, allow_nan=False)`` of a document whose top-level values may be JSON text
+    already (``JSONText``: ``costs_document(program, encoded=True)``'s tables), written as they are."""
+    return "{" + ", ".join(f"{json.dumps(k)}: {v if isinstance(v, JSONText) else json.dumps(v, allow_nan=False)}"
+                           for k, v in doc.items()) + "}"
 
 
 def _out_dir(out_dir: str | Path) -> Path:
@@ -501,7 +509,7 @@ def _write_model(root: Path, program: Program, target: Any, plans: Mapping[str, 
         default_variant=str(default_variant), variants=variants, policy=policy_ref, workload=None,
     )
     _write_manifest(root, manifest)
-    (root / COSTS_FILE).write_text(json.dumps(costs_document(program), allow_nan=False) + "\n")
+    (root / COSTS_FILE).write_text(_dumps_tables(costs_document(program, encoded=True)) + "\n")
     write_why(root, program)   # why.json: the legality reasons (hetcc inspect --why)
     if timings is not None:
         _write_timings(root, plans, timings)

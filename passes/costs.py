@@ -133,11 +133,12 @@ def apply_reported_memory(program: Program, table: Any, sizes: Mapping[str, Any]
                                legal=np.array(problem.legal, dtype=bool))
 
 
-def costs_document(program: Program) -> dict[str, Any]:
+def costs_document(program: Program, encoded: bool = False) -> dict[str, Any]:
     """The ``costs.json`` document of ``program``: its cost table's, with ``reported_memory`` (the
     capacity rule each memory row set: the table's ``capacity_bytes`` are those it gave) only when
-    a row applied, so other artifacts keep the bytes they always had."""
-    doc = program.get(COSTS).to_json()
+    a row applied, so other artifacts keep the bytes they always had. ``encoded``: the tables as
+    their JSON text (``CostTable.to_json``)."""
+    doc = program.get(COSTS).to_json(encoded=encoded)
     rules = reported_memory(program)
     if rules:
         doc["reported_memory"] = [r.to_json() for r in rules.values()]

@@ -145,12 +145,15 @@ def _pad_stride(node: ir.Node) -> list[float]:
     return [float(top), float(left), float(bottom), float(right), float(sh), float(sw)]
 
 
-def layer_vector(index: int, nodes: Sequence[ir.Node], tensors: Mapping[str, TensorInfo]) -> tuple[float, ...]:
+def layer_vector(index: int, nodes: Sequence[ir.Node], tensors: Mapping[str, TensorInfo],
+                 flops: Sequence[float] | None = None) -> tuple[float, ...]:
     """FairBoost's Eq. 2 for the layer at ``index`` made of ``nodes`` (see the module docstring):
-    (i, t, ifm[4], ofm[4], w[4], b, a, ps[6])."""
+    (i, t, ifm[4], ofm[4], w[4], b, a, ps[6]). ``flops``: each node's ``node_flops``, when the
+    caller has them."""
     if not nodes:
         return (float(index),) + (0.0,) * (WIDTH - 1)
-    flops = [node_flops(n, tensors) for n in nodes]
+    if flops is None:
+        flops = [node_flops(n, tensors) for n in nodes]
     node = nodes[max(range(len(nodes)), key=lambda j: (flops[j], -j))]
     ifm = four_d(_shape(tensors, node.inputs[0] if node.inputs else None))
     ofm = four_d(_shape(tensors, node.outputs[0] if node.outputs else None))

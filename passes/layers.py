@@ -135,18 +135,21 @@ def inner_op_types(node: ir.Node) -> list[str]:
 
 
 def _inner_reads(node: ir.Node) -> list[ir.Value]:
-    return [v for n in walk(node) for v in node_reads(n)]
+    inner = walk(node)
+    if len(inner) == 1:
+        return node_reads(node)
+    return [v for n in inner for v in node_reads(n)]
 
 
 _FLOAT_NAMES = frozenset({"float32", "float16", "float64", "bfloat16"})
 
 
-def _computed_values(node: ir.Node) -> tuple[ir.Value | None, ...] | None:
+def _computed_values(node: ir.Node, int8: bool) -> tuple[ir.Value | None, ...] | None:
     """The values whose element type a device computes in, when ``node`` is part of a QDQ group
     a runtime fuses into one integer kernel: only the quantised ends (a DequantizeLinear's input,
     a QuantizeLinear's output); the float tensors and scales inside never materialise.
-    None: every value ``node`` reads or writes."""
-    if not runs_int8(node) or node.op_type in INT8_OPS:
+    None: every value ``node`` reads or writes. ``int8``: ``runs_int8(node)``."""
+    if not int8 or node.op_type in INT8_OPS:
         return None
     if node.op_type == "DequantizeLinear":
         return tuple(node.inputs[:1])
@@ -167,8 +170,9 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         for name in reads:
             consumers_layer[name] = max(consumers_layer.get(name, -1), layer_of[j])
     layers = []
+    const_values = consts.values
     for li in range(len(bounds) - 1):
-        members = [order[x] for x in range(bounds[li] + 1, bounds[li + 1] + 1)]
+        members = order[bounds[li] + 1:bounds[li + 1] + 1]
         produced = {o.name for j in members for o in deps.nodes[j].outputs if o.name}
         inputs = list(dict.fromkeys(name for j in members for name in deps.reads[j] if name not in produced))
         outputs = [o.name for j in members for o in deps.nodes[j].outputs
@@ -181,26 +185,33 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         fused = 0
         counts = dict.fromkeys(OP_CLASSES, 0)
         geometry = {"kernel": 0, "stride": 0, "in_channels": 0, "out_channels": 0}
+        node_flop = []
         for j in members:
             node = deps.nodes[j]
             cls = node_class(node)
             counts[cls] += 1
             _conv_geometry(node, tensors, geometry)
             ops.extend(inner_op_types(node))
-            seen = _computed_values(node)
+            in_int8 = runs_int8(node)
+            seen = _computed_values(node, in_int8)
             scales_only = node.op_type in INT8_OPS   # its float constants are quantisation scales
             for v in _inner_reads(node):
-                if v.name in consts.values and v.name in tensors:
-                    params[v.name] = tensors[v.name].nbytes
-                if v.name in tensors and (seen is None or v in seen) and not (
-                        scales_only and v.name in consts.values and tensors[v.name].dtype in _FLOAT_NAMES):
-                    dtypes.add(tensors[v.name].dtype)
+                name = v.name
+                info = tensors.get(name) if name in tensors else None
+                if info is None:
+                    continue
+                const = name in const_values
+                if const:
+                    params[name] = info.nbytes
+                if (seen is None or v in seen) and not (scales_only and const and info.dtype in _FLOAT_NAMES):
+                    dtypes.add(info.dtype)
             for o in node.outputs:
                 if o.name in tensors and (seen is None or o in seen):
                     dtypes.add(tensors[o.name].dtype)
             f = node_flops(node, tensors)
+            node_flop.append(f)
             flops[cls] += f
-            if runs_int8(node):
+            if in_int8:
                 int8[cls] += f
             fused += fused_qdq(node)
         layers.append(Layer(
@@ -212,7 +223,7 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry,
             int8_flops_by_class=int8, fused_nodes=fused,
             activation_bytes=int(sum(tensors[n].nbytes for n in produced if n in tensors)),
-            vector=layer_vector(li, [deps.nodes[j] for j in members], tensors)))
+            vector=layer_vector(li, [deps.nodes[j] for j in members], tensors, node_flop)))
     return tuple(layers)
 
 

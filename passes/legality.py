@@ -44,6 +44,12 @@ class Legality:
 def device_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str, TensorInfo],
                    device: Device) -> list[str]:
     """Every reason ``layer`` cannot run on ``device`` (empty: legal)."""
+    return op_reasons(layer, device) + predicate_reasons(layer, nodes, tensors, device)
+
+
+def op_reasons(layer: Layer, device: Device) -> list[str]:
+    """The reasons of ``device_reasons`` that depend on the layer's op types, element types and
+    bytes alone (ops, dtypes, capacity): equal for equal such layers."""
     out: list[str] = []
     bad_ops = sorted(op for op in set(layer.op_types) if not device.supports_op(op))
     if bad_ops:
@@ -55,6 +61,13 @@ def device_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str,
                               device.capacity_bytes)
     if too_big:
         out.append(too_big)
+    return out
+
+
+def predicate_reasons(layer: Layer, nodes: Sequence[ir.Node], tensors: Mapping[str, TensorInfo],
+                      device: Device) -> list[str]:
+    """The reasons of ``device_reasons`` the device's named predicates give."""
+    out: list[str] = []
     for name in device.predicates:
         why = PREDICATES[name](layer, nodes, tensors)
         if why:
@@ -80,14 +93,24 @@ class CheckLegality(Pass):
         devices = self.target.devices
         mask = np.ones((len(layers), len(devices)), dtype=bool)
         reasons: dict[tuple[int, str], str] = {}
+        # a device's reasons but its predicates' are a function of a layer's op types, dtypes and
+        # bytes alone: computed once per distinct such layer (a 20k-layer chain has one)
+        known: dict[tuple, list[str]] = {}
         for li, layer in enumerate(layers):
             nodes = [by_name[n] for n in layer.nodes if n in by_name]
+            legal_somewhere = False
             for di, dev in enumerate(devices):
-                why = device_reasons(layer, nodes, tensors, dev)
+                key = (di, tuple(layer.op_types), tuple(layer.dtypes), layer.param_bytes, layer.activation_bytes)
+                ops = known.get(key)
+                if ops is None:
+                    ops = known[key] = op_reasons(layer, dev)
+                why = ", ".join(ops + predicate_reasons(layer, nodes, tensors, dev) if dev.predicates else ops)
                 if why:
                     mask[li, di] = False
-                    reasons[(layer.id, dev.name)] = ", ".join(why)
-            if not mask[li].any():
+                    reasons[(layer.id, dev.name)] = why
+                else:
+                    legal_somewhere = True
+            if not legal_somewhere:
                 raise InfeasibleError(self._nowhere(layer, nodes, reasons))
         program.put(LEGALITY, Legality(devices=self.target.device_names, mask=mask, reasons=reasons))
         n_illegal = int((~mask).sum())
@@ -107,4 +130,4 @@ class CheckLegality(Pass):
         return f"layer {layer.name}{where} is legal on no device of {self.target.name}: {per_dev}"
 
 
-__all__ = ["CheckLegality", "Legality", "device_reasons"]
+__all__ = ["CheckLegality", "Legality", "device_reasons", "op_reasons", "predicate_reasons"]

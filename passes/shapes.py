@@ -9,6 +9,7 @@ typed with one run's shape fails on other inputs.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import ClassVar
@@ -16,7 +17,7 @@ from typing import ClassVar
 import onnx_ir as ir
 
 from hetcc.core.errors import ModelError, UsageError
-from hetcc.compiler.graphutil import node_reads, walk
+from hetcc.compiler.graphutil import node_reads, subgraphs, walk
 from hetcc.passes.constants import NONDETERMINISTIC
 from hetcc.compiler.passmanager import Pass, PassResult
 from hetcc.compiler.program import TENSORS, Program, TensorInfo
@@ -133,7 +134,7 @@ def data_dependent_shapes(model: ir.Model) -> frozenset[str]:
                 v = node.inputs[i] if i < len(node.inputs) else None
                 if v is not None and id(v) not in known:
                     shaped = True
-        if not shaped and _subgraph_shapes_data(node, functions):
+        if not shaped and (functions or subgraphs(node)) and _subgraph_shapes_data(node, functions):
             shaped = not all(id(v) in known for v in reads)
         if shaped:
             dynamic.update(id(o) for o in node.outputs)
@@ -162,7 +163,9 @@ def _info(name: str, dtype: ir.DataType, shape: tuple[int, ...], data_dependent:
                       nbytes=int(math.ceil(math.prod(shape) * dtype.itemsize)), data_dependent=data_dependent)
 
 
+@functools.lru_cache(maxsize=None)
 def _dtype_name(dtype: ir.DataType) -> str:
+    """The numpy name of ``dtype`` (str of a numpy dtype is slow: once per element type)."""
     try:
         return str(dtype.numpy())
     except Exception:  # types without a numpy equivalent (e.g. float8)

@@ -6,6 +6,7 @@ re-check the plan.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -40,6 +41,52 @@ def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
         row.update(zip(EQ2, eq2))
         rows.append([float(row[name]) for name in FEATURES])
     return LayerFeatures(FEATURES, np.array(rows, dtype=np.float64).reshape(len(layers), len(FEATURES)))
+
+
+class JSONText(str):
+    """Text that is JSON already: ``CostTable.to_json(encoded=True)`` holds its [L, S] tables so,
+    for an encoder that writes such a value as it is (``passes.codegen``; ``json.dumps`` would
+    quote it as a string)."""
+
+
+def json_rows(a: np.ndarray, ok: np.ndarray | None = None) -> JSONText:
+    """The text ``json.dumps(rows, allow_nan=False)`` gives for ``rows``, the list of the rows of
+    the 2-D numeric array ``a`` as Python numbers (``a.astype(object).tolist()``) with None
+    (null) in the cells where ``ok`` is False. Each distinct row (bit for bit, and in ``ok``) is
+    converted and encoded once: a model of repeated blocks has few, and float repr is the slow
+    part of writing costs.json."""
+    a = np.ascontiguousarray(a)
+    ok = np.ones(a.shape, dtype=bool) if ok is None else np.ascontiguousarray(ok, dtype=bool)
+    rows = a.shape[0]
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"json_rows: a numeric array, not {a.dtype}")
+    if rows == 0:
+        return JSONText("[]")
+    if a.size == 0:
+        return JSONText("[" + ", ".join(["[]"] * rows) + "]")
+    clean = np.where(ok, a, np.zeros((), dtype=a.dtype))      # a cell written as null is any value
+    key = np.concatenate([clean.view(np.uint8).reshape(rows, -1), ok.view(np.uint8).reshape(rows, -1)], axis=1)
+    width, data = key.shape[1], key.tobytes()
+    index: dict[bytes, int] = {}      # a distinct row -> its number
+    first: list[int] = []             # the first row of each distinct row
+    which: list[int] = []             # each row's distinct row
+    for i in range(rows):
+        k = data[i * width:(i + 1) * width]
+        u = index.get(k)
+        if u is None:
+            u = index[k] = len(first)
+            first.append(i)
+        which.append(u)
+    distinct = a[first].astype(object)
+    distinct[~ok[first]] = None
+    text = json.dumps(distinct.tolist(), allow_nan=False)
+    if len(first) == rows:
+        return JSONText(text)
+    # numbers, null, true and false only: each row's text is "[...]" without brackets inside
+    inner = text[2:-2].split("], [")
+    assert len(inner) == len(first)
+    row_text = [f"[{t}]" for t in inner]
+    return JSONText("[" + ", ".join([row_text[u] for u in which]) + "]")
 
 
 @dataclass(frozen=True)
@@ -84,15 +131,21 @@ class CostTable:
             activation_factor=self.activation_factor, communication=self.communication,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, encoded: bool = False) -> dict[str, Any]:
+        """The ``costs.json`` document. ``encoded``: its [L, S] tables (the costs and ``legal``)
+        as their JSON text (``JSONText``, ``json_rows``), for an encoder that writes them as they
+        are: the same text, much faster for a large model."""
         keep = np.asarray(self.legal, dtype=bool)
 
-        def table(a: np.ndarray) -> list[list[float | None]]:
+        def table(a: np.ndarray) -> list[list[float | None]] | JSONText:
             # Python floats where legal and finite, None elsewhere (an object array's tolist: the
             # same values as float(v) per cell, without a Python loop over L x S cells)
             a = np.asarray(a, dtype=np.float64)
+            ok = keep & np.isfinite(a)
+            if encoded:
+                return json_rows(a, ok)
             out = a.astype(object)
-            out[~(keep & np.isfinite(a))] = None
+            out[~ok] = None
             return out.tolist()
 
         counts = self.activation_factor is not None
@@ -110,7 +163,7 @@ class CostTable:
             "transfer_out_ms": table(self.transfer_out_ms),
             "transfer_in_mj": table(self.transfer_in_mj),
             "transfer_out_mj": table(self.transfer_out_mj),
-            "legal": self.legal.astype(bool).tolist(),
+            "legal": json_rows(self.legal.astype(bool)) if encoded else self.legal.astype(bool).tolist(),
             "capacity_bytes": [None if not math.isfinite(c) else int(c) for c in self.capacity_bytes.tolist()],
             "base_power_mw": float(self.base_power_mw),
         }

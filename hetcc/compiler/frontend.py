@@ -25,6 +25,7 @@ from hetcc.core.read import check_regular
 from hetcc.runtime import onnxrt
 from hetcc.runtime.manifest import sha256_file
 from hetcc.passes.shapes import MAX_DIM, data_dependent_shapes, over_limit
+from hetcc.compiler.graphutil import all_nodes, subgraphs
 from hetcc.compiler.program import Program
 
 logger = logging.getLogger(__name__)
@@ -354,13 +355,15 @@ def _fresh(base: str, taken: set[str]) -> str:
 def _external_tensors(model: ir.Model):
     """(what, tensor) for every external-data tensor of the model: initializers of the main graph
     and of every subgraph, tensor attributes (Constant, ...) of every node, functions included."""
-    for graph in model.graphs():
+    for graph in [model.graph, *_subgraphs_in_order(model.graph)]:     # model.graphs()'s order
         for name, value in graph.initializers.items():
             if isinstance(value.const_value, ir.ExternalTensor):
                 yield f"initializer {name!r}", value.const_value
     bodies = [model.graph, *model.functions.values()]
     for body in bodies:
-        for node in ir.traversal.RecursiveGraphIterator(body):
+        for node in all_nodes(body):       # RecursiveGraphIterator's order
+            if not node.attributes:
+                continue
             for attr in node.attributes.values():
                 if attr.type == ir.AttributeType.TENSOR:
                     tensors = [attr.value]
@@ -372,6 +375,21 @@ def _external_tensors(model: ir.Model):
                     if isinstance(t, ir.ExternalTensor):
                         what = f"tensor {t.name!r}" if t.name else f"attribute {attr.name!r} of node {node.name or node.op_type!r}"
                         yield what, t
+
+
+def _subgraphs_in_order(graph: ir.Graph) -> list[ir.Graph]:
+    """Every subgraph of ``graph``, recursively, each once, in the order ``Graph.subgraphs()``
+    gives them (a subgraph before the subgraphs of its nodes, then the next one)."""
+    out: dict[int, ir.Graph] = {}
+
+    def visit(g: ir.Graph) -> None:
+        for node in g:
+            for sub in subgraphs(node):
+                out.setdefault(id(sub), sub)
+                visit(sub)
+
+    visit(graph)
+    return list(out.values())
 
 
 def _check_external_data(model: ir.Model, path: Path) -> None:
@@ -596,18 +614,43 @@ def _np_name(dtype: ir.DataType) -> str:
         return dtype.name.lower()
 
 
-def _static(vi: onnx.ValueInfoProto) -> bool:
+def _static_dims(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    """The dimensions of a tensor whose every dimension is a number, else None."""
     t = vi.type
-    if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
-        return False
-    return all(d.HasField("dim_value") for d in t.tensor_type.shape.dim)
+    if not t.HasField("tensor_type"):
+        return None
+    tt = t.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = []
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value"):
+            return None
+        dims.append(d.dim_value)
+    return tuple(dims)
+
+
+#: (name, element type, dimensions) of each statically shaped value info of a proto's
+#: ``graph.value_info`` and ``graph.output``, in that order: read from the proto once
+StaticShapes = list[tuple[str, int, tuple[int, ...]]]
+
+
+def _static_shapes(proto: onnx.ModelProto) -> StaticShapes:
+    out: StaticShapes = []
+    for values in (proto.graph.value_info, proto.graph.output):
+        for vi in values:
+            dims = _static_dims(vi)
+            if dims is not None:
+                out.append((vi.name, vi.type.tensor_type.elem_type, dims))
+    return out
 
 
 def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None,
-           dynamic: frozenset[str] = frozenset()) -> onnx.ModelProto:
+           dynamic: frozenset[str] = frozenset()) -> tuple[onnx.ModelProto, StaticShapes]:
     """Static shapes for every tensor: onnx's inference, else onnxruntime's symbolic inference,
     else (and always for the tensors in ``dynamic``, whose shapes depend on the input values)
-    the shapes one onnxruntime run on random inputs gives."""
+    the shapes one onnxruntime run on random inputs gives. Returns the inferred proto and its
+    ``_static_shapes``."""
     for out in proto.graph.output:  # symbolic output dims are re-inferred from the fixed inputs
         if out.type.HasField("tensor_type"):
             for d in out.type.tensor_type.shape.dim:
@@ -618,18 +661,21 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None,
     except Exception as exc:
         logger.debug("onnx shape inference failed: %s", exc)
         inferred = proto
-    if _missing_shapes(inferred):
+    shapes = _static_shapes(inferred)
+    if _missing_shapes(inferred, shapes):
         symbolic = _symbolic_shapes(proto)
         if symbolic is not None:
             inferred = symbolic
+            shapes = _static_shapes(inferred)
             logger.info("used onnxruntime's symbolic shape inference")
-    _check_sizes(inferred, path, dynamic)  # before the run below allocates them
-    missing = _missing_shapes(inferred)
+    _check_sizes(shapes, path, dynamic)  # before the run below allocates them
+    missing = _missing_shapes(inferred, shapes)
     need = list(dict.fromkeys(missing + [n for n in _produced(inferred) if n in dynamic]))
     error = None
     if need and model is not None:
         inferred, error = _shapes_by_running(model, inferred, need, path)
-        missing = _missing_shapes(inferred)
+        shapes = _static_shapes(inferred)
+        missing = _missing_shapes(inferred, shapes)
     if missing:
         what = "has a shape that depends on the input values" if missing[0] in dynamic else "has no static shape"
         if error is not None:
@@ -638,25 +684,27 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None,
                              "onnxruntime runs the model with these input shapes")
         raise ModelError(f"{path}: cannot infer a static shape for tensor {missing[0]!r} "
                          f"({len(missing)} tensors without one); fix the input shapes with --input-shape")
-    return inferred
+    return inferred, shapes
 
 
 def _produced(proto: onnx.ModelProto) -> list[str]:
     return [o for node in proto.graph.node for o in node.output if o]
 
 
-def _check_sizes(inferred: onnx.ModelProto, path: Path, dynamic: frozenset[str]) -> None:
+def _check_sizes(shapes: StaticShapes, path: Path, dynamic: frozenset[str]) -> None:
     """Refuse a tensor with a static shape over the per-tensor limit (naming it) before any run."""
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        if vi.name in dynamic or not _static(vi):
+    dtypes: dict[int, tuple[str, int]] = {}    # element type -> numpy name, item size (str(dtype) is slow)
+    for name, elem, dims in shapes:
+        if name in dynamic:
             continue
-        elem = vi.type.tensor_type.elem_type
-        try:
-            dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
-        except Exception:  # strings, float8, ...: one byte is a lower bound
-            dtype = np.dtype(np.uint8)
-        dims = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
-        why = over_limit(f"tensor {vi.name!r}", str(dtype), dims, dtype.itemsize)
+        if elem not in dtypes:
+            try:
+                dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+            except Exception:  # strings, float8, ...: one byte is a lower bound
+                dtype = np.dtype(np.uint8)
+            dtypes[elem] = (str(dtype), dtype.itemsize)
+        text, itemsize = dtypes[elem]
+        why = over_limit(f"tensor {name!r}", text, dims, itemsize)
         if why:
             raise ModelError(f"{path}: {why}; pass smaller --input-shape dimensions")
 
@@ -761,31 +809,35 @@ def _shapes_by_running(model: ir.Model, inferred: onnx.ModelProto, missing: list
     return out, None
 
 
-def _missing_shapes(model: onnx.ModelProto) -> list[str]:
-    known = {vi.name for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input) if _static(vi)}
+def _missing_shapes(model: onnx.ModelProto, shapes: StaticShapes) -> list[str]:
+    """The node outputs of ``model`` without a static shape (``shapes``: its ``_static_shapes``)."""
+    known = {name for name, _, _ in shapes}
+    known |= {vi.name for vi in model.graph.input if _static_dims(vi) is not None}
     known |= {i.name for i in model.graph.initializer}
     return [o for node in model.graph.node for o in node.output if o and o not in known]
 
 
-def _apply_shapes(model: ir.Model, inferred: onnx.ModelProto, dynamic: frozenset[str]) -> dict[str, tuple[int, ...]]:
-    """Type every value from ``inferred``. A tensor in ``dynamic`` keeps an unknown shape in the
-    IR (slices must not freeze it); its shape from one run is returned, name -> shape."""
+def _apply_shapes(model: ir.Model, shapes: StaticShapes, dynamic: frozenset[str]) -> dict[str, tuple[int, ...]]:
+    """Type every value from ``shapes`` (``_static_shapes`` of the inferred proto). A tensor in
+    ``dynamic`` keeps an unknown shape in the IR (slices must not freeze it); its shape from one
+    run is returned, name -> shape."""
     values = {v.name: v for v in model.graph.inputs}
     for node in model.graph:
         for o in node.outputs:
             if o.name:
                 values[o.name] = o
     observed: dict[str, tuple[int, ...]] = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        v = values.get(vi.name)
-        if v is None or not _static(vi):
+    types: dict[int, ir.DataType] = {}
+    for name, elem, dims in shapes:
+        v = values.get(name)
+        if v is None:
             continue
-        tt = vi.type.tensor_type
-        dims = tuple(d.dim_value for d in tt.shape.dim)
-        if tt.elem_type:
-            v.dtype = ir.DataType(tt.elem_type)
-        if vi.name in dynamic:
-            observed[vi.name] = dims
+        if elem:
+            if elem not in types:
+                types[elem] = ir.DataType(elem)
+            v.dtype = types[elem]
+        if name in dynamic:
+            observed[name] = dims
         else:
             v.shape = ir.Shape(list(dims))
     for name in dynamic:
@@ -805,15 +857,33 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     except Exception as exc:
         raise ModelError(f"{path}: invalid ONNX model ({_first_line(exc)})") from None
     dynamic = data_dependent_shapes(model)
-    observed = _apply_shapes(model, _infer(proto, path, model, dynamic), dynamic)
+    observed = _apply_shapes(model, _infer(proto, path, model, dynamic)[1], dynamic)
     if dynamic:
         logger.info("%s: %d tensors have shapes that depend on the input values; no cut crosses them",
                     path, len(dynamic))
     RemoveUnusedNodesPass()(model)  # dead nodes never run and would confuse slice extraction
-    TopologicalSortPass()(model)
+    if not _in_topological_order(model):  # the stable sort leaves such a model as it is
+        TopologicalSortPass()(model)
     _name_nodes(model.graph)
     return Program(model=model, source_path=path.resolve(), source_sha256=sha256_file(path), name=path.stem,
                    observed_shapes=observed)
+
+
+def _in_topological_order(model: ir.Model) -> bool:
+    """Whether the model is a graph without subgraphs or functions whose every node comes after
+    the producers of its inputs: onnx-ir's stable topological sort keeps such a graph as it is."""
+    if len(model.functions):
+        return False
+    before: set[int] = set()
+    for node in model.graph:
+        if subgraphs(node):
+            return False
+        for v in node.inputs:
+            producer = v.producer() if v is not None else None
+            if producer is not None and id(producer) not in before:
+                return False
+        before.add(id(node))
+    return True
 
 
 def _name_nodes(graph: ir.Graph) -> None:

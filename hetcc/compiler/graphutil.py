@@ -1,36 +1,54 @@
-"""Small onnx-ir helpers shared by passes: what a node reads (subgraph captures included)."""
-from __future__ import annotations
+"""Small onnx-ir helpers shared by passes: what a node reads (subgraph captures included).
 
-from typing import Iterator
+Each runs once or more per node of a model (20,000 and more for a large one), so a node without
+attributes (most of them) takes a short path: no generators, no subgraph scan."""
+from __future__ import annotations
 
 import onnx_ir as ir
 
 
-def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
-    for attr in node.attributes.values():
+def subgraphs(node: ir.Node) -> list[ir.Graph]:
+    """The graphs ``node``'s attributes hold (If/Loop/Scan bodies), in attribute order."""
+    attrs = node.attributes
+    if not attrs:
+        return []
+    out: list[ir.Graph] = []
+    for attr in attrs.values():
         if attr.type == ir.AttributeType.GRAPH:
-            yield attr.value
+            out.append(attr.value)
         elif attr.type == ir.AttributeType.GRAPHS:
-            yield from attr.value
+            out.extend(attr.value)
+    return out
 
 
-def walk(node: ir.Node) -> Iterator[ir.Node]:
-    """``node`` and every node inside its subgraphs (If/Loop/Scan bodies), recursively: the one
-    subgraph walker (op types, reads and legality all go through it)."""
-    yield node
-    for g in subgraphs(node):
+def walk(node: ir.Node) -> list[ir.Node]:
+    """``node`` and every node inside its subgraphs (If/Loop/Scan bodies), recursively, depth
+    first (onnx-ir's RecursiveGraphIterator order): the one subgraph walker (op types, reads and
+    legality all go through it)."""
+    subs = subgraphs(node)
+    if not subs:
+        return [node]
+    out = [node]
+    for g in subs:
         for inner in g:
-            yield from walk(inner)
+            out.extend(walk(inner))
+    return out
+
+
+def all_nodes(graph: ir.Graph | ir.Function) -> list[ir.Node]:
+    """Every node of ``graph`` and of its subgraphs, recursively (RecursiveGraphIterator order)."""
+    out: list[ir.Node] = []
+    for node in graph:
+        out.extend(walk(node))
+    return out
 
 
 def node_reads(node: ir.Node) -> list[ir.Value]:
     """Values of the enclosing graph that ``node`` reads: its inputs plus every outer-scope value
     its subgraphs (If/Loop/Scan bodies, recursively) capture. Order is stable, no duplicates."""
-    seen: dict[int, ir.Value] = {}
-    for v in node.inputs:
-        if v is not None:
-            seen.setdefault(id(v), v)
-    for g in subgraphs(node):
+    subs = subgraphs(node)
+    seen: dict[int, ir.Value] = {id(v): v for v in node.inputs if v is not None}
+    for g in subs:
         for v in _captures(g):
             seen.setdefault(id(v), v)
     return list(seen.values())
