@@ -43,6 +43,19 @@ _NORM = {"BatchNormalization", "LayerNormalization", "InstanceNormalization", "G
          "LpNormalization", "SimplifiedLayerNormalization"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "QLinearSoftmax"}
 
+
+def _kinds() -> dict[str, int]:
+    """Eq. 2's t of the other kinds, by op type (the first kind that lists an op)."""
+    out: dict[str, int] = {}
+    for kind, ops in (("pool", _POOL), ("global_pool", _GLOBAL), ("elementwise", _ELEMENTWISE), ("move", _MOVE),
+                      ("norm", _NORM), ("softmax", _SOFTMAX), ("activation", ACTIVATIONS)):
+        for op in ops:
+            out.setdefault(op, TYPES[kind])
+    return out
+
+
+_KIND = _kinds()
+
 #: the number of values ``layer_vector`` returns
 WIDTH = 22
 
@@ -89,11 +102,7 @@ def _type(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> int:
     if op in _FC:
         w = node.inputs[_FC[op][0]] if len(node.inputs) > _FC[op][0] else None
         return TYPES["fc"] if op in ("Gemm", "QGemm") or _constant(w) else TYPES["matmul"]
-    for kind, ops in (("pool", _POOL), ("global_pool", _GLOBAL), ("elementwise", _ELEMENTWISE), ("move", _MOVE),
-                      ("norm", _NORM), ("softmax", _SOFTMAX)):
-        if op in ops:
-            return TYPES[kind]
-    return TYPES["activation"] if op in ACTIVATIONS else 0
+    return _KIND.get(op, 0)
 
 
 def _weights(node: ir.Node, tensors: Mapping[str, TensorInfo]) -> tuple[list[float], float]:
@@ -152,9 +161,12 @@ def layer_vector(index: int, nodes: Sequence[ir.Node], tensors: Mapping[str, Ten
     caller has them."""
     if not nodes:
         return (float(index),) + (0.0,) * (WIDTH - 1)
-    if flops is None:
-        flops = [node_flops(n, tensors) for n in nodes]
-    node = nodes[max(range(len(nodes)), key=lambda j: (flops[j], -j))]
+    if len(nodes) == 1:
+        node = nodes[0]
+    else:
+        if flops is None:
+            flops = [node_flops(n, tensors) for n in nodes]
+        node = nodes[max(range(len(nodes)), key=lambda j: (flops[j], -j))]
     ifm = four_d(_shape(tensors, node.inputs[0] if node.inputs else None))
     ofm = four_d(_shape(tensors, node.outputs[0] if node.outputs else None))
     w, b = _weights(node, tensors)

@@ -62,20 +62,23 @@ def cut_order(deps: _Deps) -> list[int]:
         fed[i] = len(preds[i]) < len(deps.reads[i]) or any(fed[q] for q in preds[i])
         for q in preds[i]:
             has_user[q] = True
-    post = _post_order(n, [[q for q in ps if fed[q]] + [q for q in ps if not fed[q]] for ps in preds],
+    post = _post_order(n, [ps if len(ps) < 2 else [q for q in ps if fed[q]] + [q for q in ps if not fed[q]]
+                           for ps in preds],
                        [i for i in range(n) if not has_user[i] and fed[i]]
                        + [i for i in range(n) if not has_user[i] and not fed[i]])
     pos = np.empty(n, dtype=np.int64)
     pos[np.array(post, dtype=np.int64)] = np.arange(n)
-    widths = cut_widths(deps, post)
-    first_use = np.full(n, n, dtype=np.int64)
+    widths = cut_widths(deps, post).tolist()
+    at = pos.tolist()
+    first_use = [n] * n
     for j, ps in enumerate(preds):
         for q in ps:
-            first_use[q] = min(first_use[q], pos[j])
+            if at[j] < first_use[q]:
+                first_use[q] = at[j]
     sinks = np.zeros(n + 1, dtype=np.int64)     # nodes of prefix x without a consumer in it
     np.add.at(sinks, pos, 1)
-    np.add.at(sinks, first_use, -1)
-    sinks = np.cumsum(sinks)[:n]
+    np.add.at(sinks, np.array(first_use, dtype=np.int64), -1)
+    sinks = np.cumsum(sinks)[:n].tolist()
     cuts = [x for x in range(n - 1) if widths[x] == 1 and sinks[x] == 1 and has_user[post[x]]]
     order: list[int] = []
     start = 0
@@ -112,14 +115,15 @@ def cut_widths(deps: _Deps, order: list[int], only: Container[str] | None = None
     n = len(order)
     pos = np.empty(n, dtype=np.int64)
     pos[np.array(order, dtype=np.int64)] = np.arange(n)
+    at = pos.tolist()
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for j, reads in enumerate(deps.reads):
         for name in reads:
             p = deps.producer.get(name)
-            first[name] = -1 if p is None else int(pos[p])
-            last[name] = max(last.get(name, -1), int(pos[j]))
-    diff = np.zeros(n + 1, dtype=np.int64)
+            first[name] = -1 if p is None else at[p]
+            last[name] = max(last.get(name, -1), at[j])
+    diff = [0] * (n + 1)
     for name, q in last.items():
         if only is not None and name not in only:
             continue
@@ -127,7 +131,7 @@ def cut_widths(deps: _Deps, order: list[int], only: Container[str] | None = None
         if q > p:
             diff[p + 1] += 1  # crosses cuts p, p+1, ..., q-1 (index shifted by one)
             diff[q + 1] -= 1
-    return np.cumsum(diff)[1:]  # widths[x] for x = 0..n-1 (x = n-1 is the end)
+    return np.cumsum(np.array(diff, dtype=np.int64))[1:]  # widths[x] for x = 0..n-1 (x = n-1 is the end)
 
 
 def inner_op_types(node: ir.Node) -> list[str]:
@@ -292,6 +296,7 @@ class GroupLayers(Pass):
         uncuttable = {name for name, info in tensors.items() if info.data_dependent} | qdq_inner_tensors(deps)
         blocked = (cut_widths(deps, order, uncuttable) if uncuttable
                    else np.zeros(len(order), dtype=np.int64))
+        widths, blocked = widths.tolist(), blocked.tolist()
         cuts = [x for x in range(len(order) - 1) if widths[x] <= self.max_cut_tensors and not blocked[x]]
         layers = build_layers(deps, order, cuts, tensors, consts)
         program.put(LAYERS, layers)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -23,23 +24,30 @@ from hetcc.targets import State
 EQ2 = tuple(name for name in FEATURES if name.startswith("eq2_"))
 
 
+#: per op class: its ``FEATURES`` names for node count, FLOPs and integer FLOPs
+_CLASS_KEYS = tuple((c, f"{c}_nodes", f"{c}_flops", f"{c}_int8_flops") for c in OP_CLASSES)
+_GEOMETRY = ("kernel", "stride", "in_channels", "out_channels")
+
+
 def layer_features(layers: tuple[Layer, ...]) -> LayerFeatures:
     """The named per-layer numbers of ``FEATURES`` (planners' layer vectors and states)."""
+    pick = operator.itemgetter(*FEATURES)
     rows = []
     for l in layers:
-        nc, g, fc = l.node_classes, l.geometry, l.flops_by_class
+        nc, g, fc, i8 = l.node_classes, l.geometry, l.flops_by_class, l.int8_flops_by_class
         row = {"nodes": len(l.nodes) - l.fused_nodes, "flops": l.flops, "param_bytes": l.param_bytes,
                "input_bytes": l.input_bytes, "output_bytes": l.output_bytes}
-        for c in OP_CLASSES:
-            row[f"{c}_nodes"] = nc.get(c, 0)
-            row[f"{c}_flops"] = fc.get(c, 0.0)
-            row[f"{c}_int8_flops"] = l.int8_flops_by_class.get(c, 0.0)
-        for k in ("kernel", "stride", "in_channels", "out_channels"):
+        for c, nodes, flops, int8 in _CLASS_KEYS:
+            row[nodes] = nc.get(c, 0)
+            row[flops] = fc.get(c, 0.0)
+            row[int8] = i8.get(c, 0.0)
+        for k in _GEOMETRY:
             row[k] = g.get(k, 0)
         row["activation_bytes"] = l.activation_bytes
         eq2 = l.vector or (float(l.id),) + (0.0,) * (len(EQ2) - 1)    # a Layer built without its vector
         row.update(zip(EQ2, eq2))
-        rows.append([float(row[name]) for name in FEATURES])
+        rows.append(pick(row))
+    # numpy turns each number into a float64 as float() does
     return LayerFeatures(FEATURES, np.array(rows, dtype=np.float64).reshape(len(layers), len(FEATURES)))
 
 
