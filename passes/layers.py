@@ -138,13 +138,6 @@ def inner_op_types(node: ir.Node) -> list[str]:
     return [n.op_type for n in walk(node)]
 
 
-def _inner_reads(node: ir.Node) -> list[ir.Value]:
-    inner = walk(node)
-    if len(inner) == 1:
-        return node_reads(node)
-    return [v for n in inner for v in node_reads(n)]
-
-
 _FLOAT_NAMES = frozenset({"float32", "float16", "float64", "bfloat16"})
 
 
@@ -174,13 +167,14 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         for name in reads:
             consumers_layer[name] = max(consumers_layer.get(name, -1), layer_of[j])
     layers = []
-    const_values = consts.values
+    const_values, all_nodes, all_reads, graph_outputs = consts.values, deps.nodes, deps.reads, deps.graph_outputs
     for li in range(len(bounds) - 1):
         members = order[bounds[li] + 1:bounds[li + 1] + 1]
-        produced = {o.name for j in members for o in deps.nodes[j].outputs if o.name}
-        inputs = list(dict.fromkeys(name for j in members for name in deps.reads[j] if name not in produced))
-        outputs = [o.name for j in members for o in deps.nodes[j].outputs
-                   if o.name and (consumers_layer.get(o.name, -1) > li or o.name in deps.graph_outputs)]
+        member_nodes = [all_nodes[j] for j in members]
+        produced = {o.name for node in member_nodes for o in node.outputs if o.name}
+        inputs = list(dict.fromkeys(name for j in members for name in all_reads[j] if name not in produced))
+        outputs = [o.name for node in member_nodes for o in node.outputs
+                   if o.name and (consumers_layer.get(o.name, -1) > li or o.name in graph_outputs)]
         ops: list[str] = []
         params: dict[str, int] = {}
         dtypes: set[str] = set()
@@ -190,18 +184,18 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
         counts = dict.fromkeys(OP_CLASSES, 0)
         geometry = {"kernel": 0, "stride": 0, "in_channels": 0, "out_channels": 0}
         node_flop = []
-        for j in members:
-            node = deps.nodes[j]
+        for node in member_nodes:
             cls = node_class(node)
             counts[cls] += 1
             _conv_geometry(node, tensors, geometry)
-            ops.extend(inner_op_types(node))
+            inner = walk(node)
+            ops.extend([n.op_type for n in inner])
             in_int8 = runs_int8(node)
             seen = _computed_values(node, in_int8)
             scales_only = node.op_type in INT8_OPS   # its float constants are quantisation scales
-            for v in _inner_reads(node):
+            for v in node_reads(node) if len(inner) == 1 else [v for n in inner for v in node_reads(n)]:
                 name = v.name
-                info = tensors.get(name) if name in tensors else None
+                info = tensors.get(name)
                 if info is None:
                     continue
                 const = name in const_values
@@ -210,8 +204,9 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
                 if (seen is None or v in seen) and not (scales_only and const and info.dtype in _FLOAT_NAMES):
                     dtypes.add(info.dtype)
             for o in node.outputs:
-                if o.name in tensors and (seen is None or o in seen):
-                    dtypes.add(tensors[o.name].dtype)
+                info = tensors.get(o.name)
+                if info is not None and (seen is None or o in seen):
+                    dtypes.add(info.dtype)
             f = node_flops(node, tensors)
             node_flop.append(f)
             flops[cls] += f
@@ -219,7 +214,7 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
                 int8[cls] += f
             fused += fused_qdq(node)
         layers.append(Layer(
-            id=li, nodes=tuple(deps.nodes[j].name for j in members), op_types=tuple(sorted(set(ops))),
+            id=li, nodes=tuple(node.name for node in member_nodes), op_types=tuple(sorted(set(ops))),
             inputs=tuple(inputs), outputs=tuple(outputs), param_bytes=int(sum(params.values())),
             flops=float(sum(flops.values())), flops_by_class=flops,
             input_bytes=int(sum(tensors[n].nbytes for n in inputs if n in tensors)),
@@ -227,7 +222,7 @@ def build_layers(deps: _Deps, order: list[int], cuts: list[int], tensors: Mappin
             dtypes=tuple(sorted(dtypes)), node_classes=counts, geometry=geometry,
             int8_flops_by_class=int8, fused_nodes=fused,
             activation_bytes=int(sum(tensors[n].nbytes for n in produced if n in tensors)),
-            vector=layer_vector(li, [deps.nodes[j] for j in members], tensors, node_flop)))
+            vector=layer_vector(li, member_nodes, tensors, node_flop)))
     return tuple(layers)
 
 

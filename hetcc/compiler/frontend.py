@@ -240,6 +240,8 @@ def _sort_nodes(graph: onnx.GraphProto, producer: Mapping[str, int], defined: se
         needs.append(deps)
         for d in deps:
             users[d].append(i)
+    if all(i > max(d) for i, d in enumerate(needs) if d):
+        return                    # in order already: the sort below would keep it
     left = [len(d) for d in needs]
     ready = [i for i in range(n) if not left[i]]
     heapq.heapify(ready)
@@ -298,11 +300,14 @@ def _check_ops(proto: onnx.ModelProto, path: Path) -> None:
                     yield from nodes(sub)
 
     bodies = [n for f in proto.functions for n in f.node]
+    known: set[tuple[str, str]] = set()     # (domain, op type) found already
     for i, node in enumerate(list(nodes(proto.graph)) + bodies):
-        domain = "" if node.domain == "ai.onnx" else node.domain
-        if (node.domain, node.op_type) in functions or onnx.defs.has(node.op_type, domain):
+        if (node.domain, node.op_type) in known:
             continue
-        if (domain, node.op_type) in _known_ops():
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        if (node.domain, node.op_type) in functions or onnx.defs.has(node.op_type, domain) \
+                or (domain, node.op_type) in _known_ops():
+            known.add((node.domain, node.op_type))
             continue
         label = f"node {node.name!r}" if node.name else "an unnamed node"
         if domain in ("", "ai.onnx.ml"):

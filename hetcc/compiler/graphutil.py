@@ -47,7 +47,10 @@ def node_reads(node: ir.Node) -> list[ir.Value]:
     """Values of the enclosing graph that ``node`` reads: its inputs plus every outer-scope value
     its subgraphs (If/Loop/Scan bodies, recursively) capture. Order is stable, no duplicates."""
     subs = subgraphs(node)
-    seen: dict[int, ir.Value] = {id(v): v for v in node.inputs if v is not None}
+    inputs = node.inputs
+    if not subs and len(inputs) == 1 and inputs[0] is not None:
+        return [inputs[0]]
+    seen: dict[int, ir.Value] = {id(v): v for v in inputs if v is not None}
     for g in subs:
         for v in _captures(g):
             seen.setdefault(id(v), v)
