@@ -66,8 +66,8 @@ def json_rows(a: np.ndarray, ok: np.ndarray | None = None) -> JSONText:
     a = np.ascontiguousarray(a)
     ok = np.ones(a.shape, dtype=bool) if ok is None else np.ascontiguousarray(ok, dtype=bool)
     rows = a.shape[0]
-    if a.dtype.kind not in "biuf":
-        raise TypeError(f"json_rows: a numeric array, not {a.dtype}")
+    if a.dtype.kind not in "biuf" or a.ndim != 2 or ok.shape != a.shape:
+        raise ValueError(f"json_rows: a 2-D numeric array and a mask of its shape, not {a.dtype} {a.shape}, {ok.shape}")
     if rows == 0:
         return JSONText("[]")
     if a.size == 0:
