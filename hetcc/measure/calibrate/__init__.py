@@ -8,6 +8,8 @@ numbers printed. Its modules, each importing only those before it:
 
 - ``params``: the parameter table of a board file (``Param``, ``board_parameters``), the board
   (``Board``), the ``--bound`` / ``--set`` / ``--range`` arguments;
+- ``tables``: every model's cost tables at a parameter vector in one stacked ``cost_tables`` call,
+  recomputing only the states whose numbers moved (``StackedTables``);
 - ``model``: the predictions of each observation at a parameter vector (``Calibration``,
   ``Evaluation``, ``predict_observations``);
 - ``fitting``: the least-squares fit, its free set and its refusals (``fit``, ``select_free``,
