@@ -864,7 +864,8 @@ def r_concurrent_runs(doc: dict[str, Any]) -> list[Section]:
               pct((v.get("calibrated") or {}).get("median_abs_error"), 1),
               pct((v.get("structure") or {}).get("median_abs_error"), 1),
               pct(v.get("profile_alone_median_abs_error"), 1), fix(v.get("others_cores_mean")),
-              _met(v.get("target_met"))] for k, v in summ.items() if isinstance(v, dict)])))]
+              _met(v.get("target_met")) if k == "queue" else "– (time sharing: not the model's)"]
+             for k, v in summ.items() if isinstance(v, dict)])))]
     rows = []
     for r in doc.get("results") or []:
         busy = ((r.get("load") or {}).get("others_cores") or {}).get("shared")
