@@ -147,9 +147,12 @@ def train_agent(pool: Pool, vqvae_state: Mapping[str, Any], config: TrainConfig,
     loss = DistributionalDQNLoss(actor, gamma=config.discount, delay_value=True)
     target = HardUpdate(loss, value_network_update_interval=config.target_period)
     optim = torch.optim.Adam(loss.parameters(), lr=config.lr, eps=config.adam_eps)
+    # the buffer's own generator: without one, torchrl's prioritized sampler draws from numpy's
+    # global (unseeded) generator on the CPU, and the same seed trained a different agent each run
+    sampling = torch.Generator().manual_seed(config.seed)
     memory = TensorDictPrioritizedReplayBuffer(alpha=config.priority_exponent, beta=config.beta_start,
                                                storage=LazyTensorStorage(config.memory), batch_size=config.batch,
-                                               priority_key="td_error")
+                                               priority_key="td_error", generator=sampling)
     env = FairBoostEnv(net_config.devices, draw=pool.draw(config.min_models, config.max_models),
                        max_models=net_config.max_models, rows=net_config.rows, noise=config.noise, cache=Cache())
     step, updates, curve, finals, episodes = 0, 0, [], collections.deque(maxlen=50), 0
@@ -165,6 +168,8 @@ def train_agent(pool: Pool, vqvae_state: Mapping[str, Any], config: TrainConfig,
         step, updates, curve, episodes = saved["step"], saved["updates"], saved["curve"], saved["episodes"]
         rng.bit_generator.state = saved["rng"]
         torch.set_rng_state(saved["torch_rng"])
+        if "sampling_rng" in saved:                  # a checkpoint from before the buffer had its own
+            sampling.set_state(saved["sampling_rng"])
         finals.extend(saved["finals"])
 
     def save_checkpoint() -> None:
@@ -176,7 +181,8 @@ def train_agent(pool: Pool, vqvae_state: Mapping[str, Any], config: TrainConfig,
         torch.save({"format": CHECKPOINT, "config": asdict(config), "net_config": asdict(net_config),
                     "loss": loss.state_dict(), "optimizer": optim.state_dict(), "step": step, "updates": updates,
                     "curve": curve, "episodes": episodes, "rng": rng.bit_generator.state,
-                    "torch_rng": torch.get_rng_state(), "finals": list(finals)}, buf)
+                    "torch_rng": torch.get_rng_state(), "sampling_rng": sampling.get_state(),
+                    "finals": list(finals)}, buf)
         tmp = ckpt.with_name(ckpt.name + ".tmp")
         tmp.write_bytes(buf.getvalue())
         tmp.replace(ckpt)
