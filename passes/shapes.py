@@ -82,6 +82,8 @@ def over_limit(what: str, dtype: str, shape: tuple[int, ...], itemsize: float) -
 def _subgraph_shapes_data(node: ir.Node, functions: dict) -> bool:
     """Whether the body of a control-flow node or of a model-local function may shape its outputs
     from data (a data-shaped op, or an op with shape inputs, anywhere inside)."""
+    if not functions and not subgraphs(node):         # most nodes: nothing inside to look at
+        return False
     for inner in walk(node):
         key = (inner.domain, inner.op_type, inner.overload)
         if inner is not node and (inner.op_type in DATA_SHAPED or inner.op_type in SHAPE_INPUTS):
@@ -134,7 +136,7 @@ def data_dependent_shapes(model: ir.Model) -> frozenset[str]:
                 v = node.inputs[i] if i < len(node.inputs) else None
                 if v is not None and id(v) not in known:
                     shaped = True
-        if not shaped and (functions or subgraphs(node)) and _subgraph_shapes_data(node, functions):
+        if not shaped and _subgraph_shapes_data(node, functions):
             shaped = not all(id(v) in known for v in reads)
         if shaped:
             dynamic.update(id(o) for o in node.outputs)
