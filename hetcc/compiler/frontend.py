@@ -651,10 +651,10 @@ def _static_shapes(proto: onnx.ModelProto) -> StaticShapes:
 
 
 def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None,
-           dynamic: frozenset[str] = frozenset()) -> tuple[onnx.ModelProto, StaticShapes]:
+           dynamic: frozenset[str] = frozenset()) -> StaticShapes:
     """Static shapes for every tensor: onnx's inference, else onnxruntime's symbolic inference,
     else (and always for the tensors in ``dynamic``, whose shapes depend on the input values)
-    the shapes one onnxruntime run on random inputs gives. Returns the inferred proto and its
+    the shapes one onnxruntime run on random inputs gives. Returns the inferred proto's
     ``_static_shapes``."""
     for out in proto.graph.output:  # symbolic output dims are re-inferred from the fixed inputs
         if out.type.HasField("tensor_type"):
@@ -689,7 +689,7 @@ def _infer(proto: onnx.ModelProto, path: Path, model: ir.Model | None = None,
                              "onnxruntime runs the model with these input shapes")
         raise ModelError(f"{path}: cannot infer a static shape for tensor {missing[0]!r} "
                          f"({len(missing)} tensors without one); fix the input shapes with --input-shape")
-    return inferred, shapes
+    return shapes
 
 
 def _produced(proto: onnx.ModelProto) -> list[str]:
@@ -862,7 +862,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     except Exception as exc:
         raise ModelError(f"{path}: invalid ONNX model ({_first_line(exc)})") from None
     dynamic = data_dependent_shapes(model)
-    observed = _apply_shapes(model, _infer(proto, path, model, dynamic)[1], dynamic)
+    observed = _apply_shapes(model, _infer(proto, path, model, dynamic), dynamic)
     if dynamic:
         logger.info("%s: %d tensors have shapes that depend on the input values; no cut crosses them",
                     path, len(dynamic))
