@@ -30,7 +30,7 @@ configuration (``search.MAX_REDRAWS`` random draws all shaved or evaluated): its
 its curve is padded with it.
 
     python benchmarks/evosh.py                   # everything (~9 min on 2 cores)
-    python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 3 hardware runs at 3 caps
+    python benchmarks/evosh.py --quick           # B0 in 9 blocks, 3 seeds, 50 steps, 2 hardware runs at 2 caps
     python benchmarks/evosh.py --parts fig5 --fig5-runs 50 --markdown /tmp/evosh.md
     python benchmarks/evosh.py --parts fig4 --models B4   # Fig. 4's B4 rows only
 
@@ -735,7 +735,7 @@ def plot(out: Path, cases: list[dict], args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
-                    help="B0 only, 9 blocks, 3 seeds / runs, 50 steps, hardware space with 3 runs at 3 caps, "
+                    help="B0 only, 9 blocks, 3 seeds / runs, 50 steps, hardware space with 2 runs at 2 caps, "
                          "layer-granularity exact plans time-boxed to 1 s")
     ap.add_argument("--parts", default="fig4,fig5,hardware", help="comma list of fig4, fig5, hardware (Figs. 6-7)")
     ap.add_argument("--models", default=None,
@@ -744,8 +744,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fig4-seeds", type=int, default=None, help="runs per algorithm and case in Fig. 4 (default 5)")
     ap.add_argument("--fig5-runs", type=int, default=None, help="runs per algorithm and cap in Fig. 5 (default 20)")
     ap.add_argument("--hw-runs", type=int, default=None,
-                    help="runs per algorithm and cap, hardware space (default 100; quick 3)")
-    ap.add_argument("--hw-caps", type=int, default=None, help="caps of the hardware sweep (Fig. 7; default 6, quick 3)")
+                    help="runs per algorithm and cap, hardware space (default 100; quick 2)")
+    ap.add_argument("--hw-caps", type=int, default=None, help="caps of the hardware sweep (Fig. 7; default 6, quick 2)")
     ap.add_argument("--layer-exact-seconds", type=float, default=None,
                     help="time box of each layer-granularity exact plan (default 10; quick 1; 0: skip them)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model cache")
@@ -760,8 +760,10 @@ def main(argv: list[str] | None = None) -> int:
     args.steps = args.steps or (50 if q else 200)
     args.fig4_seeds = args.fig4_seeds or (3 if q else 5)
     args.fig5_runs = args.fig5_runs or (3 if q else 20)
-    args.hw_runs = args.hw_runs or (3 if q else 100)
-    args.hw_caps = args.hw_caps if args.hw_caps is not None else (3 if q else 6)
+    # --quick's hardware space: the fewest runs (2: an interval) and caps (2: a sweep) that still
+    # exercise every table, target and plot
+    args.hw_runs = args.hw_runs or (2 if q else 100)
+    args.hw_caps = args.hw_caps if args.hw_caps is not None else (2 if q else 6)
     if args.layer_exact_seconds is None:
         args.layer_exact_seconds = 1.0 if q else 10.0
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
