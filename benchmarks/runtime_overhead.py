@@ -167,7 +167,7 @@ def _bench_model(name: str, path: Path, tmp: Path, args: argparse.Namespace, fit
              for k, fn in fns.items()}
 
     print(f"  {name}: {args.rounds} interleaved rounds of {len(fns)} variants", file=sys.stderr, flush=True)
-    times = interleaved({k: (lambda fn=fn: fn(feeds)) for k, fn in fns.items()}, args.rounds)
+    times = interleaved({k: (lambda fn=fn: fn(feeds)) for k, fn in fns.items()}, args.rounds, args.warmup)
 
     # spinning on vs off for the largest chain, in its own interleaved group (spinning sessions'
     # threads would disturb the group above), each turn preceded by untimed settling runs
@@ -176,7 +176,7 @@ def _bench_model(name: str, path: Path, tmp: Path, args: argparse.Namespace, fit
                 "mono_spin": monolithic(path, spin()), f"chain{big}_spin": PlainChain(tmp / f"even{big}", spin).run}
     print(f"  {name}: {args.spin_rounds} interleaved rounds, spinning on vs off", file=sys.stderr, flush=True)
     spin_times = interleaved({k: (lambda fn=fn: fn(feeds)) for k, fn in spin_fns.items()}, args.spin_rounds,
-                             settle_ms=args.settle_ms, block=args.spin_block)
+                             args.warmup, settle_ms=args.settle_ms, block=args.spin_block)
     del spin_fns
 
     m = summarise(times)
@@ -264,12 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help=f"comma-separated zoo names (default: {','.join(DEFAULT_MODELS)})")
     ap.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_MODELS)} with few rounds")
     ap.add_argument("--slices", default="4,8", help="even:N slice counts to compare (default 4,8)")
-    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 100; quick 6)")
-    ap.add_argument("--spin-rounds", type=int, default=None, help="rounds of the spinning group (default 8; quick 2)")
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 100; quick 3)")
+    ap.add_argument("--spin-rounds", type=int, default=None, help="rounds of the spinning group (default 8; quick 1)")
     ap.add_argument("--settle-ms", type=float, default=None,
-                    help="spinning group: untimed runs of a variant for this long before timing it (1000; quick 200)")
+                    help="spinning group: untimed runs of a variant for this long before timing it (1000; quick 50)")
     ap.add_argument("--spin-block", type=int, default=None,
-                    help="spinning group: timed runs per variant per round (default 5; quick 3)")
+                    help="spinning group: timed runs per variant per round (default 5; quick 1)")
     add_io_args(ap, SCRIPT, with_all=False)
     args = ap.parse_args(argv)
     if args.quick:
@@ -279,10 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     args.slices = sorted({int(x) for x in args.slices.split(",")})
     if any(n < 2 for n in args.slices):
         ap.error("--slices: each N must be at least 2")
-    args.rounds = args.rounds or (6 if args.quick else 100)
-    args.spin_rounds = args.spin_rounds or (2 if args.quick else 8)
-    args.settle_ms = args.settle_ms if args.settle_ms is not None else (200.0 if args.quick else 1000.0)
-    args.spin_block = args.spin_block or (3 if args.quick else 5)
+    # --quick only shows that every variant runs and is reported (a test runs it): its numbers are not
+    # read, so it takes the fewest rounds that still give each variant a paired difference to report
+    args.rounds = args.rounds or (3 if args.quick else 100)
+    args.spin_rounds = args.spin_rounds or (1 if args.quick else 8)
+    args.settle_ms = args.settle_ms if args.settle_ms is not None else (50.0 if args.quick else 1000.0)
+    args.spin_block = args.spin_block or (1 if args.quick else 5)
+    args.warmup = 1 if args.quick else 3     # untimed runs of each variant first (checking its output ran it once)
     args.profile_repeats = 1 if args.quick else None
     out = out_path(args, SCRIPT)
 
