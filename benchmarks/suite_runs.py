@@ -3,7 +3,7 @@
     python benchmarks/suite_runs.py --runs 20 --busy 2 tests/hostile     # the hostile and signal suites under load
     python benchmarks/suite_runs.py --runs 3 --out benchmarks/results/suite_runs-full.json    # the README's test command
     python benchmarks/suite_runs.py --runs 3 -m "not slow" --out benchmarks/results/suite_runs-not-slow.json  # the fast loop
-    python benchmarks/suite_runs.py --quick                                # one short run on one worker (a test runs it)
+    python benchmarks/suite_runs.py --quick                                # one short run, no xdist (a test runs it)
     python benchmarks/suite_runs.py --quick --busy 1                       # the same beside one busy process
 
 Each run is ``python -m pytest -q -n 2 -p no:cacheprovider [PATHS]`` (``--workers``) in a fresh process, with
@@ -86,18 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=None, help="how many runs (default 3; quick 1)")
     ap.add_argument("--busy", type=int, default=0, help="busy processes beside the runs (default 0)")
     ap.add_argument("--workers", type=int, default=None,
-                    help="pytest-xdist workers (default 2, as the README; quick 1)")
+                    help="pytest-xdist workers (default 2, as the README; 0: in pytest's own process, as --quick)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take (default 3600)")
     ap.add_argument("-m", "--marker", default=None, help="pytest -m EXPR: e.g. 'not slow' (the fast loop)")
-    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} on one worker")
+    ap.add_argument("--quick", action="store_true", help=f"one run of {' '.join(QUICK_PATHS)} with -n 0")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     paths = args.paths or (QUICK_PATHS if args.quick else [])
     runs = args.runs or (1 if args.quick else 3)
     busy = args.busy
-    args.workers = args.workers if args.workers is not None else 1 if args.quick else 2
-    if runs < 1 or busy < 0 or args.workers < 1:
-        ap.error("--runs and --workers must be >= 1, --busy >= 0")
+    # --quick checks this script's machinery, not xdist: -n 0 spares a worker process that would
+    # import the suite's conftest a second time (2 s of CPU)
+    args.workers = args.workers if args.workers is not None else 0 if args.quick else 2
+    if runs < 1 or busy < 0 or args.workers < 0:
+        ap.error("--runs must be >= 1, --workers and --busy >= 0")
     out = args.out or RESULTS_DIR / f"suite_runs{'-quick' if args.quick else ''}.json"
     # the runs so far go to OUT.partial, moved to OUT when the series ends or is stopped: a JSON
     # appearing in benchmarks/results/ mid-series would fail the suite's own check of the pages

@@ -48,7 +48,7 @@ def test_suite_runs_quick(tmp_path):
     doc = json.loads(out.read_text())
     assert not out.with_name(out.name + ".partial").exists()      # moved into place at the end
     assert doc["script"] == "suite_runs" and doc["runs"] == doc["runs_asked"] == 1 and doc["busy_processes"] == 0
-    assert doc["paths"] == ["tests/profile/test_busy_clock.py"] and " -n 1 " in doc["command"]
+    assert doc["paths"] == ["tests/profile/test_busy_clock.py"] and " -n 0 " in doc["command"]
     (row,) = doc["results"]
     assert row["seconds"] > 0 and row["passed"] + row.get("failed", 0) + row.get("errors", 0) > 0
     assert doc["all_passed"] == (row["exit_code"] == 0 and not row.get("failed") and not row.get("errors"))
