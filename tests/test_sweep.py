@@ -1,12 +1,13 @@
 """hetcc sweep and hetcc tune: spec validation (one line, exit 2), a sweep on embedded Ray that
-agrees with single compiles, resumption after an interrupt, failure isolation, the --address path
-against a head started with `ray start --head`, and a small tune run."""
+agrees with single compiles, resumption after an interrupt, failure isolation, a mix on Ray, the
+--address path from a second driver process, and a small tune run. One embedded Ray serves the
+whole module (its start-up, seconds of CPU, was most of these tests' time): one worker runs this
+file's tests (tests/ordering.py, TOGETHER), in file order."""
 from __future__ import annotations
 
 import csv
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from hetcc.core.errors import UsageError  # noqa: E402
 from hetcc.experiments.sweep import COLUMNS, load_spec, read_table, run_sweep  # noqa: E402
 from hetcc.experiments.sweep.table import FINAL  # noqa: E402
 from sweep_rows import assert_rows_agree_with_compile  # noqa: E402
-from text_models import CHAIN  # noqa: E402
+from text_models import CHAIN, IDENTITY_CHAIN  # noqa: E402
 
 WIDE = """<ir_version: 8, opset_import: ["" : 17]>
 wide (float[1,64,32,32] x) => (float[1,64,32,32] y)
@@ -47,6 +48,7 @@ def models(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("sweep-models")
     onnx.save(onnx.parser.parse_model(CHAIN), str(d / "chain.onnx"))
+    onnx.save(onnx.parser.parse_model(IDENTITY_CHAIN), str(d / "identity.onnx"))
     m = onnx.parser.parse_model(WIDE)
     rng = np.random.default_rng(0)
     for name in ("w1", "w2"):
@@ -293,50 +295,77 @@ def test_a_measurement_file_is_a_target(models, tmp_path):
     assert float(result.rows[0]["latency_ms"]) == pytest.approx(want.latency_ms, rel=1e-6)
 
 
-# last in the file: these two shut the module's embedded Ray down (the tests above share it)
+MIX = """models = [["chain.onnx", "identity.onnx"]]
+targets = ["orangepi5"]
+objectives = ["overall", "fairness", "latency"]
+planners = ["auto", "optimum", "independent", "ga population=6 generations=3"]
+"""
+
+
+@pytest.mark.multi
+def test_a_mix_sweep_on_embedded_ray(models, tmp_path, capsys):
+    """A mix planned by workload planners in Ray tasks, through the command line (the rest of the
+    mixes' tests, without Ray, are in tests/test_sweep_workloads.py). Here, on the module's
+    embedded Ray: a Ray start of its own was most of its time."""
+    needs("multi")
+    from hetcc.cli import main
+
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(write_spec(models, MIX, "mix.toml")), "-o", str(out), "--workers", "2", "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "optimum (mix)" in text and "median O" in text
+    rows = read_table(out / "cells.csv")
+    assert len(rows) == 12 and {r["mix_models"] for r in rows} == {"2"}
+    ok = [r for r in rows if r["objective"] == "overall" and r["planner"] != "independent"]
+    assert all(r["status"] == "ok" for r in ok), [(r["planner"], r["status"], r["error"]) for r in ok]
+    assert all(r["status"] == "ok" and float(r["overall"]) > 0 for r in ok)
+    assert "median_overall" in (out / "summary.csv").read_text().splitlines()[0]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_the_address_path_runs_on_a_separately_started_head(models, tmp_path):
-    if ray.is_initialized():
-        ray.shutdown()
-    port = _free_port()
-    ray_bin = Path(sys.executable).with_name("ray")
-    # token authentication off for this throw-away local head (Ray turns it on when a token file exists)
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
-    log = tmp_path / "head.log"
-    with open(log, "w") as sink:
-        head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
-                                 "--include-dashboard=false", "--block", "--disable-usage-stats"],
-                                env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        # drivers are accepted once the head says it started (or it failed: then its log says why)
-        while "Ray runtime started" not in log.read_text() and head.poll() is None:
-            time.sleep(0.05)
-        assert head.poll() is None, log.read_text()[-3000:]
-        spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "addr.toml")
-        out = tmp_path / "out"
-        p = subprocess.run([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
-                            "--address", f"127.0.0.1:{port}"], capture_output=True, text=True, env=env, timeout=600)
-        assert p.returncode == 0, p.stderr[-3000:]
-        rows = read_table(out / "cells.csv")
-        assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
-        workers = {r["worker"].split(":")[1] for r in rows}
-        assert workers and str(head.pid) not in workers     # planned in the head's worker processes
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        # Ctrl-C, as a user stops `ray start --block`: the head stops its processes at once (a SIGTERM
-        # made it wait out half a minute of grace periods)
-        os.killpg(head.pid, signal.SIGINT)
-        head.wait(timeout=60)
+def test_the_address_path_runs_on_a_cluster_another_process_started(models, tmp_path):
+    """`hetcc sweep --address HOST:PORT` in a process of its own, on the Ray cluster this module
+    started (its embedded Ray, a head like any other to a second driver): the probe, the
+    connection and the tasks on workers it did not start. Not a `ray start --head` of its own:
+    a second Ray start cost this file a quarter of its time, and it tested Ray's launcher, not hetcc."""
+    import psutil
+
+    from hetcc.experiments.sweep import init_ray
+
+    init_ray(None, 2)                                 # started by the tests above; here if run alone
+    address = ray.get_runtime_context().gcs_address
+    [raylet] = [p for p in psutil.Process().children() if p.name() == "raylet"]
+    spec = write_spec(models, 'models = ["chain.onnx"]\nplanners = ["dp", "exact"]\n', "addr.toml")
+    out = tmp_path / "out"
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # the worker processes of this cluster, polled while the other driver runs: they are the
+    # raylet's children (a Ray that the driver started itself would have a raylet of its own)
+    ours: set[int] = set()
+    with open(tmp_path / "driver.log", "w+") as log:
+        driver = subprocess.Popen([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
+                                   "--address", address], stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            while driver.poll() is None:
+                ours |= {p.pid for p in raylet.children()}
+                time.sleep(0.02)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+            driver.wait(timeout=60)
+        log.seek(0)
+        assert driver.returncode == 0, log.read()[-3000:]
+    rows = read_table(out / "cells.csv")
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
+    workers = {int(r["worker"].split(":")[1]) for r in rows}
+    assert workers and workers <= ours - {driver.pid}, (workers, ours)   # planned on this cluster's workers
 
 
+# last in the file: it shuts the module's embedded Ray down (the tests above share it)
 def test_an_unreachable_address_is_one_line(models, tmp_path, capsys):
     if ray.is_initialized():
         ray.shutdown()

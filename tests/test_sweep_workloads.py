@@ -1,7 +1,8 @@
 """Mixes in ``hetcc sweep`` and ``hetcc tune``: a models entry that is a list is a mix planned by
 a workload planner; its row holds T_norm, J, O and the gap to ``optimum``; bad specs are one
-line, exit 2; tune over ``ga``'s options (its problems and trials, without Ray). One embedded Ray
-start (the last test, marked slow)."""
+line, exit 2; tune over ``ga``'s options (its problems and trials, without Ray). No Ray here: the
+mix sweep on Ray is tests/test_sweep.py's test_a_mix_sweep_on_embedded_ray, on that module's
+embedded Ray (a Ray start of its own here cost seconds of CPU more)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -147,30 +148,3 @@ def test_tune_a_workload_planner_against_optimum_without_ray(models):
     with pytest.raises(UsageError, match="give a workload planner"):
         load_tune_spec("ga", write(models, 'models = [["a.onnx", "b.onnx"]]\nreference = "exact"\n'
                                     '[space]\npopulation = {int = [4, 8]}\n', "tune2.toml"))
-
-
-@pytest.mark.sweep
-@pytest.mark.slow
-@pytest.mark.multi
-def test_a_mix_sweep_on_embedded_ray(models, tmp_path, capsys):
-    """The one Ray start of this file (Ray's start-up is most of its time; tune's Ray side is
-    the model planners' own, tested in test_sweep.py)."""
-    needs("multi")
-    ray = needs("sweep", "ray")
-    from hetcc.cli import main
-    from hetcc.experiments.sweep import read_table
-
-    try:
-        out = tmp_path / "sweep"
-        assert main(["sweep", str(write(models, MIX, "mix.toml")), "-o", str(out), "--workers", "1", "-q"]) == 0
-        text = capsys.readouterr().out
-        assert "optimum (mix)" in text and "median O" in text
-        rows = read_table(out / "cells.csv")
-        assert len(rows) == 12 and {r["mix_models"] for r in rows} == {"2"}
-        ok = [r for r in rows if r["objective"] == "overall" and r["planner"] != "independent"]
-        assert all(r["status"] == "ok" for r in ok), [(r["planner"], r["status"], r["error"]) for r in ok]
-        assert all(r["status"] == "ok" and float(r["overall"]) > 0 for r in ok)
-        assert "median_overall" in (out / "summary.csv").read_text().splitlines()[0]
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
