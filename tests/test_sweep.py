@@ -344,15 +344,17 @@ def test_the_address_path_runs_on_a_cluster_another_process_started(models, tmp_
     out = tmp_path / "out"
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
     # the worker processes of this cluster, polled while the other driver runs: they are the
-    # raylet's children (a Ray that the driver started itself would have a raylet of its own)
+    # raylet's children (a Ray that the driver started itself would have a raylet of its own); a
+    # worker lives for seconds (its imports, then until that driver leaves), a poll costs ms of CPU
     ours: set[int] = set()
     with open(tmp_path / "driver.log", "w+") as log:
         driver = subprocess.Popen([sys.executable, "-m", "hetcc.cli", "sweep", str(spec), "-o", str(out), "-q",
                                    "--address", address], stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 600
         try:
-            while driver.poll() is None:
+            while driver.poll() is None and time.monotonic() < deadline:
                 ours |= {p.pid for p in raylet.children()}
-                time.sleep(0.02)
+                time.sleep(0.1)
         finally:
             if driver.poll() is None:
                 driver.kill()
