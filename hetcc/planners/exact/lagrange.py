@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Model, combine, weighted
+from .model import Model, weighted
 from .pareto import INF
 
 #: ``weighted_path`` serves a probe of at most this many weights on a model of at most DENSE_LAYERS layers
