@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.compiler.passmanager import Pass, PassResult
 from hetcc.compiler.program import CONSTANTS, TENSORS, Program, TensorInfo

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import onnx
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc import __version__
 from hetcc.core.errors import ModelError, UsageError

@@ -9,7 +9,7 @@ import logging
 from typing import ClassVar
 
 import numpy as np
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.compiler.graphutil import node_reads
 from hetcc.compiler.passmanager import Pass, PassResult

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.compiler.flops import node_flops
 from hetcc.compiler.program import TensorInfo

@@ -13,7 +13,7 @@ import logging
 from typing import ClassVar, Container, Mapping
 
 import numpy as np
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.compiler.flops import INT8_OPS, OP_CLASSES, fused_qdq, node_class, node_flops, runs_int8
 from hetcc.compiler.graphutil import node_reads, walk

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.core.errors import InfeasibleError
 from hetcc.compiler.graphutil import walk

@@ -14,7 +14,7 @@ import math
 import os
 from typing import ClassVar
 
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.core.errors import ModelError, UsageError
 from hetcc.compiler.graphutil import node_reads, subgraphs, walk

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.core.opclasses import CONV_OPS, INT8_OPS, MATMUL_OPS, OP_CLASSES, QDQ_OPS, op_class  # noqa: F401  (re-exported)
 from hetcc.compiler.program import TensorInfo

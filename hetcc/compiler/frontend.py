@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import onnx
 import onnx.inliner
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass, TopologicalSortPass
 
 from hetcc.core.errors import ModelError, UsageError

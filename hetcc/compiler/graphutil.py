@@ -4,7 +4,7 @@ Each runs once or more per node of a model (20,000 and more for a large one), so
 attributes (most of them) takes a short path: no generators, no subgraph scan."""
 from __future__ import annotations
 
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 
 def subgraphs(node: ir.Node) -> list[ir.Graph]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.core.errors import PipelineError
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import onnx_ir as ir
+from hetcc.compiler.onnxir import ir
 
 from hetcc.compiler.costmodel import transfer_ms
 from hetcc.compiler.costtable import CostTable
