@@ -81,18 +81,12 @@ if len(sys.argv) > 4:
     for i in range(50):
         t = time.perf_counter(); ray.get(noop.remote(i)); seq.append(time.perf_counter() - t)
     doc["overhead"] = {"batched_ms": (b - a) / 200 * 1e3, "round_trip_ms": sorted(seq)[len(seq) // 2] * 1e3}
-print(json.dumps(doc), flush=True)
-if os.environ.get("SWEEP_SCALING_QUICK_EXIT"):
-    # --quick: no graceful shutdown of Ray (2 s of waiting per run, after the last measurement):
-    # its processes are killed just after this one exits, as when hetcc sweep is interrupted
-    from hetcc.experiments.sweep import kill_embedded_ray
-    kill_embedded_ray()
-    os._exit(0)
+print(json.dumps(doc))
 """
 
-def _child(code: str, *args: str, quick: bool = False) -> dict:
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", **({"SWEEP_SCALING_QUICK_EXIT": "1"} if quick else {}))
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=3600, env=env)
+def _child(code: str, *args: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=3600,
+                       env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
     if p.returncode != 0:
         raise SystemExit(f"child failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -127,8 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             for w in (1, 2):
                 out = Path(tmp) / f"out-{w}-{r}"
                 last_one = w == 1 and r == repeat - 1          # measures Ray's per-task overhead too
-                res = _child(CHILD, str(spec_path), str(out), str(w), *(["overhead"] if last_one else []),
-                             quick=args.quick)
+                res = _child(CHILD, str(spec_path), str(out), str(w), *(["overhead"] if last_one else []))
                 if last_one:
                     over = res.pop("overhead")
                 runs[w].append(res)
