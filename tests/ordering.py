@@ -28,32 +28,27 @@ import pytest
 #: this 2-core machine; a prefix covers a file or a test's parameters; a TOGETHER file's is all its
 #: tests together)
 LONG: dict[str, float] = {
-    "tests/calibrate/test_refit_hikey970.py": 64.0,       # with the exports of MOSAIC's ten models
-    "tests/test_sweep.py": 65.0,
-    "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 38.0,
+    "tests/calibrate/test_refit_hikey970.py": 57.0,       # with the exports of MOSAIC's ten models
+    "tests/test_sweep.py": 35.0,
+    "tests/corpus/test_corpus.py": 60.0,                   # its 8 models, one worker
+    "tests/test_benchmarks.py::test_sweep_scaling_benchmark": 33.0,
     "tests/calibrate/test_calibrate.py::test_without_free_the_fit_keeps": 12.0,
-    "tests/test_examples.py": 28.0,
-    "tests/test_e2e.py": 24.0,
+    "tests/test_examples.py": 21.0,
+    "tests/test_e2e.py": 31.0,
     "tests/hostile/test_cases.py::test_hostile_case[models/chain-20k-nodes-dp]": 13.0,
-    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[efficientnet_b0_dynamo]": 21.0,
-    "tests/test_bench_evosh.py": 20.0,
+    "tests/test_bench_evosh.py": 16.0,
     "tests/test_bench_herti.py": 17.0,
-    "tests/planners/test_exact.py::test_at_scale_streamed": 16.0,
+    "tests/planners/test_exact.py::test_at_scale_streamed": 5.0,
     "tests/calibrate/test_calibrate.py::test_without_free_a_bounded_parameter": 10.0,
-    "tests/test_benchmarks.py::test_planners_benchmark": 14.0,
-    "tests/test_benchmarks.py::test_runtime_overhead_benchmark": 12.0,
-    "tests/test_sweep_workloads.py::test_a_mix_sweep_on_embedded_ray": 12.0,
+    "tests/test_benchmarks.py::test_planners_benchmark": 9.0,
+    "tests/test_benchmarks.py::test_runtime_overhead_benchmark": 5.0,
     "tests/test_zoo_timm.py::test_inception_v4_exports_and_runs_like_torch": 11.0,
     "tests/test_quantized_models.py": 11.0,
-    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[gpt2_tiny]": 11.0,
-    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 10.0,
-    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[yolov8n]": 10.0,
-    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[vit_tiny]": 10.0,
+    "tests/test_benchmarks.py::test_sweep_agreement_benchmark": 8.0,
     "tests/test_docs_site.py": 10.0,
     "tests/test_bench_fidelity.py::test_fidelity_quick": 9.0,
-    "tests/hostile/test_cases.py::test_hostile_case[artifacts/manifest-100k-slices]": 9.0,
+    "tests/hostile/test_cases.py::test_hostile_case[artifacts/manifest-100k-slices]": 4.0,
     "tests/test_reproducible.py": 9.0,
-    "tests/corpus/test_corpus.py::test_model_compiles_and_verifies[yolo11n]": 8.0,
     "tests/profile/test_host_fit.py::test_host_fit_quick": 7.0,
     "tests/test_zoo_timm.py::test_resnetv2_152": 7.0,
     "tests/planners/test_dqn.py::test_short_seeded_training": 6.0,
@@ -61,9 +56,10 @@ LONG: dict[str, float] = {
 }
 #: a slow test not named above
 SLOW_S = 3.0
-#: files whose tests share an expensive module fixture: one worker runs each file's tests, so the
-#: fixture is made once (test_sweep: its embedded Ray; test_bench_herti: the quick run)
-TOGETHER = ("tests/test_sweep.py", "tests/test_bench_herti.py")
+#: files whose tests share an expensive module fixture or import: one worker runs each file's tests, so
+#: it is made once (test_sweep: its embedded Ray; test_bench_herti: the quick run; the corpus: timm,
+#: transformers and ultralytics imported, torch's dynamo exporter warmed up, in one worker only)
+TOGETHER = ("tests/test_sweep.py", "tests/test_bench_herti.py", "tests/corpus/test_corpus.py")
 
 
 def expected_seconds(item: pytest.Item) -> float:

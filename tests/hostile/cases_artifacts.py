@@ -4,7 +4,6 @@ sizes and counts, 20000 threads, shapes or dtypes that disagree with the slice f
 controls pointing outside /sys; damaged or escaping costs.json and manifest.json."""
 from __future__ import annotations
 
-import copy
 import json
 import os
 from pathlib import Path
@@ -77,7 +76,7 @@ def _many_slices(n: int, indent: int | None = None) -> Callable[[Path], None]:
         s0 = _slice(doc)
         out = []
         for i in range(n):
-            s = copy.deepcopy(s0)
+            s = dict(s0)          # nested values shared: the document is only written out
             s.update(id=i, file=f"slices/{i:06d}.onnx", first_layer=i, last_layer=i)
             s["inputs"] = [{**s0["inputs"][0], "name": "x" if i == 0 else f"t{i - 1}",
                             "source": "model" if i == 0 else i - 1}]
