@@ -36,23 +36,12 @@ def _loadavg() -> list[float] | None:
 LOAD_AT_START = _loadavg()
 
 
-def cpu_model() -> str:
-    """The CPU's model name as ``hetcc.measure.profiler.cpu_model`` reads it (/proc/cpuinfo, else
-    platform): importing the profiler for it costs a second of CPU (onnx_ir, sympy) in a script
-    that has no other use for it (suite_runs.py, planners.py)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def machine_info() -> dict[str, Any]:
     import onnxruntime as ort
 
     import hetcc
+
+    from hetcc.measure.profiler import cpu_model
 
     cpu = cpu_model()
     try:
