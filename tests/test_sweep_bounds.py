@@ -124,3 +124,44 @@ def test_the_default_bound(monkeypatch):
     assert start_timeout() == START_TIMEOUT_S == 120
     monkeypatch.setenv(START_TIMEOUT_ENV, " 2.5 ")
     assert start_timeout() == 2.5
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"          # a zombie has ended
+    except OSError:
+        return False
+
+
+def test_an_interrupted_sweep_kills_the_embedded_rays_processes_and_all_below_them(monkeypatch):
+    """kill_embedded_ray (hetcc sweep's Ctrl-C) kills the processes Ray lists and their own children
+    (the raylet's dashboard and runtime-env agents are not in Ray's list): here a stand-in raylet
+    with a child and a grandchild, all gone shortly after."""
+    import subprocess
+    import time
+
+    import ray._private.worker as worker
+
+    from hetcc.experiments.sweep import kill_embedded_ray
+    from hetcc.experiments.sweep.cluster import descendants
+
+    raylet = subprocess.Popen(["sh", "-c", "sh -c 'sleep 60 & wait' & echo started; wait"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert raylet.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 30
+        while len(below := descendants({raylet.pid})) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)                      # the inner sh starts its sleep
+        assert len(below) >= 2, below
+        node = type("Node", (), {"head": True, "all_processes": {"raylet": [type("Info", (), {"process": raylet})]}})
+        monkeypatch.setattr(worker, "_global_node", node, raising=False)
+        kill_embedded_ray()
+        raylet.wait(timeout=30)
+        while any(_alive(p) for p in below) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in below if _alive(p)]
+    finally:
+        if raylet.poll() is None:
+            raylet.kill()
+            raylet.wait()
