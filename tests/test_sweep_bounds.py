@@ -127,10 +127,11 @@ def test_the_default_bound(monkeypatch):
 
 
 def _alive(pid: int) -> bool:
+    import psutil
+
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"          # a zombie has ended
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE         # a zombie has ended
+    except psutil.NoSuchProcess:
         return False
 
 
@@ -141,17 +142,18 @@ def test_an_interrupted_sweep_kills_the_embedded_rays_processes_and_all_below_th
     import subprocess
     import time
 
+    import psutil
     import ray._private.worker as worker
 
     from hetcc.experiments.sweep import kill_embedded_ray
-    from hetcc.experiments.sweep.cluster import descendants
 
     raylet = subprocess.Popen(["sh", "-c", "sh -c 'sleep 60 & wait' & echo started; wait"],
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert raylet.stdout.readline().strip() == "started"
         deadline = time.monotonic() + 30
-        while len(below := descendants({raylet.pid})) < 2 and time.monotonic() < deadline:
+        while len(below := {c.pid for c in psutil.Process(raylet.pid).children(recursive=True)}) < 2 \
+                and time.monotonic() < deadline:
             time.sleep(0.01)                      # the inner sh starts its sleep
         assert len(below) >= 2, below
         node = type("Node", (), {"head": True, "all_processes": {"raylet": [type("Info", (), {"process": raylet})]}})

@@ -78,15 +78,14 @@ def _import_onnx_ir() -> types.ModuleType:
     try:
         return importlib.import_module("onnx_ir")
     except _NeedsSympy:
-        for name in [m for m in sys.modules if m == "onnx_ir" or m.startswith("onnx_ir.")]:
-            del sys.modules[name]
-        if sys.modules.get("sympy") is stand_in:
-            del sys.modules["sympy"]
-        return importlib.import_module("onnx_ir")
+        pass
     finally:
         stand_in.done()
         if sys.modules.get("sympy") is stand_in:
             del sys.modules["sympy"]
+    for name in [m for m in sys.modules if m == "onnx_ir" or m.startswith("onnx_ir.")]:
+        del sys.modules[name]                       # the half-imported onnx_ir: again, with sympy
+    return importlib.import_module("onnx_ir")
 
 
 ir = _import_onnx_ir()

@@ -253,30 +253,6 @@ def _shutdown_quietly() -> None:
             pass
 
 
-def descendants(pids: set[int]) -> set[int]:
-    """Every process below ``pids`` now (their children, theirs, ...; from /proc, none elsewhere)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return set()
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])    # "pid (comm) state ppid ..."
-        except (OSError, ValueError, IndexError):                    # gone meanwhile, or unreadable
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out: set[int] = set()
-    todo = list(pids)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in out and child not in pids:
-                out.add(child)
-                todo.append(child)
-    return out
-
-
 def kill_embedded_ray() -> None:
     """Have the gcs, raylet and helpers of the Ray this process started (none for --address), and
     every process below them (the raylet's dashboard and runtime-env agents, its workers), killed
@@ -293,8 +269,16 @@ def kill_embedded_ray() -> None:
                   if getattr(p, "process", None) is not None} if node is not None and node.head else set()
     except Exception:
         listed = set()
-    pids = sorted(listed | descendants(listed))
+    pids = set(listed)
+    if listed:
+        import psutil
+
+        for pid in listed:
+            try:
+                pids |= {child.pid for child in psutil.Process(pid).children(recursive=True)}
+            except psutil.Error:          # gone already
+                pass
     if pids:
-        subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -9 {' '.join(map(str, pids))} 2>/dev/null"],
+        subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -9 {' '.join(map(str, sorted(pids)))} 2>/dev/null"],
                          start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
