@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -96,18 +97,47 @@ def tiny_convnet(path: Path) -> Path:
     return path
 
 
-def hetcc(*argv: str) -> subprocess.CompletedProcess:
+def hetcc(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     """One hetcc command in a subprocess, as a user runs it; its failure ends the benchmark with
-    the command's own one-line message."""
+    the command's own one-line message (unless ``check`` is false: the caller reads it)."""
     cmd = [sys.executable, "-m", "hetcc.cli", *argv]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     shown = "hetcc " + " ".join(argv)
     print(f"$ {shown}   ({time.perf_counter() - t0:.1f} s)", flush=True)
-    if proc.returncode != 0:
+    if proc.returncode != 0 and check:
         sys.stderr.write(proc.stdout + proc.stderr)
         raise SystemExit(f"host_fit: `{shown}` exited {proc.returncode}")
     return proc
+
+
+#: calibrate's refusal of a fit that drives a parameter to its bound (names the parameter)
+AT_BOUND = re.compile(r"the fit pushed (\S+) to its bound")
+
+
+def fit(observations: Path, fitted: Path, fix: Sequence[str], free: Sequence[str], range_factor: float | None,
+        bounds: Sequence[str]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """``hetcc calibrate`` of ``observations``; where it refuses because the data push a --free parameter to
+    its bound (e.g. a machine whose per-node overhead is below the range: the fit wants it at zero), the
+    parameter is kept at the file's value, as calibrate's message advises, and the fit runs again.
+    Returns calibrate's JSON, the parameters fitted and those kept after a refusal."""
+    free, kept = list(free), []
+    while True:
+        args = [x for f in fix for x in ("--fix", f)] + [x for f in free for x in ("--free", f)]
+        args += [x for b in bounds for x in ("--bound", b)]
+        args += ["--range", f"{range_factor:g}"] if range_factor is not None else []
+        proc = hetcc("calibrate", str(BOARD), str(observations), "-o", str(fitted), *args, "--json", "-q",
+                     check=False)
+        m = AT_BOUND.search(proc.stderr) if proc.returncode == 2 else None
+        if m is None or m.group(1) not in free or len(free) == 1:
+            break
+        print(f"  calibrate refused: {m.group(1)} driven to its bound; kept at the file's value, fitting again")
+        free.remove(m.group(1))
+        kept.append(m.group(1))
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise SystemExit(f"host_fit: `hetcc calibrate` exited {proc.returncode}")
+    return json.loads(proc.stdout), free, kept
 
 
 def mape(pred: Sequence[float], obs: Sequence[float]) -> float:
@@ -132,11 +162,7 @@ def evaluate(model: str, work: Path, repeats: int | None, threads: int | None, f
     prof = ["--target", "host", "-q"] + (["--repeats", str(repeats)] if repeats else [])   # none: profile's default
     prof += ["--threads", str(threads)] if threads else []
     hetcc("profile", model, "-o", str(a), *prof)
-    fixes = [x for f in fix for x in ("--fix", f)] + [x for f in free for x in ("--free", f)]
-    fixes += [x for b in bounds for x in ("--bound", b)]
-    if range_factor is not None:
-        fixes += ["--range", f"{range_factor:g}"]
-    cal = json.loads(hetcc("calibrate", str(BOARD), str(a), "-o", str(fitted), *fixes, "--json", "-q").stdout)
+    cal, free, at_bound = fit(a, fitted, fix, free, range_factor, bounds)
     hetcc("profile", model, "-o", str(b), *prof)
 
     rows_b = [r for r in read_observations(b) if r.kind == "latency"]
@@ -175,7 +201,7 @@ def evaluate(model: str, work: Path, repeats: int | None, threads: int | None, f
         "noise_model_error": abs(av[None] - bv[None]) / bv[None],
         "sum_of_layers_over_model_ms": {"A": sum(av[i] for i in keys) / av[None], "B": sum(bv[i] for i in keys) / bv[None]},
         "calibrate": {"fitted": cal.get("parameters", cal.get("params")), "summary": cal.get("summary")},
-        "fixed": list(fix), "free": list(free), "bounds": list(bounds),
+        "fixed": list(fix), "free": list(free), "bounds": list(bounds), "kept_at_bound_refusal": at_bound,
         "per_layer": per_layer,
     }
 
@@ -201,6 +227,9 @@ def print_table(res: dict[str, Any]) -> None:
           f"{res['large_layer_mape'] * 100:.1f} %, noise floor {res['noise_large_layer_mape'] * 100:.1f} %")
     params = res["calibrate"]["fitted"] or []
     print("fitted: " + (", ".join(p["name"] for p in params if p["status"] == "fitted") or "none"))
+    if res.get("kept_at_bound_refusal"):
+        print("kept at the file's value after calibrate refused to drive them to a bound: "
+              + ", ".join(res["kept_at_bound_refusal"]))
     dropped = [p for p in params if p["status"] == "dropped"]
     if dropped:
         print("kept at the file's value by calibrate (no --free): "

@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -33,7 +34,31 @@ def test_host_fit_quick(tmp_path):
                 "noise_model_error"):
         assert math.isfinite(res[key]) and res[key] >= 0, key
     assert all(x["fitted_ms"] > 0 and x["b_ms"] > 0 for x in res["per_layer"])
-    assert res["free"] == ["cpu.peak_gflops.conv", "cpu.node_overhead_ms"]
+    # what this machine's data drive to a bound is kept at the file's value (calibrate's advice), the rest fitted
+    assert sorted(res["free"] + res["kept_at_bound_refusal"]) == ["cpu.node_overhead_ms", "cpu.peak_gflops.conv"]
+    assert res["free"]
     fitted = (tmp_path / "work" / "fitted.toml").read_text()
     assert 'name = "host-analytical"' in fitted
     assert "per-layer MAPE vs B" in proc.stdout and "noise floor" in proc.stdout
+
+
+def test_a_parameter_driven_to_its_bound_is_kept_and_the_fit_runs_again(tmp_path, monkeypatch):
+    """calibrate's "pushed NAME to its bound" refusal: the benchmark fixes NAME and fits the rest; a
+    refusal of the last free parameter, or any other failure, ends it with calibrate's message."""
+    from benchmod import load
+    host_fit = load("host_fit")
+    calls = []
+
+    def fake(*argv, check=True):
+        calls.append([a for i, a in enumerate(argv) if i and argv[i - 1] == "--free"])
+        if "cpu.node_overhead_ms" in calls[-1]:
+            return SimpleNamespace(returncode=2, stdout="", stderr="hetcc: error: the fit pushed "
+                                   "cpu.node_overhead_ms to its bound 2e-06 ms: the observations want it lower; ...\n")
+        return SimpleNamespace(returncode=0, stdout='{"parameters": []}', stderr="")
+
+    monkeypatch.setattr(host_fit, "hetcc", fake)
+    cal, free, kept = host_fit.fit(tmp_path / "A.csv", tmp_path / "f.toml", [], host_fit.QUICK_FREE, 1000.0, [])
+    assert calls == [list(host_fit.QUICK_FREE), ["cpu.peak_gflops.conv"]]
+    assert free == ["cpu.peak_gflops.conv"] and kept == ["cpu.node_overhead_ms"] and cal == {"parameters": []}
+    with pytest.raises(SystemExit, match="exited 2"):
+        host_fit.fit(tmp_path / "A.csv", tmp_path / "f.toml", [], ["cpu.node_overhead_ms"], 1000.0, [])
