@@ -13,6 +13,12 @@ further manager (``fairboost``) joins. Means per mix size sit beside the paper's
 (``PAPER``: FairBoost's stated O gains over each manager, and J, as the text of Sec. 5.3 gives
 them). ODMDEF (linear regression + k-NN) is not reproduced.
 
+Transfer (Sec. 5.4, Figs. 12-13): the same mixes on ``--transfer`` (default ``odroid-n2plus``), planned by
+the shipped agent (trained on orangepi5) unchanged and by an agent trained on that board with the shipped
+agent's command (``hetcc train fairboost --target odroid-n2plus --seed 0 --steps 20000``, run here once and
+cached under ``--models-dir``, or ``--transfer-agent FILE``), each alone (``polish=false``) and as the
+planner ships, beside ``all-gpu`` and ``ga``; the transferred agent's loss of mean O is the issue's measure.
+
     python benchmarks/fairboost.py                 # 30 mixes of zoo models (analyses cached)
     python benchmarks/fairboost.py --quick         # 2 mixes of 3 synthetic CNNs (a test runs it)
 """
@@ -56,6 +62,19 @@ FAIRBOOST: list[tuple[str, str, dict[str, Any]]] = [
     ("fairboost-descent", "fairboost", {"search": "descent"}),
     ("fairboost-j0.9", "fairboost", {"min_jain": 0.9}),
 ]
+#: the transfer board's managers: (label, planner, options); AGENT_HERE is the agent trained on that board
+AGENT_HERE = "{agent}"
+TRANSFERRED, NATIVE = "fairboost, orangepi5's agent", "fairboost, its own agent"
+TRANSFER: list[tuple[str, str, dict[str, Any]]] = [
+    ("all-gpu", "all-gpu", {}), ("ga", "ga", {}),
+    ("agent alone, orangepi5's", "fairboost", {"polish": False}),
+    ("agent alone, its own", "fairboost", {"polish": False, "agent": AGENT_HERE}),
+    (TRANSFERRED, "fairboost", {}), (NATIVE, "fairboost", {"agent": AGENT_HERE}),
+]
+#: the issue's bound on the transferred agent's loss of mean O against the one trained on the board
+TRANSFER_LOSS_TARGET = 0.10
+#: the shipped agent's training run, repeated for the transfer board
+TRANSFER_STEPS, TRANSFER_SEED = 20_000, 0
 #: the exact references, finest first: a mix's gap to the optimum is to the first that ran on it
 OPTIMA = ("optimum", "optimum-2")
 #: FairBoost Sec. 5.3 as printed: FairBoost's mean O over each manager's ("x2.85" a ratio; "+54.8%" and
@@ -148,6 +167,43 @@ def run_mix(size: int, i: int, seed: int, pool: dict[str, PlanningProblem], mana
     return row
 
 
+def board_agent(target: str, given: Path | None, models_dir: Path, steps: int, seed: int) -> dict[str, Any]:
+    """The agent trained on ``target``: ``given``, else the one this script trained before (cached under
+    ``models_dir``), else trained now with ``hetcc train fairboost`` as a user runs it (resumable: a run cut
+    short goes on from its checkpoint). Returns its path, sha256 and the command that made it."""
+    import hashlib
+    import subprocess
+
+    path = given or models_dir / "agents" / f"fairboost-{target}-seed{seed}-{steps}.pt"
+    cmd = ["hetcc", "train", "fairboost", "--target", target, "-o", str(path), "--seed", str(seed),
+           "--steps", str(steps)]
+    if not path.is_file():
+        if given is not None:
+            raise SystemExit(f"fairboost: --transfer-agent {given} does not exist; train one with {' '.join(cmd)}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        resume = ["--resume"] if Path(str(path) + ".ckpt").is_file() else []
+        print(f"training the {target} agent: {' '.join(cmd + resume)}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "hetcc.cli", *cmd[1:], *resume], check=True)
+        print(f"trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "command": " ".join(cmd[:6] + ["agent.pt"] + cmd[7:]) if given is None else None}
+
+
+def transfer_losses(summary: dict[str, Any]) -> dict[str, Any]:
+    """Per mix size: the transferred planner's and agent's loss of mean O against the native one's."""
+    out = {}
+    for size, per in summary.items():
+        row = {}
+        for key, moved, native in (("planner", TRANSFERRED, NATIVE),
+                                   ("agent_alone", "agent alone, orangepi5's", "agent alone, its own")):
+            a, b = per.get(moved, {}).get("O"), per.get(native, {}).get("O")
+            row[key] = 1.0 - a / b if a is not None and b else None
+        row["planner_met"] = row["planner"] is not None and row["planner"] <= TRANSFER_LOSS_TARGET
+        out[size] = row
+    return out
+
+
 def summarise(rows: list[dict[str, Any]], labels: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for size in sorted({r["size"] for r in rows}):
@@ -195,6 +251,37 @@ def show(summary: dict[str, Any], labels: list[str]) -> None:
         console.print(t)
 
 
+def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, ga: dict[str, int],
+                 source: str) -> dict[str, Any]:
+    """Sec. 5.4: the same seeded mixes on ``args.transfer``, the shipped agent against one trained there."""
+    agent = board_agent(args.transfer, args.transfer_agent, args.models_dir, TRANSFER_STEPS, TRANSFER_SEED)
+    names = [m.strip() for m in args.models.split(",")] if args.models else list(ZOO_MODELS)
+    pool = (zoo_problems(names, args.transfer, args.models_dir) if source == "zoo"
+            else synthetic_problems(6, args.transfer))
+    pool = with_switch(pool, args.transfer)
+    managers = [(label, planner, {k: agent["path"] if v == AGENT_HERE else v for k, v in opts.items()})
+                for label, planner, opts in TRANSFER]
+    labels = [label for label, _, _ in managers]
+    rows = []
+    for size in sizes:
+        for i in range(mixes):
+            print(f"transfer to {args.transfer}, mix of {size}: {i + 1}/{mixes}", file=sys.stderr, flush=True)
+            rows.append(run_mix(size, i, args.seed, pool, managers, {"ga": ga}, args.optimum_limit))
+    summary = summarise(rows, labels)
+    show(summary, labels)
+    losses = transfer_losses(summary)
+    for size, v in losses.items():
+        loss = {k: "-" if v[k] is None else f"{v[k]:.1%}" for k in ("planner", "agent_alone")}
+        print(f"transfer, {size} models: the orangepi5 agent loses {loss['planner']} of mean O against the "
+              f"{args.transfer} agent's (target <= {TRANSFER_LOSS_TARGET:.0%}); the agents alone: {loss['agent_alone']}")
+    return {"target": args.transfer, "agent": {k: v for k, v in agent.items() if k != "path"},
+            "agent_file": Path(agent["path"]).name,
+            "managers": [{"label": label, "planner": p, "options": {k: ("AGENT" if v == agent["path"] else v)
+                                                                    for k, v in o.items()}}
+                         for label, p, o in managers],
+            "loss_target": TRANSFER_LOSS_TARGET, "losses": losses, "summary": summary, "mixes": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 mixes of 3 synthetic CNNs, a small GA")
@@ -211,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--optimum-limit", type=int, default=20_000,
                     help="optimum runs on mixes whose space is at most this many combinations (default 20000)")
     ap.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="exported-model and analysis cache")
+    ap.add_argument("--transfer", default=None, metavar="TARGET",
+                    help="board the orangepi5 agent is transferred to (default odroid-n2plus, none with --quick; "
+                         "none: skip)")
+    ap.add_argument("--transfer-agent", type=Path, default=None, metavar="FILE",
+                    help="an agent trained on the transfer board (default: trained here once, cached)")
     ap.add_argument("--out", "-o", type=Path, default=None,
                     help=f"JSON path (default benchmarks/results/{SCRIPT}.json, {SCRIPT}-quick.json with --quick)")
     args = ap.parse_args(argv)
@@ -241,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(run_mix(size, i, args.seed, pool, managers, {"ga": ga}, args.optimum_limit))
     summary = summarise(rows, labels)
     show(summary, labels)
+    transfer = None
+    if (args.transfer or ("none" if args.quick else "odroid-n2plus")) != "none":
+        args.transfer = args.transfer or "odroid-n2plus"
+        transfer = run_transfer(args, sizes, mixes, ga, source)
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
                 "args": {"quick": args.quick, "mixes": mixes, "sizes": list(sizes), "seed": args.seed,
@@ -251,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
                 "objective": "overall", "paper": PAPER,
                 "paper_ratios": {size: {k: paper_ratio(v) for k, v in d.items()}
                                  for size, d in PAPER["o_gain_of_fairboost"].items()},
-                "summary": summary, "mixes": rows}, out)
+                "summary": summary, "mixes": rows, "transfer": transfer}, out)
     print(f"wrote {out}")
     return 0
 

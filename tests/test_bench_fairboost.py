@@ -6,6 +6,7 @@ the best of them under O, all-gpu is the T_norm baseline); the numbers come from
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +39,44 @@ def test_quick_run_writes_scores_for_every_manager_and_renders(tmp_path, capsys)
     tables = load("tables")
     text = "\n".join(body for _, body in tables.r_fairboost(doc))
     assert "| `optimum` | 2 |" in text and "×2.85" in text and "Mixes of 3 models" not in text.split("\n")[0]
+
+
+def test_transfer_with_the_same_agent_on_both_sides_loses_nothing_and_renders(tmp_path):
+    """--transfer on --quick's synthetic mixes: the shipped agent given as the board's own, so the
+    transferred and native planners are the same planner and lose exactly 0% to each other."""
+    needs("learn", "torch", "torchrl")
+    from hetcc.planners.fairboost import DEFAULT_AGENT
+
+    bench = load("fairboost")
+    out = tmp_path / "fairboost-quick.json"
+    assert bench.main(["--quick", "--transfer", "odroid-n2plus", "--transfer-agent", str(DEFAULT_AGENT),
+                       "-o", str(out)]) == 0
+    tr = json.loads(out.read_text())["transfer"]
+    assert tr["target"] == "odroid-n2plus" and tr["agent"]["command"] is None     # given, not trained here
+    labels = [m["label"] for m in tr["managers"]]
+    assert labels == [label for label, _, _ in bench.TRANSFER]
+    assert {m["options"].get("agent") for m in tr["managers"] if m["planner"] == "fairboost"} == {None, "AGENT"}
+    assert len(tr["mixes"]) == 2 and all(set(r["managers"]) == set(labels) for r in tr["mixes"])
+    loss = tr["losses"]["3"]
+    assert loss["planner"] == 0.0 and loss["agent_alone"] == 0.0 and loss["planner_met"] is True
+    tables = load("tables")
+    text = "\n".join(f"## {h}\n{b}" for h, b in tables.r_fairboost(json.loads(out.read_text())))
+    assert "## Transfer to odroid-n2plus" in text and "| loss of mean O" in text and "0.0% PASS" in text
+
+
+def test_the_transfer_board_agent_is_trained_once_with_the_shipped_command_and_cached(tmp_path, monkeypatch):
+    bench = load("fairboost")
+    runs = []
+
+    def fake_run(cmd, check):
+        runs.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"agent")
+
+    monkeypatch.setattr("subprocess.run", fake_run)
+    first = bench.board_agent("odroid-n2plus", None, tmp_path, 20_000, 0)
+    again = bench.board_agent("odroid-n2plus", None, tmp_path, 20_000, 0)
+    assert len(runs) == 1 and runs[0][3:7] == ["train", "fairboost", "--target", "odroid-n2plus"]
+    assert first == again and first["command"] == ("hetcc train fairboost --target odroid-n2plus -o agent.pt "
+                                                   "--seed 0 --steps 20000")
+    with pytest.raises(SystemExit, match="--transfer-agent .* does not exist; train one with hetcc train fairboost"):
+        bench.board_agent("odroid-n2plus", tmp_path / "missing.pt", tmp_path, 20_000, 0)
