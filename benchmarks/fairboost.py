@@ -190,6 +190,74 @@ def board_agent(target: str, given: Path | None, models_dir: Path, steps: int, s
             "command": " ".join(cmd[:6] + ["agent.pt"] + cmd[7:]) if given is None else None}
 
 
+def training_record(path: Path, command: str | None = None) -> dict[str, Any]:
+    """What an agent file says of its training run (FairBoost Fig. 7): the command, the run's size and
+    time, and its curve (final reward minus the all-gpu baseline's, per 50 environment steps)."""
+    import hashlib
+
+    import torch
+
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    curve = [{k: float(c[k]) for k in ("step", "min", "mean", "max")} for c in state.get("curve") or []]
+    return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "command": state.get("command") or command, "target": state.get("target"), "seed": state.get("seed"),
+            "steps": state.get("steps"), "updates": state.get("updates"), "episodes": state.get("episodes"),
+            "seconds": state.get("seconds"), "curve": curve}
+
+
+def plot(out: Path, summary: dict[str, Any], labels: list[str], transfer: dict[str, Any] | None,
+         training: dict[str, Any]) -> list[str]:
+    """The paper's figures from the results: O per manager and mix size (Figs. 9-11), the transfer
+    (Figs. 12-13) and the training curves (Fig. 7); PNGs beside ``out``. None without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return []
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths: list[str] = []
+
+    def bars(ax, summ: dict[str, Any], names: list[str], title: str) -> None:
+        sizes = list(summ)
+        width = 0.8 / max(1, len(names))
+        for j, label in enumerate(names):
+            ys = [summ[k].get(label, {}).get("O", 0.0) for k in sizes]
+            ax.bar([i + j * width for i in range(len(sizes))], ys, width, label=label)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(sizes))], [f"{k} models" for k in sizes])
+        ax.set_ylabel("mean O = T_norm x J", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=6, ncol=2)
+
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        paths.append(str(out.with_name(f"{out.stem}-{name}.png")))
+        fig.savefig(paths[-1], dpi=90, bbox_inches="tight")
+        plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    bars(ax, summary, [x for x in labels if x not in ("fairboost-descent",)], "managers (FairBoost Figs. 9-11)")
+    save(fig, "managers")
+    if transfer:
+        fig, ax = plt.subplots(figsize=(8, 3.4))
+        bars(ax, transfer["summary"], [m["label"] for m in transfer["managers"]],
+             f"transfer to {transfer['target']} (FairBoost Figs. 12-13)")
+        save(fig, "transfer")
+    if any(t.get("curve") for t in training.values()):
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        for board, t in training.items():
+            xs = [c["step"] for c in t["curve"]]
+            ys = np.convolve([c["mean"] for c in t["curve"]], np.ones(20) / 20, mode="same") if xs else []
+            ax.plot(xs, ys, label=f"{board} (moving mean of 20 points)")
+        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.set_xlabel("environment step", fontsize=8)
+        ax.set_ylabel("final reward - all-gpu's", fontsize=8)
+        ax.set_title("training (FairBoost Fig. 7)", fontsize=9)
+        ax.legend(fontsize=6)
+        save(fig, "training")
+    return paths
+
+
 def transfer_losses(summary: dict[str, Any]) -> dict[str, Any]:
     """Per mix size: the transferred planner's and agent's loss of mean O against the native one's."""
     out = {}
@@ -275,6 +343,7 @@ def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, g
         print(f"transfer, {size} models: the orangepi5 agent loses {loss['planner']} of mean O against the "
               f"{args.transfer} agent's (target <= {TRANSFER_LOSS_TARGET:.0%}); the agents alone: {loss['agent_alone']}")
     return {"target": args.transfer, "agent": {k: v for k, v in agent.items() if k != "path"},
+            "training": training_record(Path(agent["path"]), agent["command"]),
             "agent_file": Path(agent["path"]).name,
             "managers": [{"label": label, "planner": p, "options": {k: ("AGENT" if v == agent["path"] else v)
                                                                     for k, v in o.items()}}
@@ -338,6 +407,14 @@ def main(argv: list[str] | None = None) -> int:
         args.transfer = args.transfer or "odroid-n2plus"
         transfer = run_transfer(args, sizes, mixes, ga, source)
     out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
+    training: dict[str, Any] = {}
+    if not args.quick:
+        from hetcc.planners.fairboost import DEFAULT_AGENT
+
+        training["orangepi5"] = training_record(DEFAULT_AGENT)
+    if transfer:
+        training[transfer["target"]] = transfer.pop("training")
+    plots = [] if args.quick else plot(out, summary, labels, transfer, training)
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
                 "args": {"quick": args.quick, "mixes": mixes, "sizes": list(sizes), "seed": args.seed,
                          "target": args.target, "source": source, "models": sorted(pool), "ga": ga,
@@ -347,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
                 "objective": "overall", "paper": PAPER,
                 "paper_ratios": {size: {k: paper_ratio(v) for k, v in d.items()}
                                  for size, d in PAPER["o_gain_of_fairboost"].items()},
-                "summary": summary, "mixes": rows, "transfer": transfer}, out)
+                "summary": summary, "mixes": rows, "transfer": transfer, "training": training,
+                "plots": [Path(x).name for x in plots]}, out)
     print(f"wrote {out}")
     return 0
 

@@ -5,6 +5,9 @@ the producing script's docstring, the command, the machine, the date and the res
 ``docs/benchmarks/index.md`` lists every page. The PNG figures beside a result are copied into
 ``docs/benchmarks/img/`` so the pages link them inside the docs tree. The README's region between
 ``<!-- results:start -->`` and ``<!-- results:end -->`` (when it has one) gets one headline table.
+A page elsewhere under ``docs/`` shows a result's section between ``<!-- table: STEM#SECTION -->`` and
+``<!-- /table -->`` (SECTION: a heading of ``docs/benchmarks/STEM.md``): the region is that section's body
+with a link to its page and the date, so the numbers a prose page quotes are the JSON's, regenerated too.
 
     python benchmarks/tables.py            # write the pages (and the README region)
     python benchmarks/tables.py --check    # exit 1 naming each file that differs from what it would write
@@ -30,6 +33,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 START, END = "<!-- results:start -->", "<!-- results:end -->"
+#: an embedded section of a result page in another docs page (``<!-- table: STEM#SECTION -->`` ... ``<!-- /table -->``)
+EMBED = re.compile(r"(<!-- table: (?P<stem>[\w.-]+)#(?P<section>[^>]+?) -->)(?P<body>.*?)(<!-- /table -->)", re.S)
 DASH = "–"
 
 # the zoo's core set (hetcc.zoo, entries with core=True): the default model list of compile.py and
@@ -951,6 +956,7 @@ def r_fairboost(doc: dict[str, Any]) -> list[Section]:
     out += _fairboost_targets(doc)
     out += _fairboost_agent_share(doc)
     out += _fairboost_transfer(doc.get("transfer"))
+    out += _fairboost_training(doc.get("training"))
     out.append(("The paper's numbers", (
         "The paper's gains are FairBoost's mean O over each manager's as its text states them (Sec. 5.3); a factor "
         "printed below 1 (×0.47 over the GA) reads as that much higher. ODMDEF is not reproduced. The paper's "
@@ -1012,6 +1018,31 @@ def _fairboost_agent_share(doc: dict[str, Any]) -> list[Section]:
                                                             or DASH) + ".\n\n"
         + table(["models", "agent alone O", "all-gpu O", "search without the agent O", "fairboost O",
                  "fairboost over the search without the agent"], rows)))]
+
+
+def _fairboost_training(training: Any) -> list[Section]:
+    """The agents' training runs (FairBoost Fig. 7): size, time and the curve's mean per fifth of the run."""
+    if not isinstance(training, dict) or not training:
+        return []
+    rows = []
+    for board, t in training.items():
+        curve = t.get("curve") or []
+        fifths = []
+        if curve:
+            last = max(c["step"] for c in curve)
+            for k in range(5):
+                part = [c["mean"] for c in curve if k * last / 5 < c["step"] <= (k + 1) * last / 5]
+                fifths.append(f"{part and statistics.fmean(part):+.3f}" if part else DASH)
+        rows.append([board, f"`{t.get('command') or DASH}`", cell(t.get("steps")), cell(t.get("updates")),
+                     cell(t.get("episodes")), fix(t.get("seconds"), 0), " / ".join(fifths) or DASH,
+                     f"`{str(t.get('sha256', ''))[:12]}…`"])
+    return [("Training (Fig. 7)", (
+        "Each agent's own training run as its file records it (the shipped orangepi5 agent, and the agent trained "
+        "on the transfer board by this benchmark). Curve: the final reward of each episode minus the all-gpu "
+        "baseline's (Alg. 1 units), mean per fifth of the run; above 0 the agent's mappings beat the baseline. "
+        "Seconds: the training loop on this machine (the shipped agent's: where it was trained).\n\n"
+        + table(["board", "command", "steps", "updates", "episodes", "seconds", "curve by fifth", "sha256"], rows,
+                right={2, 3, 4, 5})))]
 
 
 def _fairboost_transfer(tr: Any) -> list[Section]:
@@ -1498,6 +1529,16 @@ def title_of(stem: str, doc: dict[str, Any]) -> str:
     return name if stem == script else f"{name}: `{stem}`"
 
 
+def page_sections(stem: str, doc: dict[str, Any]) -> list[Section]:
+    """The result sections of ``stem``'s page (a file whose shape changed gets its values as found)."""
+    script = script_of(stem, doc)
+    try:
+        return (STEM_RENDERERS.get(stem) or RENDERERS.get(script, r_generic))(doc)
+    except SHAPE_ERRORS as exc:  # a file whose shape changed still gets a page, and says so
+        return [("Results", (f"This file's structure is not the one `benchmarks/tables.py` reads for "
+                             f"`{script}` ({type(exc).__name__}: {exc}); its values as found:"))] + r_generic(doc)
+
+
 def render_page(stem: str, doc: dict[str, Any], scripts: Path, figs: list[tuple[Path, str]]) -> str:
     script = script_of(stem, doc)
     what = docstring_sentence(scripts, script) or f"Results of `benchmarks/{script}.py`."
@@ -1507,12 +1548,7 @@ def render_page(stem: str, doc: dict[str, Any], scripts: Path, figs: list[tuple[
              f"- **Date**: {fmt_date(doc)}",
              f"- **Data**: `benchmarks/results/{stem}.json`",
              "", "## Machine", "", machine_table(doc.get("machine")), ""]
-    try:
-        sections = (STEM_RENDERERS.get(stem) or RENDERERS.get(script, r_generic))(doc)
-    except SHAPE_ERRORS as exc:  # a file whose shape changed still gets a page, and says so
-        sections = [("Results", (f"This file's structure is not the one `benchmarks/tables.py` reads for "
-                                 f"`{script}` ({type(exc).__name__}: {exc}); its values as found:"))]
-        sections += r_generic(doc)
+    sections = page_sections(stem, doc)
     for head, body in sections:
         lines += [f"## {head}", "", body.rstrip(), ""]
     if figs:
@@ -1646,6 +1682,37 @@ def readme_region(docs: dict[str, dict[str, Any]], link_prefix: str) -> str:
             " (generated by `python benchmarks/tables.py`).\n\n")
 
 
+def anchor(heading: str) -> str:
+    """MkDocs' (Python-Markdown toc) anchor of a heading: lower case, punctuation dropped, spaces to '-'."""
+    text = re.sub(r"[^\w\s-]", "", heading.lower()).strip()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def embed_regions(text: str, page: Path, docs: dict[str, dict[str, Any]], docs_dir: Path) -> str:
+    """``text`` with every ``<!-- table: STEM#SECTION -->`` region holding that section of STEM's page;
+    an unknown STEM or SECTION is an error naming the page and the headings it could be."""
+    def fill(m: re.Match) -> str:
+        stem, head = m.group("stem"), m.group("section").strip()
+        if stem not in docs:
+            raise SystemExit(f"{page}: <!-- table: {stem}#{head} -->: no benchmarks/results/{stem}.json")
+        sections = dict(page_sections(stem, docs[stem]))
+        if head not in sections:
+            raise SystemExit(f"{page}: <!-- table: {stem}#{head} -->: the page's sections are "
+                             + ", ".join(repr(h) for h in sections))
+        link = os.path.relpath(docs_dir / f"{stem}.md", page.resolve().parent).replace(os.sep, "/")
+        return (f"{m.group(1)}\n\n{sections[head].rstrip()}\n\n*Generated from `benchmarks/results/{stem}.json` "
+                f"({fmt_date(docs[stem])}): [{head}]({link}#{anchor(head)}).*\n\n{m.group(5)}")
+    return EMBED.sub(fill, text)
+
+
+def embedding_pages(docs_root: Path, docs_dir: Path) -> list[Path]:
+    """The docs pages (outside the generated folder) that embed a result section."""
+    if not docs_root.is_dir():
+        return []
+    return sorted(p for p in docs_root.rglob("*.md") if docs_dir.resolve() not in p.resolve().parents
+                  and "<!-- table: " in p.read_text(encoding="utf-8"))
+
+
 def render_index(pages: list[tuple[str, dict[str, Any]]]) -> str:
     lines = ["# Benchmark results", "",
              "One page per result file in `benchmarks/results/`, generated by `python benchmarks/tables.py`.", ""]
@@ -1683,6 +1750,8 @@ def plan(results: Path, docs_dir: Path, scripts: Path, readme: Path | None) -> t
         if 0 <= i < j:
             prefix = os.path.relpath(docs_dir, readme.resolve().parent).replace(os.sep, "/") + "/"
             new_readme = (readme, text[:i + len(START)] + readme_region(docs, prefix) + text[j:])
+    for page in embedding_pages(docs_dir.parent, docs_dir):
+        files[page] = embed_regions(page.read_text(encoding="utf-8"), page, docs, docs_dir).encode()
     return files, new_readme
 
 
@@ -1726,7 +1795,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_bytes(data)
     if readme and readme[0].read_text(encoding="utf-8") != readme[1]:
         readme[0].write_text(readme[1], encoding="utf-8")
-    print(f"{len([p for p in files if p.suffix == '.md'])} pages, "
+    print(f"{len([p for p in files if p.suffix == '.md' and p.parent == args.docs])} pages, "
           f"{len([p for p in files if p.suffix == '.png'])} figures in {args.docs}")
     return 0
 

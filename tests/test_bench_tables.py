@@ -110,3 +110,23 @@ def test_a_readme_without_markers_is_left_alone(tmp_path):
     assert run(*args).returncode == 0
     assert readme.read_text() == "# no region here\n"
     assert run(*args, "--check").returncode == 0
+
+
+def test_a_prose_page_embeds_a_result_section_kept_current(tmp_path):
+    results, docs, readme = _results(tmp_path)
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Guide\n\nMeasured:\n\n<!-- table: mystery#rows -->\nstale 9.99\n<!-- /table -->\n\nend\n")
+    args = ("--results", str(results), "--docs", str(docs), "--readme", str(readme))
+    assert run(*args, "--check").returncode == 1
+    assert run(*args).returncode == 0
+    text = guide.read_text()
+    body = text.split("<!-- table: mystery#rows -->")[1].split("<!-- /table -->")[0]
+    assert "stale" not in body and "| a | 1.235 |" in body and "2031-02-04" in body
+    assert "(docs/mystery.md#rows)" in body and text.startswith("# Guide\n") and text.endswith("\n\nend\n")
+    assert run(*args, "--check").returncode == 0
+    guide.write_text(text.replace("1.235", "1.3"))                # a hand edit inside the region
+    proc = run(*args, "--check")
+    assert proc.returncode == 1 and "guide.md" in proc.stdout
+    guide.write_text("<!-- table: mystery#Nothing -->\n<!-- /table -->\n")
+    proc = run(*args)
+    assert proc.returncode != 0 and "mystery#Nothing" in proc.stderr and "'rows'" in proc.stderr
