@@ -45,6 +45,9 @@ def add_arguments(parser: Any) -> Any:
                         help="most models in a mix, and what the agent's observation holds (5, the paper's)")
     parser.add_argument("--warmup", type=int_in(0, STEPS_MAX), help="steps before learning starts (default 1000)")
     parser.add_argument("--vqvae", metavar="FILE", help="VQ-VAE state (default: the shipped one)")
+    parser.add_argument("--reward", choices=("overall", "alg1"), default="overall",
+                        help="fairboost: what the agent learns to raise: overall, log O = T_norm x J (default; the "
+                             "planners' objective), or alg1, FairBoost's Algorithm 1 reward")
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT.ckpt (same options)")
     parser.add_argument("--runs", type=int_in(1, 100_000),
                         help="autoscale: inferences per network per runtime-variance state (default 100, AutoScale "
@@ -138,6 +141,8 @@ def _command(args: Any, steps: int) -> str:
             parts += ["--warmup", str(args.warmup)]
         if args.vqvae:
             parts += ["--vqvae", Path(args.vqvae).name]
+        if args.reward != "overall":
+            parts += ["--reward", args.reward]
     return " ".join(parts)
 
 
@@ -225,6 +230,7 @@ def _train_fairboost(args: Any, problems: dict[str, Any], out: Path, t0: float) 
     devices = mix_of(WorkloadProblem((first,), ("m",))).devices
     steps = args.steps or TrainConfig.steps
     config = TrainConfig(steps=steps, seed=args.seed, min_models=args.min_models, max_models=args.max_models,
+                         reward=args.reward,
                          **({"warmup": args.warmup} if args.warmup is not None else {}))
     net = NetConfig(devices=len(devices), max_models=args.max_models, rows=ROWS)
     pool = Pool.build(problems, codec, net.rows)

@@ -51,7 +51,7 @@ import numpy as np
 
 from ..multi.contention import predict
 from ..multi.mix import MixProblem, Pipeline, Stage
-from ..multi.scores import ALPHA, BETA, GAMMA, reward as alg1_reward
+from ..multi.scores import ALPHA, BETA, GAMMA, jain, reward as alg1_reward, workload_throughput
 from .features import blocks as block_runs
 
 LATENT = 8
@@ -59,6 +59,13 @@ MAX_MODELS = 5
 ROWS = 16
 SCALE = 10.0
 NOISE = 0.01
+#: what a state's potential is: Alg. 1's reward (the paper's), or the log of the planners' objective
+#: O = T_norm x J (beyond the paper: Alg. 1 saturates where plans beat the GPU baseline many times over)
+REWARDS = ("alg1", "overall")
+#: the reward factor per potential: Alg. 1 lies in (-1, 1); log O of a mix is a few units either side of 0
+SCALES = {"alg1": SCALE, "overall": 5.0}
+#: the "overall" potential of a mapping that cannot run (an illegal stage): O at e^-4 of the baseline's
+LOG_FLOOR = -4.0
 
 
 @dataclass(frozen=True)
@@ -122,13 +129,16 @@ class FairBoostEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, devices: int, *, draw: Callable[[np.random.Generator], Workload] | None = None,
-                 max_models: int = MAX_MODELS, rows: int = ROWS, scale: float = SCALE, noise: float = NOISE,
+                 max_models: int = MAX_MODELS, rows: int = ROWS, scale: float | None = None, noise: float = NOISE,
                  alpha: float = ALPHA, beta: float = BETA, gamma: float = GAMMA, cache: Cache | None = None,
-                 rewards: bool = True) -> None:
+                 rewards: bool = True, reward: str = "alg1") -> None:
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         self.D, self.max_models, self.rows = int(devices), int(max_models), int(rows)
         self.rewards = bool(rewards)     # False: every reward 0, no contention model asked (deciding)
+        self.reward = reward
         self.draw = draw
-        self.scale, self.noise = float(scale), float(noise)
+        self.scale, self.noise = float(SCALES[reward] if scale is None else scale), float(noise)
         self.alpha, self.beta, self.gamma = float(alpha), float(beta), float(gamma)
         self.cache = cache if cache is not None else Cache()
         self.channels = (self.D + self.max_models) * LATENT
@@ -163,6 +173,7 @@ class FairBoostEnv(gym.Env):
         self.used: set[int] = set()
         self.current = -1
         self._baseline = tuple(w.mix.baseline())
+        self._base_tw: float | None = None             # the baseline's T_w, on first need ("overall")
         self._done_memo: dict = {}
         self.phi = self.potential()
         self.start_phi = self.phi
@@ -233,17 +244,25 @@ class FairBoostEnv(gym.Env):
         return tuple(out)
 
     def evaluate(self, pipelines: Sequence[Pipeline]) -> tuple[float, np.ndarray | None]:
-        """(Alg. 1's reward, per-model throughput) of ``pipelines`` on the contention model; (-1,
-        None) for a pipeline with an illegal stage (e.g. over a device's capacity)."""
+        """(potential, per-model throughput) of ``pipelines`` on the contention model: Alg. 1's
+        reward, or log O (O = T_norm x J against this mix's baseline) with ``reward="overall"``; the
+        floor (-1, LOG_FLOOR) and None for a pipeline with an illegal stage (e.g. over a device's
+        capacity)."""
         mix = self.w.mix
+        floor = -1.0 if self.reward == "alg1" else LOG_FLOOR
         try:
             for m, p in enumerate(pipelines):
                 mix.check(m, p)
             x = predict(mix, pipelines).throughput
         except ValueError:
-            return -1.0, None
+            return floor, None
         x = np.where(np.isfinite(x), x, 0.0)
-        return float(alg1_reward(x, mix.ideal(), self.alpha, self.beta, self.gamma)), x
+        if self.reward == "alg1":
+            return float(alg1_reward(x, mix.ideal(), self.alpha, self.beta, self.gamma)), x
+        if self._base_tw is None:
+            self._base_tw = workload_throughput(predict(mix, self._baseline).throughput)
+        o = workload_throughput(x) / self._base_tw * jain(x, mix.ideal())
+        return (max(floor, float(np.log(o))) if o > 0 else floor), x
 
     def potential(self) -> float:
         if not self.rewards:
@@ -315,5 +334,5 @@ def greedy(env: FairBoostEnv, workload: Workload, choose: Callable[[np.ndarray, 
     return env.final_pipelines()
 
 
-__all__ = ["Cache", "FairBoostEnv", "LATENT", "MAX_MODELS", "ROWS", "SCALE", "Workload", "greedy", "prepare",
+__all__ = ["Cache", "FairBoostEnv", "LATENT", "LOG_FLOOR", "MAX_MODELS", "REWARDS", "ROWS", "SCALE", "SCALES", "Workload", "greedy", "prepare",
            "stages"]

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..problem import PlanningProblem, WorkloadProblem
 from .agent import NetConfig, agent_state, build_network, greedy_action, support
-from .env import Cache, FairBoostEnv, Workload, prepare
+from .env import REWARDS, Cache, FairBoostEnv, Workload, prepare
 from .features import layer_vectors
 
 CHECKPOINT = "hetcc.fairboost.checkpoint/1"
@@ -66,6 +66,7 @@ class TrainConfig:
     seed: int = 0
     checkpoint_every: int = 1_000
     noise: float = 0.01          #: white noise on cached results (Sec. 4.5)
+    reward: str = "overall"      #: the potential: log O (the planners' objective) or "alg1" (the paper's Alg. 1)
 
     def validate(self) -> str | None:
         for key in ("steps", "batch", "memory", "n_step", "target_period", "checkpoint_every",
@@ -76,6 +77,8 @@ class TrainConfig:
             return "need 1 <= min_models <= max_models"
         if self.warmup < 0 or self.noise < 0:
             return "warmup and noise must not be negative"
+        if self.reward not in REWARDS:
+            return f"reward must be one of {', '.join(REWARDS)}"
         return None
 
 
@@ -154,7 +157,8 @@ def train_agent(pool: Pool, vqvae_state: Mapping[str, Any], config: TrainConfig,
                                                storage=LazyTensorStorage(config.memory), batch_size=config.batch,
                                                priority_key="td_error", generator=sampling)
     env = FairBoostEnv(net_config.devices, draw=pool.draw(config.min_models, config.max_models),
-                       max_models=net_config.max_models, rows=net_config.rows, noise=config.noise, cache=Cache())
+                       max_models=net_config.max_models, rows=net_config.rows, noise=config.noise, cache=Cache(),
+                       reward=config.reward)
     step, updates, curve, finals, episodes = 0, 0, [], collections.deque(maxlen=50), 0
     ckpt = Path(checkpoint) if checkpoint is not None else None
     if resume and ckpt is not None and ckpt.is_file():

@@ -12,6 +12,7 @@ from hetcc.cli.app import main
     (["--models", "resnet50,nosuch"], "'nosuch' is not a zoo model"),
     (["--models", "resnet50"], "at least two models"),
     (["--steps", "0"], "out of range"),
+    (["--reward", "throughput"], "invalid choice: 'throughput'"),
 ])
 def test_train_refuses_bad_options_in_one_line(argv, msg, capsys, tmp_path):
     assert main(["train", "fairboost", "-o", str(tmp_path / "a.pt"), *argv]) == 2

@@ -88,3 +88,38 @@ def test_polish_never_worsens_the_mapping_and_keeps_it_legal():
             mix.check(m, pipe)
         again, _ = descend(mix, start, scorer.key, max_moves=50)
         assert again == end
+
+
+def test_the_overall_reward_is_log_o_of_the_planners_scores_and_telescopes():
+    """reward="overall": a state's potential is log O of its completed mapping, O as every workload
+    planner scores it (hetcc.planners.multi.scores.score), so an episode's return is scale x log of the
+    final O over the baseline's."""
+    from hetcc.planners.fairboost.env import SCALES, FairBoostEnv, prepare
+    from hetcc.planners.multi.contention import predict
+    from hetcc.planners.multi.scores import score
+
+    w = workload(2, (6, 4, 5))
+    mix = mix_of(w)
+    rng = np.random.default_rng(1)
+    wl = prepare(mix, [rng.random((p.num_layers, 8)).astype(np.float32) for p in w.problems], rows=4)
+    env = FairBoostEnv(3, rows=4, noise=0.0, reward="overall")
+    assert env.scale == SCALES["overall"]
+    obs, info = env.reset(seed=0, options={"workload": wl})
+    base = score(mix, predict(mix, mix.baseline()).throughput)
+    assert info.get("baseline_reward", env.start_phi) == pytest.approx(np.log(base.overall))
+    total = 0.0
+    while not env.done:
+        obs, r, _, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        total += r
+    final = score(mix, predict(mix, env.final_pipelines()).throughput)
+    assert info["final_reward"] == pytest.approx(np.log(final.overall))
+    assert total == pytest.approx(env.scale * np.log(final.overall / base.overall))
+    with pytest.raises(ValueError, match="reward must be one of alg1, overall"):
+        FairBoostEnv(3, reward="throughput")
+
+
+def test_training_takes_either_reward_and_refuses_another():
+    from hetcc.planners.fairboost.train import TrainConfig
+
+    assert TrainConfig().reward == "overall" and TrainConfig(reward="alg1").validate() is None
+    assert TrainConfig(reward="x").validate() == "reward must be one of alg1, overall"
