@@ -15,8 +15,8 @@ them). ODMDEF (linear regression + k-NN) is not reproduced.
 
 Transfer (Sec. 5.4, Figs. 12-13): the same mixes on ``--transfer`` (default ``odroid-n2plus``), planned by
 the shipped agent (trained on orangepi5) unchanged and by an agent trained on that board with the shipped
-agent's command (``hetcc train fairboost --target odroid-n2plus --seed 0 --steps 20000``, run here once and
-cached under ``--models-dir``, or ``--transfer-agent FILE``), each alone (``polish=false``) and as the
+agent's command for that board (run here once and cached under ``--models-dir``, or ``--transfer-agent
+FILE``), each alone (``polish=false``) and as the
 planner ships, beside ``all-gpu`` and ``ga``; the transferred agent's loss of mean O is the issue's measure.
 
     python benchmarks/fairboost.py                 # 30 mixes of zoo models (analyses cached)
@@ -73,8 +73,6 @@ TRANSFER: list[tuple[str, str, dict[str, Any]]] = [
 ]
 #: the issue's bound on the transferred agent's loss of mean O against the one trained on the board
 TRANSFER_LOSS_TARGET = 0.10
-#: the shipped agent's training run, repeated for the transfer board
-TRANSFER_STEPS, TRANSFER_SEED = 20_000, 0
 #: the exact references, finest first: a mix's gap to the optimum is to the first that ran on it
 OPTIMA = ("optimum", "optimum-2")
 #: FairBoost Sec. 5.3 as printed: FairBoost's mean O over each manager's ("x2.85" a ratio; "+54.8%" and
@@ -167,27 +165,34 @@ def run_mix(size: int, i: int, seed: int, pool: dict[str, PlanningProblem], mana
     return row
 
 
-def board_agent(target: str, given: Path | None, models_dir: Path, steps: int, seed: int) -> dict[str, Any]:
+def board_agent(target: str, given: Path | None, models_dir: Path, shipped: str) -> dict[str, Any]:
     """The agent trained on ``target``: ``given``, else the one this script trained before (cached under
-    ``models_dir``), else trained now with ``hetcc train fairboost`` as a user runs it (resumable: a run cut
-    short goes on from its checkpoint). Returns its path, sha256 and the command that made it."""
+    ``models_dir``), else trained now as a user runs it, with the shipped agent's command (``shipped``,
+    e.g. ``hetcc train fairboost --target orangepi5 -o agent.pt --seed 0 --steps 20000``) for ``target``;
+    resumable: a run cut short goes on from its checkpoint. Returns its path, sha256 and command."""
     import hashlib
+    import shlex
     import subprocess
 
-    path = given or models_dir / "agents" / f"fairboost-{target}-seed{seed}-{steps}.pt"
-    cmd = ["hetcc", "train", "fairboost", "--target", target, "-o", str(path), "--seed", str(seed),
-           "--steps", str(steps)]
+    words = shlex.split(shipped)
+    if words[:3] != ["hetcc", "train", "fairboost"] or "--target" not in words or "-o" not in words:
+        raise SystemExit(f"fairboost: the shipped agent's command {shipped!r} is not a hetcc train fairboost command")
+    words[words.index("--target") + 1] = target
+    command = " ".join(words)
+    path = given or models_dir / "agents" / (
+        f"fairboost-{target}-{hashlib.sha256(command.encode()).hexdigest()[:12]}.pt")
+    words[words.index("-o") + 1] = str(path)
     if not path.is_file():
         if given is not None:
-            raise SystemExit(f"fairboost: --transfer-agent {given} does not exist; train one with {' '.join(cmd)}")
+            raise SystemExit(f"fairboost: --transfer-agent {given} does not exist; train one with {command}")
         path.parent.mkdir(parents=True, exist_ok=True)
         resume = ["--resume"] if Path(str(path) + ".ckpt").is_file() else []
-        print(f"training the {target} agent: {' '.join(cmd + resume)}", file=sys.stderr, flush=True)
+        print(f"training the {target} agent: {' '.join(words + resume)}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hetcc.cli", *cmd[1:], *resume], check=True)
+        subprocess.run([sys.executable, "-m", "hetcc.cli", *words[1:], *resume], check=True)
         print(f"trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "command": " ".join(cmd[:6] + ["agent.pt"] + cmd[7:]) if given is None else None}
+            "command": command if given is None else None}
 
 
 def training_record(path: Path, command: str | None = None) -> dict[str, Any]:
@@ -322,7 +327,10 @@ def show(summary: dict[str, Any], labels: list[str]) -> None:
 def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, ga: dict[str, int],
                  source: str) -> dict[str, Any]:
     """Sec. 5.4: the same seeded mixes on ``args.transfer``, the shipped agent against one trained there."""
-    agent = board_agent(args.transfer, args.transfer_agent, args.models_dir, TRANSFER_STEPS, TRANSFER_SEED)
+    from hetcc.planners.fairboost import DEFAULT_AGENT
+
+    shipped = training_record(DEFAULT_AGENT)["command"]
+    agent = board_agent(args.transfer, args.transfer_agent, args.models_dir, shipped)
     names = [m.strip() for m in args.models.split(",")] if args.models else list(ZOO_MODELS)
     pool = (zoo_problems(names, args.transfer, args.models_dir) if source == "zoo"
             else synthetic_problems(6, args.transfer))

@@ -73,10 +73,14 @@ def test_the_transfer_board_agent_is_trained_once_with_the_shipped_command_and_c
         Path(cmd[cmd.index("-o") + 1]).write_bytes(b"agent")
 
     monkeypatch.setattr("subprocess.run", fake_run)
-    first = bench.board_agent("odroid-n2plus", None, tmp_path, 20_000, 0)
-    again = bench.board_agent("odroid-n2plus", None, tmp_path, 20_000, 0)
+    shipped = "hetcc train fairboost --target orangepi5 -o agent.pt --seed 3 --steps 500"
+    first = bench.board_agent("odroid-n2plus", None, tmp_path, shipped)
+    again = bench.board_agent("odroid-n2plus", None, tmp_path, shipped)
     assert len(runs) == 1 and runs[0][3:7] == ["train", "fairboost", "--target", "odroid-n2plus"]
-    assert first == again and first["command"] == ("hetcc train fairboost --target odroid-n2plus -o agent.pt "
-                                                   "--seed 0 --steps 20000")
+    assert runs[0][-4:] == ["--seed", "3", "--steps", "500"]
+    assert first == again and first["command"] == "hetcc train fairboost --target odroid-n2plus -o agent.pt --seed 3 " \
+                                                  "--steps 500"
+    other = bench.board_agent("odroid-n2plus", None, tmp_path, shipped.replace("500", "600"))   # another command
+    assert len(runs) == 2 and other["path"] != first["path"]
     with pytest.raises(SystemExit, match="--transfer-agent .* does not exist; train one with hetcc train fairboost"):
-        bench.board_agent("odroid-n2plus", tmp_path / "missing.pt", tmp_path, 20_000, 0)
+        bench.board_agent("odroid-n2plus", tmp_path / "missing.pt", tmp_path, shipped)
