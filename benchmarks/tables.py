@@ -1635,7 +1635,7 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
     def fairboost(d: dict[str, Any]) -> str:
         sizes = sorted(d["summary"], key=int)
         parts = []
-        for name in ("fairboost", "ga", "all-gpu"):
+        for name in ("fairboost", "fairboost-agent", "ga", "all-gpu"):
             if all(name in d["summary"][k] for k in sizes):
                 parts.append(f"`{name}` " + " / ".join(fix(d["summary"][k][name]["O"], 2) for k in sizes))
         return f"mean O (throughput x fairness) on {' / '.join(sizes)}-model mixes: " + "; ".join(parts)
