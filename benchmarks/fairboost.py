@@ -206,6 +206,7 @@ def training_record(path: Path, command: str | None = None) -> dict[str, Any]:
     curve = [{k: float(c[k]) for k in ("step", "min", "mean", "max")} for c in state.get("curve") or []]
     return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "command": state.get("command") or command, "target": state.get("target"), "seed": state.get("seed"),
+            "reward": (state.get("train_config") or {}).get("reward", "alg1"),   # before --reward: Alg. 1
             "steps": state.get("steps"), "updates": state.get("updates"), "episodes": state.get("episodes"),
             "seconds": state.get("seconds"), "curve": curve}
 
@@ -228,11 +229,11 @@ def plot(out: Path, summary: dict[str, Any], labels: list[str], transfer: dict[s
         width = 0.8 / max(1, len(names))
         for j, label in enumerate(names):
             ys = [summ[k].get(label, {}).get("O", 0.0) for k in sizes]
-            ax.bar([i + j * width for i in range(len(sizes))], ys, width, label=label)
+            ax.bar([i + j * width for i in range(len(sizes))], ys, width, label=label, color=plt.cm.tab20(j % 20))
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(sizes))], [f"{k} models" for k in sizes])
         ax.set_ylabel("mean O = T_norm x J", fontsize=8)
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=6, ncol=2)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
     def save(fig, name: str) -> None:
         fig.tight_layout()

@@ -1033,16 +1033,18 @@ def _fairboost_training(training: Any) -> list[Section]:
             for k in range(5):
                 part = [c["mean"] for c in curve if k * last / 5 < c["step"] <= (k + 1) * last / 5]
                 fifths.append(f"{part and statistics.fmean(part):+.3f}" if part else DASH)
-        rows.append([board, f"`{t.get('command') or DASH}`", cell(t.get("steps")), cell(t.get("updates")),
+        rows.append([board, f"`{t.get('command') or DASH}`", f"`{t.get('reward', DASH)}`", cell(t.get("steps")),
+                     cell(t.get("updates")),
                      cell(t.get("episodes")), fix(t.get("seconds"), 0), " / ".join(fifths) or DASH,
                      f"`{str(t.get('sha256', ''))[:12]}…`"])
     return [("Training (Fig. 7)", (
         "Each agent's own training run as its file records it (the shipped orangepi5 agent, and the agent trained "
         "on the transfer board by this benchmark). Curve: the final reward of each episode minus the all-gpu "
-        "baseline's (Alg. 1 units), mean per fifth of the run; above 0 the agent's mappings beat the baseline. "
-        "Seconds: the training loop on this machine (the shipped agent's: where it was trained).\n\n"
-        + table(["board", "command", "steps", "updates", "episodes", "seconds", "curve by fifth", "sha256"], rows,
-                right={2, 3, 4, 5})))]
+        "baseline's, in the units of the reward it learnt (`overall`: log O, so +0.69 is twice the baseline's O; "
+        "`alg1`: Alg. 1's), mean per fifth of the run; above 0 the agent's mappings (exploring, noisy) beat the "
+        "baseline. Seconds: the training loop (the shipped agent's: on the machine it was trained on).\n\n"
+        + table(["board", "command", "reward", "steps", "updates", "episodes", "seconds", "curve by fifth", "sha256"],
+                rows, right={3, 4, 5, 6})))]
 
 
 def _fairboost_transfer(tr: Any) -> list[Section]:
@@ -1059,7 +1061,8 @@ def _fairboost_transfer(tr: Any) -> list[Section]:
     rows.append(["loss of mean O, orangepi5's agent vs its own (planner)",
                  *[f"{pct(losses.get(k, {}).get('planner'), 1)} {_met(losses.get(k, {}).get('planner_met'))}"
                    for k in sizes]])
-    rows.append(["the same, agents alone", *[pct(losses.get(k, {}).get("agent_alone"), 1) for k in sizes]])
+    rows.append(["the same, the agents alone (below 0: the transferred one is better)",
+                 *[pct(losses.get(k, {}).get("agent_alone"), 1) for k in sizes]])
     return [(f"Transfer to {tr.get('target', '?')}", (
         f"FairBoost Sec. 5.4: the same seeded mixes on `{tr.get('target', '?')}`, planned by the shipped agent "
         f"(trained on orangepi5) unchanged and by an agent trained on this board (`{agent.get('command') or 'given'}`,"
