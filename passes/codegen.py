@@ -13,6 +13,10 @@ files are stored once); ``emit_workload`` writes several models as ``models/<nam
 sub-artifacts under a top manifest with a ``workload`` block. The pass that calls
 them is ``hetcc.compiler.pipeline.Emit``.
 
+Over 600 lines as one module: a model artifact and a workload artifact share every piece of it
+(the slice writer and its external-data handling, the manifest's info blocks, the slice store that
+keeps identical files once, the one atomic swap); split, each half would import the other's privates.
+
 Reproducible (docs/build-systems.md): every file is a function of the inputs alone, so two
 compiles of the same inputs write the same bytes; wall times (the planners' ``seconds``, clock
 readings in their stats) go only to the optional ``timings.json`` (``timings=``).
