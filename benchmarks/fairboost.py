@@ -325,6 +325,25 @@ def show(summary: dict[str, Any], labels: list[str]) -> None:
         console.print(t)
 
 
+def board_pool(args: argparse.Namespace, target: str, source: str) -> dict[str, PlanningProblem]:
+    """The pool the mixes draw from, analysed for ``target``: the zoo models (``--models``) or synthetic CNNs."""
+    if source == "zoo":
+        names = [m.strip() for m in args.models.split(",")] if args.models else list(ZOO_MODELS)
+        return zoo_problems(names, target, args.models_dir)
+    return synthetic_problems(6, target)
+
+
+def run_mixes(what: str, args: argparse.Namespace, sizes: tuple[int, ...], mixes: int,
+              pool: dict[str, PlanningProblem], managers: list, ga: dict[str, int]) -> list[dict[str, Any]]:
+    """Every seeded mix of every size planned by every manager (``what`` prefixes the progress lines)."""
+    rows = []
+    for size in sizes:
+        for i in range(mixes):
+            print(f"{what}mix of {size}: {i + 1}/{mixes}", file=sys.stderr, flush=True)
+            rows.append(run_mix(size, i, args.seed, pool, managers, {"ga": ga}, args.optimum_limit))
+    return rows
+
+
 def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, ga: dict[str, int],
                  source: str) -> dict[str, Any]:
     """Sec. 5.4: the same seeded mixes on ``args.transfer``, the shipped agent against one trained there."""
@@ -332,18 +351,11 @@ def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, g
 
     shipped = training_record(DEFAULT_AGENT)["command"]
     agent = board_agent(args.transfer, args.transfer_agent, args.models_dir, shipped)
-    names = [m.strip() for m in args.models.split(",")] if args.models else list(ZOO_MODELS)
-    pool = (zoo_problems(names, args.transfer, args.models_dir) if source == "zoo"
-            else synthetic_problems(6, args.transfer))
-    pool = with_switch(pool, args.transfer)
+    pool = with_switch(board_pool(args, args.transfer, source), args.transfer)
     managers = [(label, planner, {k: agent["path"] if v == AGENT_HERE else v for k, v in opts.items()})
                 for label, planner, opts in TRANSFER]
     labels = [label for label, _, _ in managers]
-    rows = []
-    for size in sizes:
-        for i in range(mixes):
-            print(f"transfer to {args.transfer}, mix of {size}: {i + 1}/{mixes}", file=sys.stderr, flush=True)
-            rows.append(run_mix(size, i, args.seed, pool, managers, {"ga": ga}, args.optimum_limit))
+    rows = run_mixes(f"transfer to {args.transfer}, ", args, sizes, mixes, pool, managers, ga)
     summary = summarise(rows, labels)
     show(summary, labels)
     losses = transfer_losses(summary)
@@ -393,22 +405,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --mixes must be >= 1 and every --sizes entry >= 2", file=sys.stderr)
         return 2
     date = utc_now()
-    if source == "zoo":
-        names = [m.strip() for m in args.models.split(",")] if args.models else list(ZOO_MODELS)
-        pool = zoo_problems(names, args.target, args.models_dir)
-    else:
-        pool = synthetic_problems(6, args.target)
+    pool = board_pool(args, args.target, source)
     if max(sizes) > len(pool):
         print(f"error: a mix of {max(sizes)} models needs a pool of as many; it has {len(pool)}", file=sys.stderr)
         return 2
     pool = with_switch(pool, args.target)
     managers = MANAGERS + ([] if args.quick else FAIRBOOST)
     labels = [label for label, _, _ in managers]
-    rows = []
-    for size in sizes:
-        for i in range(mixes):
-            print(f"mix of {size}: {i + 1}/{mixes}", file=sys.stderr, flush=True)
-            rows.append(run_mix(size, i, args.seed, pool, managers, {"ga": ga}, args.optimum_limit))
+    rows = run_mixes("", args, sizes, mixes, pool, managers, ga)
     summary = summarise(rows, labels)
     show(summary, labels)
     transfer = None
