@@ -362,7 +362,8 @@ def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, g
     for size, v in losses.items():
         loss = {k: "-" if v[k] is None else f"{v[k]:.1%}" for k in ("planner", "agent_alone")}
         print(f"transfer, {size} models: the orangepi5 agent loses {loss['planner']} of mean O against the "
-              f"{args.transfer} agent's (target <= {TRANSFER_LOSS_TARGET:.0%}); the agents alone: {loss['agent_alone']}")
+              f"{args.transfer} agent's (target <= {TRANSFER_LOSS_TARGET:.0%}); "
+              f"the agents alone: {loss['agent_alone']}")
     return {"target": args.transfer, "agent": {k: v for k, v in agent.items() if k != "path"},
             "training": training_record(Path(agent["path"]), agent["command"]),
             "agent_file": Path(agent["path"]).name,

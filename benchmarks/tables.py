@@ -976,7 +976,8 @@ def _fairboost_targets(doc: dict[str, Any]) -> list[Section]:
         per = summ[size]
         fb, ga, gpu = (per.get(k) or {} for k in ("fairboost", "ga", "all-gpu"))
         mine = [r for r in doc.get("mixes") or [] if str(r.get("size")) == size]
-        dec = [r["managers"]["fairboost"]["decision_s"] for r in mine if "decision_s" in r["managers"].get("fairboost", {})]
+        dec = [r["managers"]["fairboost"]["decision_s"] for r in mine
+               if "decision_s" in r["managers"].get("fairboost", {})]
         won = sum(1 for r in mine if r["managers"].get("fairboost", {}).get("O", -1) > r["managers"].get("ga", {}).get(
             "O", math.inf))
         gap = fb.get("gap_to_optimum_median")
@@ -985,8 +986,8 @@ def _fairboost_targets(doc: dict[str, Any]) -> list[Section]:
                      f"×{fix(fb['O'] / gpu['O'], 2)} " + _met(fb["O"] >= 2.5 * gpu["O"]) if gpu.get("O") else DASH,
                      f"{fix(fb['J'], 3)} " + (_met(fb["J"] >= 0.9) if size == "3" else ""),
                      f"{pct(gap, 1, sign=True)} " + _met(gap >= -0.05) if is_num(gap) else DASH,
-                     f"{sig(statistics.median(dec), 3)} / {sig(max(dec), 3)} " + (_met(max(dec) <= 2.0) if size == "5" else "")
-                     if dec else DASH])
+                     (f"{sig(statistics.median(dec), 3)} / {sig(max(dec), 3)} "
+                      + (_met(max(dec) <= 2.0) if size == "5" else "")) if dec else DASH])
     return [("Against the issue's targets", (
         "`fairboost` as shipped. Targets: mean O above `ga`'s at every size, at least 2.5× `all-gpu`'s, J ≥ 0.9 on "
         "3-model mixes, median gap to the exact reference ≥ -5%, decision ≤ 2 s for 5 models (median / max over "
