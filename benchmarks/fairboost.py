@@ -50,6 +50,7 @@ SIZES = (3, 4, 5)
 MANAGERS: list[tuple[str, str, dict[str, Any]]] = [
     ("all-gpu", "all-gpu", {}), ("rr:cpu", "rr:cpu", {}), ("rr:gpu", "rr:gpu", {}), ("mosaic", "mosaic", {}),
     ("ga", "ga", {}), ("optimum", "optimum", {}), ("optimum-2", "optimum", {"blocks": 2, "limit": 60_000}),
+    ("optimum-j0.9", "optimum", {"min_jain": 0.9}),     # the exact best of the plans with J >= 0.9
 ]
 #: the learning manager (torch: not in --quick, whose test stays light): the planner as shipped
 #: (agent, then the annealed search seeded from its mapping and the baselines' plans), the agent's

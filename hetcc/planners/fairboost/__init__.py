@@ -62,10 +62,6 @@ class FairBoostOptions:
         return None
 
 
-#: the penalty a plan below ``min_jain`` takes on the key (more than any workload score spans)
-BELOW_FLOOR = 1e6
-
-
 def _starts(mix, agent_pipes, evaluations: int, with_agent: bool) -> list[tuple[str, tuple]]:
     """The labelled starts of search=anneal: the agent's mapping, the baselines' plans, and every
     assignment of whole models to devices (at most a quarter of the budget)."""
@@ -88,7 +84,7 @@ def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> W
     except ImportError as exc:   # torch / torchrl / gymnasium missing
         raise UsageError(f"--planner fairboost needs the learn extra ({exc.name} is missing): "
                          "pip install 'hetcc[learn]'") from None
-    from ..multi.plans import WORST, Scorer, mix_of, workload_plan
+    from ..multi.plans import Scorer, mix_of, workload_plan
 
     opts: FairBoostOptions = ctx.options
     path = Path(opts.agent).expanduser() if opts.agent else DEFAULT_AGENT
@@ -131,12 +127,7 @@ def _run(workload: WorkloadProblem, objective: Objective, ctx: PlanContext) -> W
         from .search import search
 
         def key(pipes):
-            try:
-                sc = scorer.score(scorer.predict(pipes))
-            except ValueError:
-                return WORST
-            k = scorer.metric.score_key(sc)
-            return k if sc.jain >= opts.min_jain else k + BELOW_FLOOR
+            return scorer.key(pipes, opts.min_jain)
 
         plans = max(1, opts.evaluations // mix.n_models)
         starts = _starts(mix, pipelines, plans, opts.agent_start)

@@ -39,6 +39,9 @@ class OptimumOptions:
     max_stages: int = field(default=3, metadata={"doc": "stages per pipeline at most (1 to the board's devices)"})
     limit: int = field(default=200_000, metadata={"doc": "the most combinations it enumerates; a larger space is "
                                                           "refused"})
+    min_jain: float = field(default=0.0, metadata={"doc": "fairness floor (0..1): the exact best among the plans "
+                                                          "with Jain J at least this (when none reaches it, the best "
+                                                          "of all); 0: off"})
 
     def validate(self) -> str | None:
         if self.blocks < 1:
@@ -47,6 +50,8 @@ class OptimumOptions:
             return f"max_stages={self.max_stages}: a pipeline has at least 1 stage"
         if self.limit < 1:
             return f"limit={self.limit}: enumerate at least 1 combination"
+        if not 0.0 <= self.min_jain <= 1.0:
+            return f"min_jain={self.min_jain:g}: Jain's index lies in 0..1"
         return None
 
 
@@ -87,7 +92,7 @@ def plan_optimum(workload: WorkloadProblem, objective: Objective, ctx: PlanConte
     best, best_key, seen = None, WORST, 0
     with ctx.progress.task("optimum", total=space) as bar:
         for combo in itertools.product(*cands):
-            k = scorer.key(combo)
+            k = scorer.key(combo, opts.min_jain)
             if k < best_key:
                 best, best_key = combo, k
             seen += 1
@@ -98,7 +103,7 @@ def plan_optimum(workload: WorkloadProblem, objective: Objective, ctx: PlanConte
     if best is None:
         raise InfeasibleError("optimum: no combination of the space can run")
     return workload_plan(workload, mix, best, scorer, {"space": space, "blocks": opts.blocks,
-                                                       "max_stages": opts.max_stages, "enumerated": seen,
+                                                       "max_stages": opts.max_stages, "min_jain": opts.min_jain, "enumerated": seen,
                                                        "complete": seen == space})
 
 

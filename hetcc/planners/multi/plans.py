@@ -55,6 +55,10 @@ def mix_of(workload: WorkloadProblem) -> MixProblem:
     return mix
 
 
+#: what a plan under a fairness floor adds to its key (more than any workload score spans)
+BELOW_FLOOR = 1e6
+
+
 class Scorer:
     """Scores pipelines for one objective (a workload metric) with the baseline computed once."""
 
@@ -77,13 +81,17 @@ class Scorer:
         return score(self.mix, np.where(np.isfinite(prediction.throughput), prediction.throughput, 0.0),
                      baseline=self.baseline)
 
-    def key(self, pipelines: Sequence[Pipeline]) -> float:
-        """The number to minimise (the metric negated); ``WORST`` for an illegal pipeline."""
+    def key(self, pipelines: Sequence[Pipeline], min_jain: float = 0.0) -> float:
+        """The number to minimise (the metric negated); ``WORST`` for an illegal pipeline. With a
+        fairness floor ``min_jain``, a plan whose Jain index is below it takes ``BELOW_FLOOR`` more: it
+        ranks after every plan that reaches the floor, and among such plans by the metric."""
         try:
             pred = self.predict(pipelines)
         except ValueError:
             return WORST
-        return self.metric.score_key(self.score(pred))
+        sc = self.score(pred)
+        k = self.metric.score_key(sc)
+        return k if sc.jain >= min_jain else k + BELOW_FLOOR
 
 
 def pipeline_json(mix: MixProblem, pipeline: Pipeline) -> list[dict[str, Any]]:

@@ -130,6 +130,24 @@ def test_optimum_equals_brute_force_enumeration(seed, metric):
     assert got.stats["space"] == math.prod(len(c) for c in cands)
 
 
+def test_optimum_under_a_fairness_floor_is_the_brute_force_best_that_reaches_it():
+    w = workload(3, (4, 5))
+    mix = mix_of(w)
+    cands = [list(all_pipelines(mix, m, boundaries(mix.n_layers(m), 3))) for m in range(2)]
+    scores = [score(mix, predict(mix, c).throughput) for c in itertools.product(*cands)]
+    free = run(w, "optimum", blocks=3)
+    assert free.stats["score"]["O"] == pytest.approx(max(s.overall for s in scores))
+    floor = (free.stats["score"]["J"] + max(s.jain for s in scores)) / 2     # above the free optimum's J
+    got = run(w, "optimum", blocks=3, min_jain=floor)
+    assert got.stats["score"]["J"] >= floor and got.stats["min_jain"] == floor
+    assert got.stats["score"]["O"] == pytest.approx(max(s.overall for s in scores if s.jain >= floor))
+    # a floor no plan reaches: the best of all, as without one
+    top = max(s.jain for s in scores)
+    assert top < 1.0
+    unreachable = run(w, "optimum", blocks=3, min_jain=(top + 1.0) / 2)
+    assert unreachable.stats["score"]["O"] == pytest.approx(free.stats["score"]["O"])
+
+
 @pytest.mark.multi
 def test_ga_is_seeded_never_below_the_baseline_and_near_the_optimum():
     needs("multi")
@@ -162,6 +180,7 @@ def test_the_genome_round_trips_a_pipeline():
     ("rr", {"quantum_ms": "0"}, "must be > 0"),
     ("optimum", {"blocks": "0"}, "at least 1 block"),
     ("optimum", {"colour": "red"}, "has no option"),
+    ("optimum", {"min_jain": "1.5"}, "Jain's index lies in 0..1"),
 ])
 def test_bad_options_are_one_line(planner, options, match):
     with pytest.raises(UsageError, match=match) as e:
