@@ -8,6 +8,7 @@ import json
 import math
 import re
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["int_in", "float_in", "finite", "json_text", "PlainTable", "PlainConsole", "make_table", "make_console",
@@ -170,3 +171,21 @@ def took(planner: Any, timed: float | None = None) -> str:
 
 def fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
+
+
+def check_output_file(path: Path, example: str) -> None:
+    """Refuse an ``-o`` file that cannot be written before minutes of work, not after: an empty name,
+    a folder or a non-file in the way, a missing or unwritable folder (one line each, exit 2)."""
+    import os
+
+    from hetcc.core.errors import UsageError
+    from hetcc.files.atomic import check_replaceable_file
+
+    if not str(path).strip():
+        raise UsageError(f"-o '': give a file name, e.g. -o {example}")
+    check_replaceable_file(path, "-o")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"-o {path}: the directory {parent} does not exist; create it or choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"-o {path}: the directory {parent} is not writable; choose another path")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hetcc.cli.common import int_in
+from hetcc.cli.common import check_output_file, int_in
 from hetcc.core.errors import UsageError
 from hetcc.core.limits import SEED_MAX
 from hetcc.measure.profile import (REPEATS_MAX, ProfileResult, choose_levels, load_program, note, observations,
@@ -37,20 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(the layers are always measured afresh; the new figure replaces the cached one, which "
                         "hetcc compile --target host then uses), as hetcc compile --reprofile does")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-
-
-def _check_output(path: Path) -> None:
-    """Refuse an output that cannot be written before minutes of profiling, not after."""
-    from hetcc.files.atomic import check_replaceable_file
-
-    if not str(path).strip():
-        raise UsageError("-o '': give a file name, e.g. -o measurements.csv")
-    check_replaceable_file(path, "-o")
-    parent = path.parent
-    if not parent.is_dir():
-        raise UsageError(f"-o {path}: the directory {parent} does not exist; create it or choose another path")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"-o {path}: the directory {parent} is not writable; choose another path")
 
 
 def _check_target(target: Any) -> None:
@@ -105,7 +91,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from hetcc.targets import load_target
 
     out = Path(args.output)
-    _check_output(out)
+    check_output_file(out, "measurements.csv")
     from hetcc.files.atomic import check_not_an_input
 
     check_not_an_input(out, "-o", [args.model, args.target])

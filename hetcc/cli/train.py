@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hetcc.cli.common import check_output_file
 from hetcc.core.errors import UsageError
 from hetcc.core.limits import SEED_MAX
 
@@ -150,6 +151,7 @@ def cmd_train(args: Any) -> int:
     out = Path(args.output)
     if not args.output.strip() or out.is_dir():
         raise UsageError(f"-o {args.output!r}: give a file name, e.g. -o agent.pt")
+    check_output_file(out, "agent.pt")     # before any model is analysed, not at the first checkpoint
     if args.what == "autoscale":
         return _train_autoscale(args, out, time.perf_counter())
     for flag, value in (("--runs", args.runs), ("--transfer-from", args.transfer_from)):

@@ -249,7 +249,7 @@ class FairBoostEnv(gym.Env):
         floor (-1, LOG_FLOOR) and None for a pipeline with an illegal stage (e.g. over a device's
         capacity)."""
         mix = self.w.mix
-        floor = -1.0 if self.reward == "alg1" else LOG_FLOOR
+        floor = self._floor()
         try:
             for m, p in enumerate(pipelines):
                 mix.check(m, p)
@@ -264,12 +264,16 @@ class FairBoostEnv(gym.Env):
         o = workload_throughput(x) / self._base_tw * jain(x, mix.ideal())
         return (max(floor, float(np.log(o))) if o > 0 else floor), x
 
+    def _floor(self) -> float:
+        """The potential of a mapping that cannot run: Alg. 1's least reward, or ``LOG_FLOOR``."""
+        return -1.0 if self.reward == "alg1" else LOG_FLOOR
+
     def potential(self) -> float:
         if not self.rewards:
             return 0.0
         pipes = self.pipelines()
-        if pipes is None:
-            return -1.0
+        if pipes is None:                      # the masking keeps every state completable: defensive
+            return self._floor()
         key = (self.w.key, tuple(sorted(zip(self.w.mix.names, pipes))))
         hit = self.cache.table.get(key)
         if hit is not None:

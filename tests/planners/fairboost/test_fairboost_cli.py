@@ -46,3 +46,12 @@ def test_the_shipped_files_match_their_recorded_sha256_and_command():
     assert doc["agent"]["command"].startswith("hetcc train fairboost --target orangepi5 ")
     assert doc["agent"]["vqvae_sha256"] == doc["vqvae"]["sha256"]
     assert doc["vqvae"]["command"].startswith("hetcc train vqvae ")
+
+
+@pytest.mark.parametrize("what", ["fairboost", "vqvae", "autoscale"])
+def test_train_into_a_missing_folder_is_one_line_before_any_work(what, capsys, tmp_path):
+    out = tmp_path / "nowhere" / "agent.pt"
+    assert main(["train", what, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "does not exist; create it or choose another path" in err and "nowhere" in err and len(err.splitlines()) == 1
+    assert not out.parent.exists()
