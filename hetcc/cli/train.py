@@ -46,7 +46,7 @@ def add_arguments(parser: Any) -> Any:
                         help="most models in a mix, and what the agent's observation holds (5, the paper's)")
     parser.add_argument("--warmup", type=int_in(0, STEPS_MAX), help="steps before learning starts (default 1000)")
     parser.add_argument("--vqvae", metavar="FILE", help="VQ-VAE state (default: the shipped one)")
-    parser.add_argument("--reward", choices=("overall", "alg1"), default="overall",
+    parser.add_argument("--reward", choices=("overall", "alg1"), default=None,
                         help="fairboost: what the agent learns to raise: overall, log O = T_norm x J (default; the "
                              "planners' objective), or alg1, FairBoost's Algorithm 1 reward")
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT.ckpt (same options)")
@@ -142,7 +142,7 @@ def _command(args: Any, steps: int) -> str:
             parts += ["--warmup", str(args.warmup)]
         if args.vqvae:
             parts += ["--vqvae", Path(args.vqvae).name]
-        if args.reward != "overall":
+        if args.reward not in (None, "overall"):
             parts += ["--reward", args.reward]
     return " ".join(parts)
 
@@ -152,6 +152,8 @@ def cmd_train(args: Any) -> int:
     if not args.output.strip() or out.is_dir():
         raise UsageError(f"-o {args.output!r}: give a file name, e.g. -o agent.pt")
     check_output_file(out, "agent.pt")     # before any model is analysed, not at the first checkpoint
+    if args.reward is not None and args.what != "fairboost":
+        raise UsageError(f"--reward is an option of hetcc train fairboost; {args.what} has no reward to choose")
     if args.what == "autoscale":
         return _train_autoscale(args, out, time.perf_counter())
     for flag, value in (("--runs", args.runs), ("--transfer-from", args.transfer_from)):
@@ -232,7 +234,7 @@ def _train_fairboost(args: Any, problems: dict[str, Any], out: Path, t0: float) 
     devices = mix_of(WorkloadProblem((first,), ("m",))).devices
     steps = args.steps or TrainConfig.steps
     config = TrainConfig(steps=steps, seed=args.seed, min_models=args.min_models, max_models=args.max_models,
-                         reward=args.reward,
+                         reward=args.reward or "overall",
                          **({"warmup": args.warmup} if args.warmup is not None else {}))
     net = NetConfig(devices=len(devices), max_models=args.max_models, rows=ROWS)
     pool = Pool.build(problems, codec, net.rows)

@@ -55,3 +55,10 @@ def test_train_into_a_missing_folder_is_one_line_before_any_work(what, capsys, t
     err = capsys.readouterr().err.strip()
     assert "does not exist; create it or choose another path" in err and "nowhere" in err and len(err.splitlines()) == 1
     assert not out.parent.exists()
+
+
+@pytest.mark.parametrize("what", ["vqvae", "autoscale"])
+def test_reward_is_refused_where_there_is_none_to_choose(what, capsys, tmp_path):
+    assert main(["train", what, "-o", str(tmp_path / "x"), "--reward", "alg1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--reward is an option of hetcc train fairboost" in err and len(err.splitlines()) == 1
