@@ -176,7 +176,7 @@ def load_agent(path: str | Path) -> LoadedAgent:
     net = build_network(cfg)
     net.load_state_dict(state["network"])
     net.eval()
-    meta = {k: v for k, v in state.items() if k not in ("network", "vqvae", "optimizer", "target", "format")}
+    meta = {k: v for k, v in state.items() if k not in ("network", "vqvae", "optimizer", "format")}
     return LoadedAgent(net, Codec(state["vqvae"]), str(p), sha256_of(p), meta)
 
 

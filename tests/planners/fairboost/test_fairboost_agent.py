@@ -102,6 +102,7 @@ def test_the_planner_plans_with_an_agent_file_and_records_it(tiny_agent):
         pipe = mix.pipeline_of(m, got.plans[m].slices)
         mix.check(m, pipe)
     assert got.stats["agent"]["sha256"] == sha256_of(path) and got.stats["agent"]["file"] == str(path)
+    assert got.stats["agent"]["target"] == "synthetic"          # the board it was trained on, from its file
     assert got.stats["score"]["O"] > 0 and got.planner == "fairboost"
     again = plan(w, Objective("overall"), "fairboost", {"agent": str(path)}, PlanContext(0))
     assert [p.slices for p in again.plans] == [p.slices for p in got.plans]
