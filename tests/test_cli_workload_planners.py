@@ -106,3 +106,22 @@ def test_a_contention_block_naming_another_model_is_refused(capsys, models, tmp_
     path.write_text(json.dumps(doc))
     with pytest.raises(ManifestError, match=r"workload\.contention\.models.*names models"):
         load_manifest(out)
+
+
+@pytest.mark.learn
+@pytest.mark.multi
+def test_fairboost_records_its_agent_and_inspect_names_it(capsys, models, tmp_path):
+    needs("learn", "torch", "torchrl")
+    from hetcc.planners.fairboost import DEFAULT_AGENT, SHIPPED_NAME
+    from hetcc.planners.fairboost.agent import sha256_of
+
+    out = tmp_path / "mix"
+    code, _, err = run(capsys, "compile", *models, "--target", "orangepi5", "--planner", "fairboost",
+                       "--planner-option", "evaluations=200", "-o", str(out))
+    assert code == 0, err
+    agent = load_manifest(out).workload.planner.stats["agent"]
+    assert agent["file"] == SHIPPED_NAME and agent["sha256"] == sha256_of(DEFAULT_AGENT)
+    assert agent["target"] == "orangepi5"
+    code, text, err = run(capsys, "inspect", str(out))
+    assert code == 0, err
+    assert f"agent {SHIPPED_NAME} (sha256 {agent['sha256'][:12]}…, trained on orangepi5" in text

@@ -882,6 +882,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                       + f"; planner {w.planner.name}{took(w.planner, _timed(root, 'workload'))}")
         if not w.feasible:
             console.print("  [bold]INFEASIBLE[/bold]: " + ("; ".join(w.violations) or "(no reason recorded)"))
+        agent = w.planner.stats.get("agent") if isinstance(w.planner.stats, dict) else None
+        if isinstance(agent, dict):          # a learning planner's agent: which file planned it
+            console.print(f"  agent {agent.get('file')} (sha256 {str(agent.get('sha256', '?'))[:12]}…"
+                          + (f", trained on {agent['target']}" if agent.get("target") else "")
+                          + (f", {agent['steps']} steps" if agent.get("steps") else "") + ")", highlight=False)
         if w.contention is not None:
             from hetcc.cli.contention_view import print_contention
 
