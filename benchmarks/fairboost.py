@@ -190,7 +190,9 @@ def board_agent(target: str, given: Path | None, models_dir: Path, shipped: str)
         resume = ["--resume"] if Path(str(path) + ".ckpt").is_file() else []
         print(f"training the {target} agent: {' '.join(words + resume)}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hetcc.cli", *words[1:], *resume], check=True)
+        if subprocess.run([sys.executable, "-m", "hetcc.cli", *words[1:], *resume]).returncode != 0:
+            raise SystemExit(f"fairboost: training the {target} agent failed (its message above); "
+                             f"a run cut short resumes from {path}.ckpt")
         print(f"trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "command": command if given is None else None}
@@ -406,6 +408,16 @@ def main(argv: list[str] | None = None) -> int:
     if mixes < 1 or min(sizes) < 2:
         print("error: --mixes must be >= 1 and every --sizes entry >= 2", file=sys.stderr)
         return 2
+    for flag, board in (("--target", args.target), ("--transfer", args.transfer)):
+        if board not in (None, "none"):
+            from hetcc.core.errors import HetccError
+            from hetcc.targets import load_target
+
+            try:
+                load_target(board)
+            except HetccError as exc:      # before any mix is planned, not after
+                print(f"error: {flag} {board}: {exc}", file=sys.stderr)
+                return 2
     date = utc_now()
     pool = board_pool(args, args.target, source)
     if max(sizes) > len(pool):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -68,9 +69,10 @@ def test_the_transfer_board_agent_is_trained_once_with_the_shipped_command_and_c
     bench = load("fairboost")
     runs = []
 
-    def fake_run(cmd, check):
+    def fake_run(cmd):
         runs.append(cmd)
         Path(cmd[cmd.index("-o") + 1]).write_bytes(b"agent")
+        return SimpleNamespace(returncode=0)
 
     monkeypatch.setattr("subprocess.run", fake_run)
     shipped = "hetcc train fairboost --target orangepi5 -o agent.pt --seed 3 --steps 500"
@@ -84,3 +86,20 @@ def test_the_transfer_board_agent_is_trained_once_with_the_shipped_command_and_c
     assert len(runs) == 2 and other["path"] != first["path"]
     with pytest.raises(SystemExit, match="--transfer-agent .* does not exist; train one with hetcc train fairboost"):
         bench.board_agent("odroid-n2plus", tmp_path / "missing.pt", tmp_path, shipped)
+
+
+@pytest.mark.parametrize("flag", ["--target", "--transfer"])
+def test_an_unknown_board_is_one_line_before_any_mix(flag, tmp_path, capsys):
+    bench = load("fairboost")
+    out = tmp_path / "x.json"
+    assert bench.main(["--quick", flag, "nosuch", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {flag} nosuch: unknown target 'nosuch'") and "mix of" not in err
+    assert not out.exists()
+
+
+def test_a_failed_training_of_the_transfer_agent_is_one_line(tmp_path, monkeypatch):
+    bench = load("fairboost")
+    monkeypatch.setattr("subprocess.run", lambda cmd: SimpleNamespace(returncode=2))
+    with pytest.raises(SystemExit, match=r"training the odroid-n2plus agent failed \(its message above\)"):
+        bench.board_agent("odroid-n2plus", None, tmp_path, "hetcc train fairboost --target orangepi5 -o agent.pt")
