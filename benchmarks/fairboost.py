@@ -175,6 +175,8 @@ def board_agent(target: str, given: Path | None, models_dir: Path, shipped: str)
     import shlex
     import subprocess
 
+    from hetcc.planners.fairboost.agent import sha256_of
+
     words = shlex.split(shipped)
     if words[:3] != ["hetcc", "train", "fairboost"] or "--target" not in words or "-o" not in words:
         raise SystemExit(f"fairboost: the shipped agent's command {shipped!r} is not a hetcc train fairboost command")
@@ -194,20 +196,20 @@ def board_agent(target: str, given: Path | None, models_dir: Path, shipped: str)
             raise SystemExit(f"fairboost: training the {target} agent failed (its message above); "
                              f"a run cut short resumes from {path}.ckpt")
         print(f"trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    return {"path": str(path), "sha256": sha256_of(path),
             "command": command if given is None else None}
 
 
 def training_record(path: Path, command: str | None = None) -> dict[str, Any]:
     """What an agent file says of its training run (FairBoost Fig. 7): the command, the run's size and
     time, and its curve (final reward minus the all-gpu baseline's, per 50 environment steps)."""
-    import hashlib
-
     import torch
+
+    from hetcc.planners.fairboost.agent import sha256_of
 
     state = torch.load(path, map_location="cpu", weights_only=True)
     curve = [{k: float(c[k]) for k in ("step", "min", "mean", "max")} for c in state.get("curve") or []]
-    return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    return {"file": path.name, "sha256": sha256_of(path),
             "command": state.get("command") or command, "target": state.get("target"), "seed": state.get("seed"),
             "reward": (state.get("train_config") or {}).get("reward", "alg1"),   # before --reward: Alg. 1
             "steps": state.get("steps"), "updates": state.get("updates"), "episodes": state.get("episodes"),
@@ -348,11 +350,9 @@ def run_mixes(what: str, args: argparse.Namespace, sizes: tuple[int, ...], mixes
 
 
 def run_transfer(args: argparse.Namespace, sizes: tuple[int, ...], mixes: int, ga: dict[str, int],
-                 source: str) -> dict[str, Any]:
-    """Sec. 5.4: the same seeded mixes on ``args.transfer``, the shipped agent against one trained there."""
-    from hetcc.planners.fairboost import DEFAULT_AGENT
-
-    shipped = training_record(DEFAULT_AGENT)["command"]
+                 source: str, shipped: str) -> dict[str, Any]:
+    """Sec. 5.4: the same seeded mixes on ``args.transfer``, the shipped agent (trained by the command
+    ``shipped``) against one trained there."""
     agent = board_agent(args.transfer, args.transfer_agent, args.models_dir, shipped)
     pool = with_switch(board_pool(args, args.transfer, source), args.transfer)
     managers = [(label, planner, {k: agent["path"] if v == AGENT_HERE else v for k, v in opts.items()})
@@ -408,8 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     if mixes < 1 or min(sizes) < 2:
         print("error: --mixes must be >= 1 and every --sizes entry >= 2", file=sys.stderr)
         return 2
+    args.transfer = args.transfer or ("none" if args.quick else "odroid-n2plus")
     for flag, board in (("--target", args.target), ("--transfer", args.transfer)):
-        if board not in (None, "none"):
+        if board != "none":
             from hetcc.core.errors import HetccError
             from hetcc.targets import load_target
 
@@ -429,18 +430,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_mixes("", args, sizes, mixes, pool, managers, ga)
     summary = summarise(rows, labels)
     show(summary, labels)
-    transfer = None
-    if (args.transfer or ("none" if args.quick else "odroid-n2plus")) != "none":
-        args.transfer = args.transfer or "odroid-n2plus"
-        transfer = run_transfer(args, sizes, mixes, ga, source)
-    out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
-    training: dict[str, Any] = {}
-    if not args.quick:
+    transfer, training = None, {}
+    if not args.quick or args.transfer != "none":       # the shipped agent's file, read once
         from hetcc.planners.fairboost import DEFAULT_AGENT
 
-        training["orangepi5"] = training_record(DEFAULT_AGENT)
-    if transfer:
+        shipped = training_record(DEFAULT_AGENT)
+        if not args.quick:
+            training["orangepi5"] = shipped
+    if args.transfer != "none":
+        transfer = run_transfer(args, sizes, mixes, ga, source, shipped["command"])
         training[transfer["target"]] = transfer.pop("training")
+    out = args.out or RESULTS_DIR / (f"{SCRIPT}-quick.json" if args.quick else f"{SCRIPT}.json")
     plots = [] if args.quick else plot(out, summary, labels, transfer, training)
     write_json({"script": SCRIPT, "date": date, "machine": machine_info(),
                 "args": {"quick": args.quick, "mixes": mixes, "sizes": list(sizes), "seed": args.seed,

@@ -1042,7 +1042,7 @@ def _fairboost_training(training: Any) -> list[Section]:
             last = max(c["step"] for c in curve)
             for k in range(5):
                 part = [c["mean"] for c in curve if k * last / 5 < c["step"] <= (k + 1) * last / 5]
-                fifths.append(f"{part and statistics.fmean(part):+.3f}" if part else DASH)
+                fifths.append(f"{statistics.fmean(part):+.3f}" if part else DASH)
         rows.append([board, f"`{t.get('command') or DASH}`", f"`{t.get('reward', DASH)}`", cell(t.get("steps")),
                      cell(t.get("updates")),
                      cell(t.get("episodes")), fix(t.get("seconds"), 0), " / ".join(fifths) or DASH,
@@ -1718,12 +1718,13 @@ def embed_regions(text: str, page: Path, docs: dict[str, dict[str, Any]], docs_d
     return EMBED.sub(fill, text)
 
 
-def embedding_pages(docs_root: Path, docs_dir: Path) -> list[Path]:
-    """The docs pages (outside the generated folder) that embed a result section."""
+def embedding_pages(docs_root: Path, docs_dir: Path) -> dict[Path, str]:
+    """The docs pages (outside the generated folder) that embed a result section, with their text."""
     if not docs_root.is_dir():
-        return []
-    return sorted(p for p in docs_root.rglob("*.md") if docs_dir.resolve() not in p.resolve().parents
-                  and "<!-- table: " in p.read_text(encoding="utf-8"))
+        return {}
+    pages = {p: p.read_text(encoding="utf-8") for p in sorted(docs_root.rglob("*.md"))
+             if docs_dir.resolve() not in p.resolve().parents}
+    return {p: text for p, text in pages.items() if "<!-- table: " in text}
 
 
 def render_index(pages: list[tuple[str, dict[str, Any]]]) -> str:
@@ -1763,8 +1764,8 @@ def plan(results: Path, docs_dir: Path, scripts: Path, readme: Path | None) -> t
         if 0 <= i < j:
             prefix = os.path.relpath(docs_dir, readme.resolve().parent).replace(os.sep, "/") + "/"
             new_readme = (readme, text[:i + len(START)] + readme_region(docs, prefix) + text[j:])
-    for page in embedding_pages(docs_dir.parent, docs_dir):
-        files[page] = embed_regions(page.read_text(encoding="utf-8"), page, docs, docs_dir).encode()
+    for page, text in embedding_pages(docs_dir.parent, docs_dir).items():
+        files[page] = embed_regions(text, page, docs, docs_dir).encode()
     return files, new_readme
 
 

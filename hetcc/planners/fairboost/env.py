@@ -51,7 +51,7 @@ import numpy as np
 
 from ..multi.contention import predict
 from ..multi.mix import MixProblem, Pipeline, Stage
-from ..multi.scores import ALPHA, BETA, GAMMA, jain, reward as alg1_reward, workload_throughput
+from ..multi.scores import ALPHA, BETA, GAMMA, baseline_throughput, reward as alg1_reward, score
 from .features import blocks as block_runs
 
 LATENT = 8
@@ -260,8 +260,8 @@ class FairBoostEnv(gym.Env):
         if self.reward == "alg1":
             return float(alg1_reward(x, mix.ideal(), self.alpha, self.beta, self.gamma)), x
         if self._base_tw is None:
-            self._base_tw = workload_throughput(predict(mix, self._baseline).throughput)
-        o = workload_throughput(x) / self._base_tw * jain(x, mix.ideal())
+            self._base_tw = baseline_throughput(mix)
+        o = score(mix, x, baseline=self._base_tw).overall
         return (max(floor, float(np.log(o))) if o > 0 else floor), x
 
     def _floor(self) -> float:
