@@ -207,6 +207,28 @@ def test_training_beats_chance_and_is_seeded():
     assert decision_us(b, qt, n=50) > 0 and decision_us(b, qt, n=50, training=True) > 0
 
 
+def test_selection_ceilings_count_state_aliasing_and_near_ties():
+    """summarize's bounds from hand-made records: 3 actions, 4 inferences in two states of one network."""
+    from hetcc.experiments.autoscale.train import RunRecord
+
+    en = np.array([[10.0, 10.05, 20.0],     # state A: Opt 0, action 1 within 0.5%: a 1% tie, not a 0.1% one
+                   [10.0, 10.005, 20.0],    # state A: Opt 0, action 1 within 0.05%: both ties
+                   [10.0, 12.0, 9.0],       # state A: action 2 cheaper but misses QoS: Opt 0, no tie
+                   [20.0, 10.0, 10.001]])   # state B: Opt 1, action 2 within 0.01% but not allowed
+    lat = np.array([[10.0, 10.0, 10.0], [10.0, 10.0, 10.0], [10.0, 10.0, 60.0], [10.0, 10.0, 10.0]])
+    rec = RunRecord("net", lat, en, 50.0, expected_latency_ms=lat, expected_energy_mj=en,
+                    expected_best_reward=np.array([0, 0, 0, 1]), keys=["A", "A", "A", "B"],
+                    allowed=np.array([True, True, False]))
+    rec.choices = {p: np.array([0, 0, 0, 1]) for p in ("AutoScale", "AutoScale(frozen)", "Opt", "Opt(hindsight)",
+                                                       "Opt(reward)", "Edge(CPU FP32)")}
+    sel = summarize([rec])["selection"]
+    assert sel["state_ceiling"] == 1.0 and sel["tie_0.01"] == 0.5 and sel["tie_0.001"] == 0.25
+    rec.keys = ["A", "A", "A", "A"]              # one state: Opt's 0 covers 3 of 4, what a state policy can match
+    rec.allowed = np.array([True, True, True])   # action 2 allowed: B's 0.01% tie counts
+    sel = summarize([rec])["selection"]
+    assert sel["state_ceiling"] == 0.75 and sel["tie_0.001"] == 0.5 and sel["tie_0.01"] == 0.75
+
+
 def test_a_table_trained_on_one_board_speeds_up_another():
     src, dst = board(freqs=(1000, 2000)), board(freqs=(800, 1600, 2400), scale=1.1)
     qt = train(src, runs=20, seed=0)
@@ -275,6 +297,10 @@ def test_cli_trains_a_qtable_and_transfers_it(tmp_path, capsys):
     (["--steps", "5"], "--runs"),
     (["--transfer-from", "missing.json"], "missing.json"),
     (["--target", "nope"], "unknown target 'nope'"),
+    (["--hyper", "gamma=1"], "--hyper 'gamma=1': expected KEY=VALUE with KEY one of learning_rate"),
+    (["--hyper", "alpha"], "--hyper 'alpha': expected KEY=VALUE"),
+    (["--hyper", "alpha=x"], "'x' is not a number"),
+    (["--hyper", "lr=2"], "hyper.learning_rate: expected a number in [0, 1]"),
 ])
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, words):
     from hetcc.cli.app import main
@@ -286,8 +312,33 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, wor
     assert not (tmp_path / "q.json").exists()
 
 
+def test_cli_hyper_is_trained_with_and_kept(tmp_path):
+    """--hyper sets the table's hyper-parameters and Eq. 5's weights for the training: with alpha = beta = 0
+    the reward ranks by energy alone, so the learned values differ from the default's; a transfer keeps them."""
+    from hetcc.cli.app import main
+
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    base, zero = tmp_path / "q.json", tmp_path / "q0.json"
+    assert main(["train", "autoscale", "-o", str(base), "--models", str(model), "--runs", "2", "-q"]) == 0
+    assert main(["train", "autoscale", "-o", str(zero), "--models", str(model), "--runs", "2", "-q",
+                 "--hyper", "alpha=0", "--hyper", "beta=0", "--hyper", "lr=0.5"]) == 0
+    q, q0 = QTable.load(base), QTable.load(zero)
+    assert (q.hyper.alpha, q.hyper.beta, q.hyper.learning_rate) == (0.1, 0.1, 0.9)
+    assert (q0.hyper.alpha, q0.hyper.beta, q0.hyper.learning_rate) == (0.0, 0.0, 0.5)
+    assert "--hyper alpha=0 --hyper beta=0 --hyper lr=0.5" in q0.trained["command"]
+    key = q.states[0]
+    assert not np.allclose(q.values(key), q0.values(key))
+    moved = tmp_path / "moved.json"
+    assert main(["train", "autoscale", "--target", "motox-force", "-o", str(moved), "--models", str(model),
+                 "--runs", "1", "--transfer-from", str(zero), "-q", "--hyper", "discount=0.2"]) == 0
+    h = QTable.load(moved).hyper
+    assert (h.alpha, h.beta, h.learning_rate, h.discount) == (0.0, 0.0, 0.5, 0.2)
+
+
 def test_cli_fairboost_refuses_autoscale_options(capsys):
     from hetcc.cli.app import main
 
     assert main(["train", "fairboost", "-o", "a.pt", "--runs", "3"]) == 2
     assert "--runs is an option of hetcc train autoscale" in capsys.readouterr().err
+    assert main(["train", "fairboost", "-o", "a.pt", "--hyper", "alpha=0"]) == 2
+    assert "--hyper is an option of hetcc train autoscale" in capsys.readouterr().err

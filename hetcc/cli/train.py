@@ -1,7 +1,8 @@
 """``hetcc train fairboost --target orangepi5 -o agent.pt`` (FairBoost's agent),
 ``hetcc train vqvae -o vqvae.pt`` (its VQ-VAE): the command line of ``hetcc.planners.fairboost.train``;
 and ``hetcc train autoscale --target mi8pro-edge-cloud -o qtable.json`` (AutoScale's Q-table, trained
-in the simulated environment of ``hetcc.experiments.autoscale``; ``--runs``, ``--transfer-from``).
+in the simulated environment of ``hetcc.experiments.autoscale``; ``--runs``, ``--transfer-from``,
+``--hyper``).
 
 The models are the zoo's (``--models`` picks some), analysed for the target once and cached
 (``$HETCC_CACHE_DIR/fairboost/``); the VQ-VAE is the shipped one unless ``--vqvae`` names another.
@@ -55,6 +56,10 @@ def add_arguments(parser: Any) -> Any:
                              "Sec. 5.3)")
     parser.add_argument("--transfer-from", metavar="QTABLE",
                         help="autoscale: start from a table trained on another board (AutoScale Fig. 14's transfer)")
+    parser.add_argument("--hyper", action="append", metavar="KEY=VALUE", default=None,
+                        help="autoscale: a hyper-parameter the table is trained with and keeps (repeatable): "
+                             "learning_rate (lr), discount, epsilon (Alg. 1; 0.9, 0.1, 0.1), alpha, beta (Eq. 5's "
+                             "weights of the QoS slack and the accuracy; 0.1 each), qos_penalty (100)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     return parser
 
@@ -156,7 +161,7 @@ def cmd_train(args: Any) -> int:
         raise UsageError(f"--reward is an option of hetcc train fairboost; {args.what} has no reward to choose")
     if args.what == "autoscale":
         return _train_autoscale(args, out, time.perf_counter())
-    for flag, value in (("--runs", args.runs), ("--transfer-from", args.transfer_from)):
+    for flag, value in (("--runs", args.runs), ("--transfer-from", args.transfer_from), ("--hyper", args.hyper)):
         if value is not None:
             raise UsageError(f"{flag} is an option of hetcc train autoscale; {args.what} takes --steps")
     if args.target is None:
@@ -264,6 +269,35 @@ def _train_fairboost(args: Any, problems: dict[str, Any], out: Path, t0: float) 
     return 0
 
 
+#: ``--hyper`` names the fields of ``hetcc.runtime.autoscale.Hyper``; ``lr`` is short for learning_rate
+HYPER_ALIASES = {"lr": "learning_rate"}
+
+
+def _hyper(items: list[str], base: Any = None) -> Any:
+    """The ``Hyper`` of ``--hyper KEY=VALUE`` items over ``base`` (the defaults, or a transferred
+    table's); UsageError naming the item that is not one."""
+    import dataclasses
+
+    from hetcc.runtime.autoscale import Hyper
+    from hetcc.runtime.errors import PolicyError
+
+    names = [f.name for f in dataclasses.fields(Hyper)]
+    changes: dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = HYPER_ALIASES.get(key.strip(), key.strip())
+        if not sep or key not in names:
+            raise UsageError(f"--hyper {item!r}: expected KEY=VALUE with KEY one of {', '.join(names)} (or lr)")
+        try:
+            changes[key] = float(value)
+        except ValueError:
+            raise UsageError(f"--hyper {item!r}: {value.strip()!r} is not a number") from None
+    try:
+        return (base or Hyper()).replace(**changes)
+    except PolicyError as e:
+        raise UsageError(f"--hyper: {e}") from None
+
+
 def _train_autoscale(args: Any, out: Path, t0: float) -> int:
     import json
 
@@ -289,9 +323,11 @@ def _train_autoscale(args: Any, out: Path, t0: float) -> int:
             init = QTable.load(args.transfer_from)
         except PolicyError as e:
             raise UsageError(f"--transfer-from: {e}") from None
-    board = load_board(args.target, names)
+    hyper = _hyper(args.hyper or [], init.hyper if init is not None else None)
+    board = load_board(args.target, names, hyper=hyper)
     if init is not None:
         init = init.transfer(board.action_info)
+        init.hyper = hyper
     runs = args.runs or 100
     total = 64 * len(board.models) * runs
     bar = _bar(args.quiet, total, "autoscale")
@@ -309,7 +345,8 @@ def _train_autoscale(args: Any, out: Path, t0: float) -> int:
     qt.trained["command"] = " ".join(["hetcc train autoscale --target", args.target, "-o", out.name, "--seed",
                                       str(args.seed), "--runs", str(runs)]
                                      + (["--models", args.models] if args.models else [])
-                                     + (["--transfer-from", Path(args.transfer_from).name] if args.transfer_from else []))
+                                     + (["--transfer-from", Path(args.transfer_from).name] if args.transfer_from else [])
+                                     + [f"--hyper {item}" for item in args.hyper or []])
     if args.transfer_from:
         qt.trained["transfer_from"] = Path(args.transfer_from).name
     data = (json.dumps(qt.to_json(), indent=1, allow_nan=False) + "\n").encode()

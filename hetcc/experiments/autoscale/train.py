@@ -84,6 +84,8 @@ class RunRecord:
     expected_latency_ms: np.ndarray | None = None
     expected_energy_mj: np.ndarray | None = None
     expected_best_reward: np.ndarray | None = None    # the largest Eq. 5 reward in expectation, per inference
+    keys: list[str] | None = None                     # the state key (Table 1) each inference saw
+    allowed: np.ndarray | None = None                 # [A]: the actions meeting the accuracy target
 
     def stats(self, policy: str) -> dict[str, float]:
         c = self.choices[policy]
@@ -115,6 +117,7 @@ def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: in
         rng = np.random.default_rng([seed, 0x5A, m])
         _, info = gym_env.reset()
         lat, en, agent, agent_on, opt, opt_h, opt_r, exp_lat, exp_en, exp_r = [], [], [], [], [], [], [], [], [], []
+        keys: list[str] = []
         while True:
             key, allowed = info["key"], info["allowed"]
             a = qtable.choose(key, rng, allowed, explore=False)
@@ -134,12 +137,13 @@ def evaluate(board: Board, qtable: QTable, env: Environment | str, per_model: in
             exp_lat.append(e.latency_ms)
             exp_en.append(e.energy_mj)
             exp_r.append(e.best_reward)
+            keys.append(key)
             if truncated:
                 break
             info = nxt
         rec = RunRecord(model.name, np.array(lat), np.array(en), model.qos_ms,
                         expected_latency_ms=np.array(exp_lat), expected_energy_mj=np.array(exp_en),
-                        expected_best_reward=np.array(exp_r))
+                        expected_best_reward=np.array(exp_r), keys=keys, allowed=board.allowed(m).copy())
         T = len(agent)
         rec.choices["AutoScale"] = np.array(agent_on)
         rec.choices["AutoScale(frozen)"] = np.array(agent)
@@ -261,7 +265,44 @@ def summarize(records: list[RunRecord], board: Board | None = None) -> dict[str,
         # ... and AutoScale's choice is Eq. 5's best in expectation (how well it learned its reward)
         "reward_expected": float(np.mean(agent == best_r)),
     }
+    if all(r.keys is not None and r.allowed is not None for r in records):
+        out["selection"].update(_ceilings(records))
     if board is not None:   # the same execution target (processor and precision, any V/F step) as Opt
         target = np.array([f"{a.get('device')}:{a.get('precision')}" for a in board.action_info])
         out["selection"]["target"] = float(np.mean(target[agent] == target[opt]))
+    return out
+
+
+#: the energy margins of the near-tie shares ``summarize`` reports (relative to Opt's energy)
+TIE_MARGINS = (0.001, 0.01)
+
+
+def _ceilings(records: list[RunRecord]) -> dict[str, float]:
+    """What bounds the selection accuracy, from the records alone (all in expectation):
+
+    * ``state_ceiling``: the best any policy over Table 1's states can do: per (network, state
+      key), the share of its inferences Opt's most frequent action there covers (a policy sees the
+      state's bins, not the co-runner use or the signal inside them; Opt does);
+    * ``tie_<margin>``: the share of inferences where another allowed action comes within
+      ``margin`` of Opt's energy while meeting QoS wherever Opt does: a pair that a learner
+      estimating energy from noisy latencies cannot order without many samples of each."""
+    groups: dict[tuple[str, str], dict[int, int]] = {}
+    ties = dict.fromkeys(TIE_MARGINS, 0)
+    total = 0
+    for r in records:
+        opt = r.choices["Opt"]
+        t = np.arange(len(opt))
+        for k, o in zip(r.keys or (), opt):
+            g = groups.setdefault((r.model, k), {})
+            g[int(o)] = g.get(int(o), 0) + 1
+        en, lat = r.expected_energy_mj, r.expected_latency_ms
+        opt_meets = lat[t, opt] < r.qos_ms
+        ok = r.allowed[None, :] & ((lat < r.qos_ms) | ~opt_meets[:, None])
+        ok[t, opt] = False
+        runner_up = np.where(ok, en, np.inf).min(axis=1)
+        for m in TIE_MARGINS:
+            ties[m] += int(np.sum(runner_up <= en[t, opt] * (1.0 + m)))
+        total += len(opt)
+    out = {"state_ceiling": sum(max(g.values()) for g in groups.values()) / max(total, 1)}
+    out.update({f"tie_{m:g}": ties[m] / max(total, 1) for m in TIE_MARGINS})
     return out
