@@ -1445,9 +1445,9 @@ def r_autoscale(doc: dict[str, Any]) -> list[Section]:
              f"{pct(sel.get('reward_ceiling'), 1)} / {pct(sel.get('reward_expected'), 1)}"),
             ("  same action as Opt(hindsight) (how often Opt is Opt(hindsight)'s choice)",
              f"{pct(sel.get('opt_hindsight'), 1)} ({pct(sel.get('ceiling'), 1)})"),
-            ("  the most any policy over Table 1's states can match (Opt's most frequent action per network and state)",
+            ("  the most a fixed choice per network and Table 1 state can match (Opt's most frequent action there)",
              pct(sel.get("state_ceiling"), 1)),
-            ("  inferences with another action within 0.1% / 1% of Opt's energy (QoS where Opt meets it)",
+            ("  inferences with another action within 0.1% / 1% of Opt by its criterion (energy meeting QoS, else latency)",
              f"{pct(sel.get('tie_0.001'), 1)} / {pct(sel.get('tie_0.01'), 1)}"),
             ("gain over the baselines, static / dynamic", "; ".join(
                 f"{k} ×{fix((s.get('gain_static') or {}).get(k), 2)} / ×{fix((s.get('gain_dynamic') or {}).get(k), 2)}"

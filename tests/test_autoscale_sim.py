@@ -227,6 +227,12 @@ def test_selection_ceilings_count_state_aliasing_and_near_ties():
     rec.allowed = np.array([True, True, True])   # action 2 allowed: B's 0.01% tie counts
     sel = summarize([rec])["selection"]
     assert sel["state_ceiling"] == 0.75 and sel["tie_0.001"] == 0.5 and sel["tie_0.01"] == 0.75
+    # where no action meets QoS, Opt is the fastest and a tie is one in latency, not in energy
+    rec.expected_latency_ms = np.array([[60.0, 80.0, 60.3]] * 4)
+    rec.expected_energy_mj = np.array([[10.0, 1.0, 50.0]] * 4)
+    rec.choices["Opt"] = np.zeros(4, dtype=int)
+    sel = summarize([rec])["selection"]
+    assert sel["tie_0.01"] == 1.0 and sel["tie_0.001"] == 0.0
 
 
 def test_a_table_trained_on_one_board_speeds_up_another():

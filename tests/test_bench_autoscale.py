@@ -34,8 +34,10 @@ def test_quick_run_scores_every_environment_and_policy_and_renders(tmp_path, cap
         assert all(pol["Opt(hindsight)"]["qos_violation"] <= v["qos_violation"] + 1e-12 for v in pol.values())
         sel = env["selection"]
         assert 0.0 <= sel["opt"] <= sel["near_opt"] <= 1.0 and "Table 4" in env["source"]
+        assert 0.0 < sel["state_ceiling"] <= 1.0 and 0.0 <= sel["tie_0.001"] <= sel["tie_0.01"] <= 1.0
     assert len(board["convergence"]["scratch"]) == 5 * 2 and board["decision"]["trained_us"] > 0
     assert len(board["verdicts"]) == 4 and sum(line.startswith(("met", "MISSED")) for line in printed.splitlines()) == 4
     tables = load("tables")
     text = "\n".join(body for _, body in tables.r_autoscale(doc))
     assert "| S3: Memory-intensive co-running app |" in text and "paper 97.9%" in text and "Targets" in text
+    assert "a fixed choice per network and Table 1 state can match" in text and "within 0.1% / 1% of Opt by its criterion" in text

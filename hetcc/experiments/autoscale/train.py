@@ -280,12 +280,14 @@ TIE_MARGINS = (0.001, 0.01)
 def _ceilings(records: list[RunRecord]) -> dict[str, float]:
     """What bounds the selection accuracy, from the records alone (all in expectation):
 
-    * ``state_ceiling``: the best any policy over Table 1's states can do: per (network, state
-      key), the share of its inferences Opt's most frequent action there covers (a policy sees the
-      state's bins, not the co-runner use or the signal inside them; Opt does);
+    * ``state_ceiling``: the most a fixed choice per network and Table 1 state can match: per
+      (network, state key), the share of its inferences Opt's most frequent action there covers (a
+      policy sees the state's bins, not the co-runner use or the signal inside them; Opt does). A
+      table that keeps learning may follow a state's changes over time and pass it where they last;
     * ``tie_<margin>``: the share of inferences where another allowed action comes within
-      ``margin`` of Opt's energy while meeting QoS wherever Opt does: a pair that a learner
-      estimating energy from noisy latencies cannot order without many samples of each."""
+      ``margin`` of Opt by Opt's own criterion: of its energy, meeting QoS, where Opt meets QoS; of
+      its latency where no action does. A pair that a learner estimating energy from noisy
+      latencies cannot order without many samples of each."""
     groups: dict[tuple[str, str], dict[int, int]] = {}
     ties = dict.fromkeys(TIE_MARGINS, 0)
     total = 0
@@ -296,12 +298,14 @@ def _ceilings(records: list[RunRecord]) -> dict[str, float]:
             g = groups.setdefault((r.model, k), {})
             g[int(o)] = g.get(int(o), 0) + 1
         en, lat = r.expected_energy_mj, r.expected_latency_ms
-        opt_meets = lat[t, opt] < r.qos_ms
-        ok = r.allowed[None, :] & ((lat < r.qos_ms) | ~opt_meets[:, None])
+        meets = lat[t, opt] < r.qos_ms
+        # Opt's criterion per inference: energy among the actions meeting QoS, else latency
+        cost = np.where(meets[:, None], np.where(lat < r.qos_ms, en, np.inf), lat)
+        ok = np.broadcast_to(r.allowed, cost.shape).copy()
         ok[t, opt] = False
-        runner_up = np.where(ok, en, np.inf).min(axis=1)
+        runner_up = np.where(ok, cost, np.inf).min(axis=1)
         for m in TIE_MARGINS:
-            ties[m] += int(np.sum(runner_up <= en[t, opt] * (1.0 + m)))
+            ties[m] += int(np.sum(runner_up <= cost[t, opt] * (1.0 + m)))
         total += len(opt)
     out = {"state_ceiling": sum(max(g.values()) for g in groups.values()) / max(total, 1)}
     out.update({f"tie_{m:g}": ties[m] / max(total, 1) for m in TIE_MARGINS})
