@@ -1,6 +1,6 @@
 """AutoScale on this machine: the policy runner against Opt under real co-runners and a walked signal.
 
-    python benchmarks/autoscale_real.py                  # squeezenet1_1, 5 phases x 40 inferences, 2 passes
+    python benchmarks/autoscale_real.py                  # --model auto, 5 phases x 40 inferences, 2 passes
     python benchmarks/autoscale_real.py --quick          # a tiny conv net, 5 phases x 3 inferences (a test runs it)
 
 The variants are what ``hetcc compile --planner autoscale`` writes for a benchmark board of this
@@ -57,10 +57,10 @@ description = "this machine for AutoScale's real-environment benchmark: 1 or 2 p
 kind = "modelled"
 base_power_mw = 500.0                     # assumed: the rest of the system while it runs
 
-[links.wifi]                              # as mi8pro-edge-cloud's Wi-Fi Direct (assumed figures)
+[links.wifi]                              # as mi8pro-edge-cloud's Wi-Fi Direct (targets/mi8pro-edge-cloud.toml)
 kind = "wifi-direct"
 signal_dbm = [-90.0, -80.0, -70.0, -60.0, -50.0]
-bandwidth_mbps = [3.0, 15.0, 50.0, 110.0, 180.0]
+bandwidth_mbps = [1.0, 7.8, 105.0, 281.0, 468.0]   # 802.11ac goodput by signal (derived in that file)
 tx_power_mw = [1900.0, 1500.0, 1100.0, 900.0, 800.0]
 rx_power_mw = [1100.0, 900.0, 700.0, 600.0, 550.0]
 rtt_ms = 4.0
@@ -119,6 +119,92 @@ precisions = { float32 = 1.0 }
 PHASES = [("quiet, strong signal", 0, 0, -50.0), ("CPU co-runner, strong", 1, 0, -55.0),
           ("memory co-runner, regular", 0, 1, -70.0), ("quiet, weak signal", 0, 0, -85.0),
           ("CPU co-runner, weak", 1, 0, -88.0)]
+
+
+#: the zoo models ``--model auto`` picks from, lightest first (each takes one 1x3x224x224 image)
+AUTO_MODELS = ("squeezenet1_1", "resnet18", "resnet50")
+#: ``--model auto`` wants the edge to win by this factor of predicted energy at the strongest signal
+#: (so that Opt offloads there whatever the noise) ...
+AUTO_MARGIN = 1.5
+#: ... and the one-thread local time to leave QoS met when a CPU co-runner halves the thread's share
+AUTO_QOS_SHARE = 0.4
+
+
+def _local_ms(model: Path, runs: int = 5) -> float:
+    """The median time (ms) of one inference of ``model`` on one onnxruntime thread, after two warm-ups."""
+    import numpy as np
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.random.default_rng(0).random([d if isinstance(d, int) else 1 for d in i.shape],
+                                                   dtype=np.float32) for i in sess.get_inputs()}
+    for _ in range(2):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def predicted_mj(local_ms: float, bytes_in: int, bytes_out: int, dbm: float) -> tuple[float, float]:
+    """(one pinned thread, the edge) energy in mJ of an inference taking ``local_ms`` on one thread,
+    by the board's figures and the runtime's Eq. 1-4 (the edge's server computes as long, on one thread)."""
+    import tomllib
+
+    from hetcc.runtime.autoscale import energy_mj, link_times_ms
+    from hetcc.runtime.manifest.model import LinkInfo
+
+    board = tomllib.loads(BOARD)
+    link = {k: v for k, v in board["links"]["wifi"].items()}
+    links = {"wifi": LinkInfo(**link)}
+    cpu, edge = board["devices"]["cpu1"], board["devices"]["edge"]
+    base = float(board["base_power_mw"])
+    local = {"remote": False, "busy_power_mw": cpu["static_power_mw"] + cpu["dynamic_power_mw"]}
+    remote = {"remote": True, "link": "wifi", "bytes_in": bytes_in, "bytes_out": bytes_out,
+              "busy_power_mw": edge["static_power_mw"] + edge["dynamic_power_mw"]}
+    t_tx, t_rx = link_times_ms(remote, links, dbm)
+    return (energy_mj(local, local_ms, base, links),
+            energy_mj(remote, t_tx + t_rx + local_ms, base, links, dbm, t_tx, t_rx))
+
+
+def pick_model(models_dir: Path, env: dict, console: Any) -> tuple[str, Path, dict]:
+    """``--model auto``: the lightest of ``AUTO_MODELS`` whose one-thread time on this machine makes
+    offloading to the edge the cheaper choice at the phases' strongest signal by ``AUTO_MARGIN`` while
+    leaving the local variants inside QoS under a CPU co-runner (then Opt itself moves between local
+    and offloaded variants over the phases, whatever this machine's speed); the one closest to that
+    when none qualifies. Returns (name, exported file, the record of the choice)."""
+    import onnx
+
+    strongest = max(dbm for *_, dbm in PHASES)
+    rows = []
+    for name in AUTO_MODELS:
+        path = models_dir / f"{name}.onnx"
+        if not path.exists():
+            _hetcc("zoo", "export", name, "-o", str(path), env=env)
+        graph = onnx.load(str(path), load_external_data=False).graph
+        def size(vi: Any) -> int:
+            n = 4
+            for d in vi.type.tensor_type.shape.dim:
+                n *= d.dim_value or 1
+            return n
+        ms = _local_ms(path)
+        local, edge = predicted_mj(ms, sum(size(i) for i in graph.input), sum(size(o) for o in graph.output),
+                                   strongest)
+        rows.append({"model": name, "local_ms": round(ms, 2), "local_mj": round(local, 2), "edge_mj": round(edge, 2),
+                     "ratio": round(local / edge, 3), "fits_qos": ms <= AUTO_QOS_SHARE * QOS_MS})
+        console.print(f"--model auto: {name} {ms:.1f} ms on one thread; predicted at {strongest:g} dBm: local "
+                      f"{local:.1f} mJ, edge {edge:.1f} mJ", highlight=False)
+    fit = [r for r in rows if r["fits_qos"]] or rows[:1]
+    chosen = next((r for r in fit if r["ratio"] >= AUTO_MARGIN), max(fit, key=lambda r: r["ratio"]))
+    rule = (f"the lightest of {', '.join(AUTO_MODELS)} whose one-thread time leaves QoS met at "
+            f"{AUTO_QOS_SHARE:g} x {QOS_MS:g} ms and whose predicted local energy is at least {AUTO_MARGIN:g} x "
+            f"the edge's at {strongest:g} dBm (else the closest)")
+    return chosen["model"], models_dir / f"{chosen['model']}.onnx", {"rule": rule, "candidates": rows,
+                                                                      "chosen": chosen["model"]}
 
 
 def tiny_model(path: Path) -> Path:
@@ -337,9 +423,10 @@ def replay(doc: dict, energy_ref_mj: float, sweeps: int = 3, seed: int = 0) -> d
 
 
 def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, settle: float, seed: int,
-               qtable: Path | None = None, name: str = "as") -> dict:
+               qtable: Path | None = None, name: str = "as", later_epsilon: float | None = None) -> dict:
     """Compile the policy artifact (shipping ``qtable`` when given), serve it, and run ``passes``
-    passes over the phases under the policy with the oracle after every inference."""
+    passes over the phases under the policy with the oracle after every inference; the passes after
+    the first explore with ``later_epsilon`` (None: the table's own, Alg. 1's 0.1)."""
     from hetcc.runtime import Executor, random_inputs
     from hetcc.runtime.observe import Observer
     from hetcc.runtime.policy_run import PolicyOptions, PolicyRunner
@@ -367,6 +454,8 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
             runner.evaluate(feeds, v)
         try:
             for p in range(passes):
+                if p == 1 and later_epsilon is not None:     # learned: choose greedily, keep updating
+                    runner.hyper = runner.hyper.replace(epsilon=later_epsilon)
                 rows_by_pass.append(run_pass(ex, runner, feeds, PHASES, per_phase, settle, p * len(PHASES) * per_phase))
         finally:
             runner.close()
@@ -441,12 +530,16 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tiny conv net, 3 inferences per phase, one pass")
-    ap.add_argument("--model", default="squeezenet1_1", help="zoo model (default squeezenet1_1)")
+    ap.add_argument("--model", default="auto", help="zoo model, or auto (default): the lightest of "
+                    f"{', '.join(AUTO_MODELS)} for which Opt offloads at a strong signal on this machine")
     ap.add_argument("--per-phase", type=int, default=None, help="inferences per phase (default 40; --quick 3)")
     ap.add_argument("--passes", type=int, default=None, help="passes over the phases (default 2; --quick 1)")
     ap.add_argument("--simulated-start", choices=("yes", "no"), default=None,
                     help="also run one pass starting from a table trained in simulation (hetcc train autoscale on "
                     "the same board and model; default yes, --quick no)")
+    ap.add_argument("--later-epsilon", type=float, default=0.0,
+                    help="exploration in the passes after the first (default 0: the learned table chosen greedily "
+                    "and still updated, as the simulated evaluation does, AutoScale Sec. 4.2; 0.1: Alg. 1's throughout)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models-dir", type=Path, default=None, help="exported zoo models (reused)")
     ap.add_argument("--out", type=Path, default=None)
@@ -454,6 +547,8 @@ def _main(argv: list[str] | None) -> int:
                     help="measure nothing: add the replay (Q-learning over the recorded steps, each reward) to a "
                     "result file of this script (compiling its board and model once for the reference energy)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.later_epsilon <= 1.0:
+        ap.error(f"--later-epsilon {args.later_epsilon:g}: expected a probability in [0, 1]")
     if args.replay_only is not None:
         return replay_only(args.replay_only, args.out or args.replay_only, args.models_dir)
     per_phase = args.per_phase or (3 if args.quick else 40)
@@ -466,15 +561,18 @@ def _main(argv: list[str] | None) -> int:
     with tempfile.TemporaryDirectory(prefix="hetcc-autoscale-real-") as tmp:
         work = Path(tmp)
         env = dict(os.environ, HETCC_CACHE_DIR=str(work / "cache"), HETCC_PROGRESS_AFTER="never")
+        choice = None
         if args.quick:
             model_name, model = "tiny-conv", tiny_model(work / "tiny.onnx")
+        elif args.model == "auto":
+            model_name, model, choice = pick_model(args.models_dir or work, env, make_console())
         else:
             model_name = args.model
             model = (args.models_dir / f"{args.model}.onnx") if args.models_dir else work / f"{args.model}.onnx"
             if not model.exists():
                 _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
         (work / "board.toml").write_text(BOARD)
-        fresh = experiment(work, model, env, passes, per_phase, settle, args.seed)
+        fresh = experiment(work, model, env, passes, per_phase, settle, args.seed, later_epsilon=args.later_epsilon)
         if simulated:
             t0 = time.perf_counter()
             _hetcc("train", "autoscale", "--target", str(work / "board.toml"), "--models", str(model), "--runs", "20",
@@ -514,7 +612,9 @@ def _main(argv: list[str] | None) -> int:
 
     doc = {"script": "autoscale_real", "started": started, "machine": machine,
            "args": {"quick": args.quick, "model": model_name, "per_phase": per_phase, "passes": passes,
+                    "later_epsilon": args.later_epsilon,
                     "seed": args.seed, "simulated_start": "yes" if simulated else "no"},
+           "model_choice": choice,
            "qos_ms": policy.qos_ms, "compile_s": round(fresh["compile_s"], 2), "server": url is not None,
            "server_note": why, "variants": list(variants), "allowed": allowed,
            "actions": [{k: a[k] for k in ("variant", "compute_ms", "busy_power_mw", "accuracy")} for a in policy.actions],

@@ -1321,6 +1321,17 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
              pct(r.get("efficiency_vs_best_fixed"), 1), picks(r.get("policy_choices")), picks(r.get("opt_choices")),
              cell(r.get("policy_qos_violations")), ", ".join(f"`{x}`" for x in r.get("states") or [])] for r in rows]
     note = f"{esc(str(doc['note']))[:1].upper()}{esc(str(doc['note']))[1:]}.\n\n" if doc.get("note") else ""
+    choice = doc.get("model_choice")
+    if isinstance(choice, dict):
+        cands = "; ".join(f"{esc(str(c.get('model')))} {fix(c.get('local_ms'), 1)} ms, local {fix(c.get('local_mj'), 1)} "
+                          f"/ edge {fix(c.get('edge_mj'), 1)} mJ" for c in choice.get("candidates") or []
+                          if isinstance(c, dict))
+        note += (f"The model is `--model auto`'s choice: {esc(str(choice.get('rule')))}. One-thread time here and "
+                 f"predicted energy: {cands}.\n\n")
+    if a.get("later_epsilon") is not None:
+        later = ("choose greedily on the learned table (epsilon 0) and keep updating it, as the simulated evaluation "
+                 "does" if a.get("later_epsilon") == 0 else f"explore with epsilon {short(a.get('later_epsilon'))}")
+        note += f"The first pass explores with Alg. 1's epsilon of 0.1; the later passes {later}.\n\n"
     text = note + (f"Model `{cell(a.get('model'))}`, {cell(a.get('per_phase'))} inferences per phase, "
             f"{cell(a.get('passes'))} pass(es), QoS {short(doc.get('qos_ms'))} ms; energy per inference in mJ "
             f"({esc(str(doc.get('energy_source')))}); Opt = the best variant of each inference in hindsight "

@@ -37,3 +37,35 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
     assert [s[0] for s in sections] == ["Per phase", "Whole passes", "Replay: the reward alone"]
     assert "policy / Opt" in sections[0][1]
     assert set(doc["replay"]["rewards"]) == {"current", "mJ, no miss penalty"}
+
+
+def test_model_auto_picks_the_lightest_model_that_makes_opt_offload(tmp_path, monkeypatch):
+    """--model auto's rule, with the machine's timings and the predictions stood in for: the lightest
+    model whose local variant stays inside QoS under a CPU co-runner and loses to the edge by the
+    margin; else the best-placed one that fits QoS; else the lightest."""
+    bench = load("autoscale_real")
+    for name in bench.AUTO_MODELS:
+        bench.tiny_model(tmp_path / f"{name}.onnx")
+    qos_cap = bench.AUTO_QOS_SHARE * bench.QOS_MS
+
+    def pick(ms, ratios):
+        monkeypatch.setattr(bench, "_local_ms", lambda path: ms[path.stem])
+        monkeypatch.setattr(bench, "predicted_mj", lambda m, *a: (ratios[next(k for k, v in ms.items() if v == m)], 1.0))
+        name, path, rec = bench.pick_model(tmp_path, {}, bench.make_console())
+        assert path == tmp_path / f"{name}.onnx" and rec["chosen"] == name
+        return name, rec
+
+    light, mid, heavy = bench.AUTO_MODELS
+    assert pick({light: 3.0, mid: 17.0, heavy: 37.0}, {light: 0.5, mid: 1.6, heavy: 2.1})[0] == mid
+    # the heavy one would win by more, but its local time leaves no room for a co-runner under QoS
+    name, rec = pick({light: 3.0, mid: 17.0, heavy: qos_cap + 1}, {light: 0.5, mid: 1.2, heavy: 3.0})
+    assert name == mid and [r["fits_qos"] for r in rec["candidates"]] == [True, True, False]
+    assert pick({light: qos_cap + 1, mid: qos_cap + 2, heavy: qos_cap + 3}, {light: 1.1, mid: 2.0, heavy: 3.0})[0] == light
+
+
+def test_predicted_energies_follow_the_board():
+    """The local energy grows with the time, the edge's with a weaker signal (the board's link table)."""
+    bench = load("autoscale_real")
+    l1, e_strong = bench.predicted_mj(10.0, 600_000, 4_000, -50.0)
+    l2, e_weak = bench.predicted_mj(20.0, 600_000, 4_000, -85.0)
+    assert l2 == pytest.approx(2 * l1) and e_weak > 10 * e_strong
