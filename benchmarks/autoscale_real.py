@@ -243,6 +243,32 @@ def _hetcc(*args: str, env: dict) -> str:
     return p.stdout
 
 
+class RequestLog:
+    """Drains a ``hetcc serve`` process's log (its stderr: one line per request) in a thread, so a
+    long run never fills the pipe, and counts the inference requests it answered (``POST /v1/run``
+    with status 200): every offload must show up there."""
+
+    RUN_OK = re.compile(r"POST /v1/run\S* 200\b")
+
+    def __init__(self, stream: Any) -> None:
+        import threading
+
+        self.runs_ok = 0
+        self.lines = 0
+        self._stream = stream
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        for line in self._stream:
+            self.lines += 1
+            self.runs_ok += bool(self.RUN_OK.search(line))
+
+    def close(self) -> None:
+        """Wait for the log's end (call after the server exited)."""
+        self._thread.join(timeout=10)
+
+
 def start_server(art: Path, env: dict) -> tuple[subprocess.Popen | None, str | None, str]:
     """``hetcc serve ART --port 0`` (one thread); (process, URL, why not) once it says ready."""
     try:
@@ -438,7 +464,9 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
            *(["--planner-option", f"qtable={qtable}"] if qtable is not None else []), env=env)
     compile_s = time.perf_counter() - t0
     server, url, why = start_server(art, env)
+    log = RequestLog(server.stderr) if server is not None else None
     rows_by_pass: list[list] = []
+    warm: list[dict] = []
     try:
         trace = work / f"{name}-rssi.csv"
         lines = ["t,wifi_dbm,p2p_dbm"]
@@ -451,7 +479,7 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
                               observer=Observer(trace, "inference", mem_baseline=True))
         feeds = random_inputs(ex.inputs, seed=seed)
         for v in runner.policy.variants:                 # warm every variant (sessions, caches)
-            runner.evaluate(feeds, v)
+            warm.append(runner.evaluate(feeds, v))
         try:
             for p in range(passes):
                 if p == 1 and later_epsilon is not None:     # learned: choose greedily, keep updating
@@ -463,9 +491,20 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
         if server is not None:
             server.kill()
             server.wait()
+        if log is not None:
+            log.close()
     policy = runner.policy
+    remote = {str(a["variant"]) for a in policy.actions if a.get("remote")}
+    # the offloads the client made and saw answered: the policy's own runs of a remote variant (a
+    # fallback ran a local one instead), every successful oracle and warm-up run of one
+    offloads = sum(r["decision"]["ran"] in remote for rows in rows_by_pass for r in rows)
+    offloads += sum(o["ok"] and o["variant"] in remote for rows in rows_by_pass for r in rows for o in r["oracle"])
+    offloads += sum(bool(o.get("ok")) and o.get("variant") in remote for o in warm)
+    served = {"offloads": offloads, "server_runs_ok": log.runs_ok if log else None,
+              "server_log_lines": log.lines if log else None}
     return {"rows_by_pass": rows_by_pass, "variants": policy.variants, "allowed": [bool(a) for a in runner.allowed],
-            "policy": policy, "summary": runner.summary(), "url": url, "why": why, "compile_s": compile_s}
+            "policy": policy, "summary": runner.summary(), "url": url, "why": why, "compile_s": compile_s,
+            "served": served}
 
 
 def phase_rows(rows_by_pass: list, variants: tuple, allowed: list, qos_ms: float) -> list[dict]:
@@ -540,6 +579,9 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--later-epsilon", type=float, default=0.0,
                     help="exploration in the passes after the first (default 0: the learned table chosen greedily "
                     "and still updated, as the simulated evaluation does, AutoScale Sec. 4.2; 0.1: Alg. 1's throughout)")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="runs from an untrained table, seeds SEED, SEED+1, ... (default 3; --quick 1): the first "
+                    "in full, the others as their per-pass summaries (a run's outcome varies with the noise)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models-dir", type=Path, default=None, help="exported zoo models (reused)")
     ap.add_argument("--out", type=Path, default=None)
@@ -549,6 +591,8 @@ def _main(argv: list[str] | None) -> int:
     args = ap.parse_args(argv)
     if not 0.0 <= args.later_epsilon <= 1.0:
         ap.error(f"--later-epsilon {args.later_epsilon:g}: expected a probability in [0, 1]")
+    if args.repeats is not None and args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: expected 1 or more")
     if args.replay_only is not None:
         return replay_only(args.replay_only, args.out or args.replay_only, args.models_dir)
     per_phase = args.per_phase or (3 if args.quick else 40)
@@ -573,6 +617,9 @@ def _main(argv: list[str] | None) -> int:
                 _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
         (work / "board.toml").write_text(BOARD)
         fresh = experiment(work, model, env, passes, per_phase, settle, args.seed, later_epsilon=args.later_epsilon)
+        repeats = [fresh] + [experiment(work, model, env, passes, per_phase, settle, args.seed + k,
+                                        later_epsilon=args.later_epsilon, name=f"as-{k}")
+                             for k in range(1, args.repeats or (1 if args.quick else 3))]
         if simulated:
             t0 = time.perf_counter()
             _hetcc("train", "autoscale", "--target", str(work / "board.toml"), "--models", str(model), "--runs", "20",
@@ -593,6 +640,21 @@ def _main(argv: list[str] | None) -> int:
     console.print(f"decision overhead: observe+choose p50 {o['decide']['p50']:.1f} us (CPU {o['decide_cpu']['p50']:.1f}), "
                   f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f}); {summary['fallbacks']} "
                   "fallback(s)" + (f"; {why}" if why else ""))
+    runs = []
+    for k, rep in enumerate(repeats):
+        res = [summarise(rows, rep["variants"], rep["allowed"], policy.qos_ms) for rows in rep["rows_by_pass"]]
+        runs.append({"seed": args.seed + k, "passes": [{key: r[key] for key in (
+            "policy_efficiency_vs_opt", "choice_efficiency_vs_opt", "policy_efficiency_vs_best_fixed", "best_fixed",
+            "policy_matches_opt", "policy_choices", "opt_choices")} | {"qos_violations": r["policy"]["qos_violations"]}
+            for r in res], "served": rep["served"], "fallbacks": rep["summary"]["fallbacks"]})
+        console.print(f"run {k + 1} (seed {args.seed + k}): efficiency vs Opt by pass "
+                      + ", ".join(f"{r['policy_efficiency_vs_opt']:.1%}" for r in res)
+                      + f"; offloads {rep['served']['offloads']}, in the server's log {rep['served']['server_runs_ok']}",
+                      highlight=False)
+    served = fresh["served"]
+    console.print(f"offloads: {served['offloads']} made and answered by the client, "
+                  f"{served['server_runs_ok']} answered runs in the server's request log"
+                  + ("" if served["offloads"] == served["server_runs_ok"] else " (MISMATCH)"), highlight=False)
     sim_doc = None
     if sim is not None:
         sim_results = [summarise(rows, sim["variants"], sim["allowed"], policy.qos_ms) for rows in sim["rows_by_pass"]]
@@ -600,6 +662,7 @@ def _main(argv: list[str] | None) -> int:
         print_phases(console, "the same, one pass from a table trained in simulation (hetcc train autoscale)",
                      sim_rows, sim_results)
         sim_doc = {"train_s": round(sim["train_s"], 2), "trained_states": sim["trained_states"], "runs": 20,
+                   "served": sim["served"],
                    "passes": sim_results, "per_phase": sim_rows, "fallbacks": sim["summary"]["fallbacks"]}
 
     def decisions(rows_by_pass: list) -> list:
@@ -612,10 +675,12 @@ def _main(argv: list[str] | None) -> int:
 
     doc = {"script": "autoscale_real", "started": started, "machine": machine,
            "args": {"quick": args.quick, "model": model_name, "per_phase": per_phase, "passes": passes,
+                    "repeats": len(repeats),
                     "later_epsilon": args.later_epsilon,
                     "seed": args.seed, "simulated_start": "yes" if simulated else "no"},
            "model_choice": choice,
            "qos_ms": policy.qos_ms, "compile_s": round(fresh["compile_s"], 2), "server": url is not None,
+           "served": served, "runs": runs,
            "server_note": why, "variants": list(variants), "allowed": allowed,
            "actions": [{k: a[k] for k in ("variant", "compute_ms", "busy_power_mw", "accuracy")} for a in policy.actions],
            "phases": [{"name": n, "cpu_corunners": c, "mem_corunners": m, "wifi_dbm": d} for n, c, m, d in PHASES],

@@ -1360,11 +1360,32 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
              ("reward + Q update, p50 µs (wall clock / CPU)", f"{fix((o.get('update') or {}).get('p50'), 1)} / "
               f"{fix((o.get('update_cpu') or {}).get('p50'), 1)}"),
              ("fallbacks", cell(doc.get("fallbacks"))), ("offload server", yes_no(doc.get("server")))]
+    served = doc.get("served")
+    if isinstance(served, dict):
+        pairs.append(("offloads the client made and saw answered / runs answered in the server's request log",
+                      f"{cell(served.get('offloads'))} / {cell(served.get('server_runs_ok'))}"))
+    runs = [r for r in doc.get("runs") or [] if isinstance(r, dict)]
+    if len(runs) > 1:
+        npass = max(len(r.get("passes") or []) for r in runs)
+        body_runs = [[str(k), cell(r.get("seed"))]
+                     + [pct((r.get("passes") or [{}] * npass)[i].get("policy_efficiency_vs_opt")
+                            if i < len(r.get("passes") or []) else None, 1) for i in range(npass)]
+                     + [f"{cell((r.get('served') or {}).get('offloads'))} / "
+                        f"{cell((r.get('served') or {}).get('server_runs_ok'))}"] for k, r in enumerate(runs, 1)]
+        effs = sorted(float(r["passes"][-1]["policy_efficiency_vs_opt"]) for r in runs
+                      if r.get("passes") and is_num(r["passes"][-1].get("policy_efficiency_vs_opt")))
+        median = effs[len(effs) // 2] if len(effs) % 2 else (effs[len(effs) // 2 - 1] + effs[len(effs) // 2]) / 2
+        pairs.append((f"last pass, policy / Opt efficiency over the {len(runs)} runs (median, min, max)",
+                      f"{pct(median, 1)}, {pct(effs[0], 1)}, {pct(effs[-1], 1)}" if effs else DASH))
     out.append(("Whole passes", table(["pass", "policy mJ", "Opt mJ", "policy / Opt efficiency", "its choices / Opt",
                                        "policy / best fixed", "matches Opt", "QoS misses policy / Opt"], body)
                 + "\n\nEach variant held fixed (last pass):\n\n"
                 + table(["variant", "mJ / inference", "p50 ms", "QoS misses", "failed"], body_fixed)
-                + "\n\n" + kv_table(pairs)))
+                + "\n\n" + kv_table(pairs)
+                + ("\n\nEvery run from an untrained table (the first is the one detailed above), its policy / Opt "
+                   "efficiency by pass and its offloads against the server's request log:\n\n"
+                   + table(["run", "seed", *[f"pass {i + 1}" for i in range(npass)],
+                            "offloads / in the server's log"], body_runs) if len(runs) > 1 else "")))
     sim = doc.get("simulated_start")
     if isinstance(sim, dict):
         rows = [r for r in sim.get("per_phase") or [] if isinstance(r, dict)]

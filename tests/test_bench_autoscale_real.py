@@ -32,6 +32,10 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
     res = doc["passes"][0]
     assert res["opt"]["reward_mean"] >= res["policy"]["reward_mean"] - 1e-9 or res["policy"]["failed"]
     assert doc["overhead_us"]["decide"]["p50"] > 0
+    if doc["server"]:      # every offload shows up in the server's request log, and nothing else does
+        assert doc["served"]["offloads"] == doc["served"]["server_runs_ok"] > 0
+    (run,) = doc["runs"]   # --quick: one run from an untrained table, the one detailed
+    assert run["served"] == doc["served"] and run["passes"][0]["policy_matches_opt"] == res["policy_matches_opt"]
     tables = load("tables")
     sections = tables.r_autoscale_real(doc)
     assert [s[0] for s in sections] == ["Per phase", "Whole passes", "Replay: the reward alone"]
