@@ -23,7 +23,11 @@ inferences per joule of that estimate. The oracle runs the variants in a shuffle
 just before warms or cools a run), and the policy's choices are also scored as the oracle measured
 them (the decisions alone, free of when the policy's own run happened). A second pass repeats the
 phases with the learned table; a third run starts from a table trained in simulation first
-(``hetcc train autoscale`` on the same board and model).
+(``hetcc train autoscale`` on the same board and model). The model is chosen for this machine
+(``--model auto``: one for which offloading pays at a strong signal and not at a weak one), the
+passes after the first choose greedily on the learned table (``--later-epsilon``), the run from an
+untrained table is repeated with other seeds (``--repeats``), and every offload is checked against
+the server's request log.
 Writes benchmarks/results/autoscale_real[-quick].json.
 """
 from __future__ import annotations
@@ -159,8 +163,7 @@ def predicted_mj(local_ms: float, bytes_in: int, bytes_out: int, dbm: float) -> 
     from hetcc.runtime.manifest.model import LinkInfo
 
     board = tomllib.loads(BOARD)
-    link = {k: v for k, v in board["links"]["wifi"].items()}
-    links = {"wifi": LinkInfo(**link)}
+    links = {"wifi": LinkInfo(**board["links"]["wifi"])}
     cpu, edge = board["devices"]["cpu1"], board["devices"]["edge"]
     base = float(board["base_power_mw"])
     local = {"remote": False, "busy_power_mw": cpu["static_power_mw"] + cpu["dynamic_power_mw"]}
@@ -169,6 +172,14 @@ def predicted_mj(local_ms: float, bytes_in: int, bytes_out: int, dbm: float) -> 
     t_tx, t_rx = link_times_ms(remote, links, dbm)
     return (energy_mj(local, local_ms, base, links),
             energy_mj(remote, t_tx + t_rx + local_ms, base, links, dbm, t_tx, t_rx))
+
+
+def _float32_bytes(value_info: Any) -> int:
+    """The bytes of a graph input or output as float32 (a symbolic dimension counts 1)."""
+    n = 4
+    for d in value_info.type.tensor_type.shape.dim:
+        n *= d.dim_value or 1
+    return n
 
 
 def pick_model(models_dir: Path, env: dict, console: Any) -> tuple[str, Path, dict]:
@@ -186,13 +197,8 @@ def pick_model(models_dir: Path, env: dict, console: Any) -> tuple[str, Path, di
         if not path.exists():
             _hetcc("zoo", "export", name, "-o", str(path), env=env)
         graph = onnx.load(str(path), load_external_data=False).graph
-        def size(vi: Any) -> int:
-            n = 4
-            for d in vi.type.tensor_type.shape.dim:
-                n *= d.dim_value or 1
-            return n
         ms = _local_ms(path)
-        local, edge = predicted_mj(ms, sum(size(i) for i in graph.input), sum(size(o) for o in graph.output),
+        local, edge = predicted_mj(ms, sum(map(_float32_bytes, graph.input)), sum(map(_float32_bytes, graph.output)),
                                    strongest)
         rows.append({"model": name, "local_ms": round(ms, 2), "local_mj": round(local, 2), "edge_mj": round(edge, 2),
                      "ratio": round(local / edge, 3), "fits_qos": ms <= AUTO_QOS_SHARE * QOS_MS})
@@ -578,7 +584,8 @@ def _main(argv: list[str] | None) -> int:
                     "the same board and model; default yes, --quick no)")
     ap.add_argument("--later-epsilon", type=float, default=0.0,
                     help="exploration in the passes after the first (default 0: the learned table chosen greedily "
-                    "and still updated, as the simulated evaluation does, AutoScale Sec. 4.2; 0.1: Alg. 1's throughout)")
+                    "and still updated, as the simulated evaluation does, AutoScale Sec. 4.2; 0.1: Alg. 1's "
+                    "throughout)")
     ap.add_argument("--repeats", type=int, default=None,
                     help="runs from an untrained table, seeds SEED, SEED+1, ... (default 3; --quick 1): the first "
                     "in full, the others as their per-pass summaries (a run's outcome varies with the noise)")
@@ -649,7 +656,8 @@ def _main(argv: list[str] | None) -> int:
             for r in res], "served": rep["served"], "fallbacks": rep["summary"]["fallbacks"]})
         console.print(f"run {k + 1} (seed {args.seed + k}): efficiency vs Opt by pass "
                       + ", ".join(f"{r['policy_efficiency_vs_opt']:.1%}" for r in res)
-                      + f"; offloads {rep['served']['offloads']}, in the server's log {rep['served']['server_runs_ok']}",
+                      + f"; offloads {rep['served']['offloads']}, in the server's log "
+                        f"{rep['served']['server_runs_ok']}",
                       highlight=False)
     served = fresh["served"]
     console.print(f"offloads: {served['offloads']} made and answered by the client, "

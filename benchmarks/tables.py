@@ -1323,7 +1323,8 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
     note = f"{esc(str(doc['note']))[:1].upper()}{esc(str(doc['note']))[1:]}.\n\n" if doc.get("note") else ""
     choice = doc.get("model_choice")
     if isinstance(choice, dict):
-        cands = "; ".join(f"{esc(str(c.get('model')))} {fix(c.get('local_ms'), 1)} ms, local {fix(c.get('local_mj'), 1)} "
+        cands = "; ".join(f"{esc(str(c.get('model')))} {fix(c.get('local_ms'), 1)} ms, "
+                          f"local {fix(c.get('local_mj'), 1)} "
                           f"/ edge {fix(c.get('edge_mj'), 1)} mJ" for c in choice.get("candidates") or []
                           if isinstance(c, dict))
         note += (f"The model is `--model auto`'s choice: {esc(str(choice.get('rule')))}. One-thread time here and "
@@ -1479,7 +1480,8 @@ def r_autoscale(doc: dict[str, Any]) -> list[Section]:
              f"{pct(sel.get('opt_hindsight'), 1)} ({pct(sel.get('ceiling'), 1)})"),
             ("  the most a fixed choice per network and Table 1 state can match (Opt's most frequent action there)",
              pct(sel.get("state_ceiling"), 1)),
-            ("  inferences with another action within 0.1% / 1% of Opt by its criterion (energy meeting QoS, else latency)",
+            ("  inferences with another action within 0.1% / 1% of Opt by its criterion "
+             "(energy meeting QoS, else latency)",
              f"{pct(sel.get('tie_0.001'), 1)} / {pct(sel.get('tie_0.01'), 1)}"),
             ("gain over the baselines, static / dynamic", "; ".join(
                 f"{k} ×{fix((s.get('gain_static') or {}).get(k), 2)} / ×{fix((s.get('gain_dynamic') or {}).get(k), 2)}"

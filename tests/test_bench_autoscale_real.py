@@ -54,7 +54,8 @@ def test_model_auto_picks_the_lightest_model_that_makes_opt_offload(tmp_path, mo
 
     def pick(ms, ratios):
         monkeypatch.setattr(bench, "_local_ms", lambda path: ms[path.stem])
-        monkeypatch.setattr(bench, "predicted_mj", lambda m, *a: (ratios[next(k for k, v in ms.items() if v == m)], 1.0))
+        by_ms = {v: k for k, v in ms.items()}
+        monkeypatch.setattr(bench, "predicted_mj", lambda m, *a: (ratios[by_ms[m]], 1.0))
         name, path, rec = bench.pick_model(tmp_path, {}, bench.make_console())
         assert path == tmp_path / f"{name}.onnx" and rec["chosen"] == name
         return name, rec
@@ -64,7 +65,8 @@ def test_model_auto_picks_the_lightest_model_that_makes_opt_offload(tmp_path, mo
     # the heavy one would win by more, but its local time leaves no room for a co-runner under QoS
     name, rec = pick({light: 3.0, mid: 17.0, heavy: qos_cap + 1}, {light: 0.5, mid: 1.2, heavy: 3.0})
     assert name == mid and [r["fits_qos"] for r in rec["candidates"]] == [True, True, False]
-    assert pick({light: qos_cap + 1, mid: qos_cap + 2, heavy: qos_cap + 3}, {light: 1.1, mid: 2.0, heavy: 3.0})[0] == light
+    too_slow = {light: qos_cap + 1, mid: qos_cap + 2, heavy: qos_cap + 3}
+    assert pick(too_slow, {light: 1.1, mid: 2.0, heavy: 3.0})[0] == light
 
 
 def test_predicted_energies_follow_the_board():

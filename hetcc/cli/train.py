@@ -345,7 +345,8 @@ def _train_autoscale(args: Any, out: Path, t0: float) -> int:
     qt.trained["command"] = " ".join(["hetcc train autoscale --target", args.target, "-o", out.name, "--seed",
                                       str(args.seed), "--runs", str(runs)]
                                      + (["--models", args.models] if args.models else [])
-                                     + (["--transfer-from", Path(args.transfer_from).name] if args.transfer_from else [])
+                                     + (["--transfer-from", Path(args.transfer_from).name]
+                                        if args.transfer_from else [])
                                      + [f"--hyper {item}" for item in args.hyper or []])
     if args.transfer_from:
         qt.trained["transfer_from"] = Path(args.transfer_from).name
