@@ -10,9 +10,11 @@ import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -174,3 +176,37 @@ def stop_busy(procs: list[subprocess.Popen]) -> None:
         p.kill()
     for p in procs:
         p.wait()
+
+
+class ServeProcess:
+    """``hetcc serve WHAT --port 0 --threads 1`` in a subprocess, ``url`` once it says it is ready; its
+    log (stderr: one line per request) drained into ``lines`` by a thread, so a long run never fills
+    the pipe. SystemExit with what it printed when it exits before it is ready."""
+
+    def __init__(self, what: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "hetcc.cli", "serve", str(what), "--port", "0",
+                                      "--threads", "1"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[str] = []
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            found = re.search(r"ready on (http://\S+)", line)
+            if found:
+                self.url = found.group(1)
+                break
+        else:
+            self.proc.wait()
+            raise SystemExit(f"hetcc serve did not start: {''.join(self.lines).strip()}")
+        self.drain = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
+        self.drain.start()
+
+    def stop(self) -> int:
+        """Stop it (SIGTERM: requests in flight finish) and wait for the rest of its log."""
+        self.proc.terminate()
+        code = self.proc.wait(60)
+        self.drain.join(10)
+        return code
+
+    def count(self, pattern: str) -> int:
+        """The log lines matching ``pattern`` (e.g. the answered runs, after ``stop``)."""
+        return sum(bool(re.search(pattern, line)) for line in self.lines)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import RESULTS_DIR, machine_info, make_console, utc_now, start_busy, stop_busy, write_json  # noqa: E402
+from _common import (RESULTS_DIR, ServeProcess, machine_info, make_console, start_busy, stop_busy,  # noqa: E402
+                     utc_now, write_json)
 
 HETCC = [sys.executable, "-m", "hetcc.cli"]
 STREAM = ("import numpy as np, time\na = np.ones(32 << 20)\nb = np.empty_like(a)\nt = time.time()\n"
@@ -249,53 +249,22 @@ def _hetcc(*args: str, env: dict) -> str:
     return p.stdout
 
 
-class RequestLog:
-    """Drains a ``hetcc serve`` process's log (its stderr: one line per request) in a thread, so a
-    long run never fills the pipe, and counts the inference requests it answered (``POST /v1/run``
-    with status 200): every offload must show up there."""
-
-    RUN_OK = re.compile(r"POST /v1/run\S* 200\b")
-
-    def __init__(self, stream: Any) -> None:
-        import threading
-
-        self.runs_ok = 0
-        self.lines = 0
-        self._stream = stream
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        for line in self._stream:
-            self.lines += 1
-            self.runs_ok += bool(self.RUN_OK.search(line))
-
-    def close(self) -> None:
-        """Wait for the log's end (call after the server exited)."""
-        self._thread.join(timeout=10)
+#: a run the server answered, in its request log (one line per request: method, path, status, ...)
+RUN_OK = r"POST /v1/run 200\b"
 
 
-def start_server(art: Path, env: dict) -> tuple[subprocess.Popen | None, str | None, str]:
-    """``hetcc serve ART --port 0`` (one thread); (process, URL, why not) once it says ready."""
+def start_server(art: Path, env: dict) -> tuple[ServeProcess | None, str | None, str]:
+    """``hetcc serve ART`` (``ServeProcess``); (the server, its URL, why not)."""
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
         return None, None, "the serve extra (fastapi, uvicorn) is not installed: the edge variant fails"
-    proc = subprocess.Popen([*HETCC, "serve", str(art), "--port", "0", "--threads", "1"],
-                            env=dict(env, HETCC_SERVE_TOKEN=TOKEN), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        m = re.search(r"ready on (http://[0-9.]+:\d+)", line)
-        if m:
-            return proc, m.group(1), ""
-    proc.kill()
-    proc.wait()
-    return None, None, "hetcc serve did not start"
+    try:
+        server = ServeProcess(art, dict(env, HETCC_SERVE_TOKEN=TOKEN))
+    except SystemExit as exc:
+        return None, None, str(exc)
+    return server, server.url, ""
 
 
 def corunners(cpu: int, mem: int) -> list[subprocess.Popen]:
@@ -470,7 +439,6 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
            *(["--planner-option", f"qtable={qtable}"] if qtable is not None else []), env=env)
     compile_s = time.perf_counter() - t0
     server, url, why = start_server(art, env)
-    log = RequestLog(server.stderr) if server is not None else None
     rows_by_pass: list[list] = []
     warm: list[dict] = []
     try:
@@ -495,10 +463,7 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
             runner.close()
     finally:
         if server is not None:
-            server.kill()
-            server.wait()
-        if log is not None:
-            log.close()
+            server.stop()
     policy = runner.policy
     remote = {str(a["variant"]) for a in policy.actions if a.get("remote")}
     # the offloads the client made and saw answered: the policy's own runs of a remote variant (a
@@ -506,8 +471,8 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
     offloads = sum(r["decision"]["ran"] in remote for rows in rows_by_pass for r in rows)
     offloads += sum(o["ok"] and o["variant"] in remote for rows in rows_by_pass for r in rows for o in r["oracle"])
     offloads += sum(bool(o.get("ok")) and o.get("variant") in remote for o in warm)
-    served = {"offloads": offloads, "server_runs_ok": log.runs_ok if log else None,
-              "server_log_lines": log.lines if log else None}
+    served = {"offloads": offloads, "server_runs_ok": server.count(RUN_OK) if server else None,
+              "server_log_lines": len(server.lines) if server else None}
     return {"rows_by_pass": rows_by_pass, "variants": policy.variants, "allowed": [bool(a) for a in runner.allowed],
             "policy": policy, "summary": runner.summary(), "url": url, "why": why, "compile_s": compile_s,
             "served": served}
@@ -637,7 +602,10 @@ def _main(argv: list[str] | None) -> int:
             sim.update(train_s=train_s, trained_states=trained_states)
     variants, allowed, policy, summary = fresh["variants"], fresh["allowed"], fresh["policy"], fresh["summary"]
     rows_by_pass, url, why = fresh["rows_by_pass"], fresh["url"], fresh["why"]
-    results = [summarise(rows, variants, allowed, policy.qos_ms) for rows in rows_by_pass]
+    # each run's summary per pass, once (the first run is the one detailed)
+    summaries = [[summarise(rows, rep["variants"], rep["allowed"], policy.qos_ms) for rows in rep["rows_by_pass"]]
+                 for rep in repeats]
+    results = summaries[0]
     per_phase_rows = phase_rows(rows_by_pass, variants, allowed, policy.qos_ms)
     console = make_console()
     print_phases(console, f"AutoScale on this machine: {model_name}, {len(PHASES)} phases x {per_phase} inferences, "
@@ -648,8 +616,7 @@ def _main(argv: list[str] | None) -> int:
                   f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f}); {summary['fallbacks']} "
                   "fallback(s)" + (f"; {why}" if why else ""))
     runs = []
-    for k, rep in enumerate(repeats):
-        res = [summarise(rows, rep["variants"], rep["allowed"], policy.qos_ms) for rows in rep["rows_by_pass"]]
+    for k, (rep, res) in enumerate(zip(repeats, summaries)):
         runs.append({"seed": args.seed + k, "passes": [{key: r[key] for key in (
             "policy_efficiency_vs_opt", "choice_efficiency_vs_opt", "policy_efficiency_vs_best_fixed", "best_fixed",
             "policy_matches_opt", "policy_choices", "opt_choices")} | {"qos_violations": r["policy"]["qos_violations"]}

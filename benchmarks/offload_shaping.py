@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +27,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import RESULTS_DIR, machine_info, make_console, utc_now, write_json  # noqa: E402
+from _common import RESULTS_DIR, ServeProcess, machine_info, make_console, utc_now, write_json  # noqa: E402
 
 TARGET = "mi8pro-edge-cloud"
 TOKEN = "offload-shaping-benchmark"
@@ -50,33 +47,6 @@ def identity_model(path: Path) -> Path:
                                     "ident (float[N] x) => (float[N] y) { y = Identity(x) }")
     onnx.save(model, str(path))
     return path
-
-
-class Server:
-    """``hetcc serve MODEL --port 0`` in a subprocess; ``url`` once it says it is ready."""
-
-    def __init__(self, model: Path, cache: Path):
-        env = dict(os.environ, HETCC_SERVE_TOKEN=TOKEN, HETCC_CACHE_DIR=str(cache))
-        self.proc = subprocess.Popen([sys.executable, "-m", "hetcc.cli", "serve", str(model), "--port", "0",
-                                      "--threads", "1"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, env=env)
-        self.lines: list[str] = []
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            found = re.search(r"ready on (http://\S+)", line)
-            if found:
-                self.url = found.group(1)
-                break
-        else:
-            raise SystemExit(f"hetcc serve did not start: {''.join(self.lines)}")
-        self.drain = threading.Thread(target=lambda: [self.lines.append(x) for x in self.proc.stderr], daemon=True)
-        self.drain.start()
-
-    def stop(self) -> int:
-        self.proc.terminate()
-        code = self.proc.wait(60)
-        self.drain.join(10)
-        return code
 
 
 def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -131,14 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     started, machine = utc_now(), machine_info()
     rows = []
     with tempfile.TemporaryDirectory(prefix="hetcc-offload-") as tmp:
-        server = Server(identity_model(Path(tmp) / "ident.onnx"), Path(tmp) / "cache")
+        server = ServeProcess(identity_model(Path(tmp) / "ident.onnx"),
+                              dict(os.environ, HETCC_SERVE_TOKEN=TOKEN, HETCC_CACHE_DIR=str(Path(tmp) / "cache")))
         try:
             for name in ("wifi", "wifi-direct"):
                 for dbm in levels:
                     rows.append(measure(OffloadClient, target.links[name], name, dbm, server.url, times, repeat))
         finally:
             code = server.stop()
-    offloads = sum(1 for line in server.lines if "POST /v1/run 200" in line)
+    offloads = server.count(r"POST /v1/run 200\b")
     console = make_console()
     from rich.table import Table
 

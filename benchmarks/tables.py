@@ -1367,17 +1367,16 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
                       f"{cell(served.get('offloads'))} / {cell(served.get('server_runs_ok'))}"))
     runs = [r for r in doc.get("runs") or [] if isinstance(r, dict)]
     if len(runs) > 1:
-        npass = max(len(r.get("passes") or []) for r in runs)
-        body_runs = [[str(k), cell(r.get("seed"))]
-                     + [pct((r.get("passes") or [{}] * npass)[i].get("policy_efficiency_vs_opt")
-                            if i < len(r.get("passes") or []) else None, 1) for i in range(npass)]
+        effs = [[p.get("policy_efficiency_vs_opt") for p in r.get("passes") or [] if isinstance(p, dict)]
+                for r in runs]
+        npass = max(map(len, effs))
+        body_runs = [[str(k), cell(r.get("seed"))] + [pct(e[i] if i < len(e) else None, 1) for i in range(npass)]
                      + [f"{cell((r.get('served') or {}).get('offloads'))} / "
-                        f"{cell((r.get('served') or {}).get('server_runs_ok'))}"] for k, r in enumerate(runs, 1)]
-        effs = sorted(float(r["passes"][-1]["policy_efficiency_vs_opt"]) for r in runs
-                      if r.get("passes") and is_num(r["passes"][-1].get("policy_efficiency_vs_opt")))
-        median = effs[len(effs) // 2] if len(effs) % 2 else (effs[len(effs) // 2 - 1] + effs[len(effs) // 2]) / 2
+                        f"{cell((r.get('served') or {}).get('server_runs_ok'))}"]
+                     for k, (r, e) in enumerate(zip(runs, effs), 1)]
+        last = sorted(float(e[-1]) for e in effs if e and is_num(e[-1]))
         pairs.append((f"last pass, policy / Opt efficiency over the {len(runs)} runs (median, min, max)",
-                      f"{pct(median, 1)}, {pct(effs[0], 1)}, {pct(effs[-1], 1)}" if effs else DASH))
+                      f"{pct(statistics.median(last), 1)}, {pct(last[0], 1)}, {pct(last[-1], 1)}" if last else DASH))
     out.append(("Whole passes", table(["pass", "policy mJ", "Opt mJ", "policy / Opt efficiency", "its choices / Opt",
                                        "policy / best fixed", "matches Opt", "QoS misses policy / Opt"], body)
                 + "\n\nEach variant held fixed (last pass):\n\n"

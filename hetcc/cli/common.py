@@ -173,19 +173,24 @@ def fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def check_output_file(path: Path, example: str) -> None:
-    """Refuse an ``-o`` file that cannot be written before minutes of work, not after: an empty name,
-    a folder or a non-file in the way, a missing or unwritable folder (one line each, exit 2)."""
+def check_output_file(given: str | Path, example: str) -> Path:
+    """The ``-o`` file, refused before minutes of work, not after, when it cannot be written: an empty
+    name (checked as given: ``Path("")`` reads as the current folder), a folder or a non-file in the
+    way, a missing or unwritable folder (one line each, exit 2)."""
     import os
 
     from hetcc.core.errors import UsageError
     from hetcc.files.atomic import check_replaceable_file
 
-    if not str(path).strip():
+    if not str(given).strip():
         raise UsageError(f"-o '': give a file name, e.g. -o {example}")
+    path = Path(given)
+    if path.is_dir() and not path.is_symlink():
+        raise UsageError(f"-o {path}: a directory; give a file name, e.g. -o {path / example}")
     check_replaceable_file(path, "-o")
     parent = path.parent
     if not parent.is_dir():
         raise UsageError(f"-o {path}: the directory {parent} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"-o {path}: the directory {parent} is not writable; choose another path")
+    return path

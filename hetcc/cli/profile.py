@@ -90,8 +90,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from hetcc.runtime.power import CpuFrequency, find_power_meter
     from hetcc.targets import load_target
 
-    out = Path(args.output)
-    check_output_file(out, "measurements.csv")
+    out = check_output_file(args.output, "measurements.csv")
     from hetcc.files.atomic import check_not_an_input
 
     check_not_an_input(out, "-o", [args.model, args.target])

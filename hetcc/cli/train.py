@@ -153,10 +153,7 @@ def _command(args: Any, steps: int) -> str:
 
 
 def cmd_train(args: Any) -> int:
-    out = Path(args.output)
-    if not args.output.strip() or out.is_dir():
-        raise UsageError(f"-o {args.output!r}: give a file name, e.g. -o agent.pt")
-    check_output_file(out, "agent.pt")     # before any model is analysed, not at the first checkpoint
+    out = check_output_file(args.output, "agent.pt")     # before any model is analysed, not at the first checkpoint
     if args.reward is not None and args.what != "fairboost":
         raise UsageError(f"--reward is an option of hetcc train fairboost; {args.what} has no reward to choose")
     if args.what == "autoscale":

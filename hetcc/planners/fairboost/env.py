@@ -338,5 +338,5 @@ def greedy(env: FairBoostEnv, workload: Workload, choose: Callable[[np.ndarray, 
     return env.final_pipelines()
 
 
-__all__ = ["Cache", "FairBoostEnv", "LATENT", "LOG_FLOOR", "MAX_MODELS", "REWARDS", "ROWS", "SCALE", "SCALES", "Workload", "greedy", "prepare",
-           "stages"]
+__all__ = ["Cache", "FairBoostEnv", "LATENT", "LOG_FLOOR", "MAX_MODELS", "REWARDS", "ROWS", "SCALE", "SCALES",
+           "Workload", "greedy", "prepare", "stages"]

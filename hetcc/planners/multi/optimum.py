@@ -103,7 +103,8 @@ def plan_optimum(workload: WorkloadProblem, objective: Objective, ctx: PlanConte
     if best is None:
         raise InfeasibleError("optimum: no combination of the space can run")
     return workload_plan(workload, mix, best, scorer, {"space": space, "blocks": opts.blocks,
-                                                       "max_stages": opts.max_stages, "min_jain": opts.min_jain, "enumerated": seen,
+                                                       "max_stages": opts.max_stages, "min_jain": opts.min_jain,
+                                                       "enumerated": seen,
                                                        "complete": seen == space})
 
 
