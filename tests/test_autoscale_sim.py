@@ -348,3 +348,13 @@ def test_cli_fairboost_refuses_autoscale_options(capsys):
     assert "--runs is an option of hetcc train autoscale" in capsys.readouterr().err
     assert main(["train", "fairboost", "-o", "a.pt", "--hyper", "alpha=0"]) == 2
     assert "--hyper is an option of hetcc train autoscale" in capsys.readouterr().err
+
+
+def test_cli_output_must_be_a_file_name(tmp_path, capsys):
+    """An empty -o (which pathlib reads as the current folder) and a folder are refused before any work."""
+    from hetcc.cli.app import main
+
+    assert main(["train", "autoscale", "-o", ""]) == 2
+    assert "-o '': give a file name" in capsys.readouterr().err
+    assert main(["train", "autoscale", "-o", str(tmp_path)]) == 2
+    assert "a directory; give a file name" in capsys.readouterr().err
