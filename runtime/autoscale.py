@@ -445,6 +445,9 @@ class QTable:
         self._q: dict[str, np.ndarray] = {}
         self._visits: dict[str, np.ndarray] = {}
         self._inits: dict[str, np.ndarray] = {}
+        #: where an unvisited state starts (``_init``): "random" (Alg. 1's random values) or
+        #: "nearest" (the nearest learned state's values; a run's choice, not kept in the file)
+        self.unseen = "random"
         self._all = np.ones(len(self.actions), dtype=bool)
         self._all.flags.writeable = False
         #: read-only masks _mask accepted before, by id (each held, so its id stays its own): the
@@ -463,12 +466,39 @@ class QTable:
 
     # -- values and choices
     def _init(self, key: str) -> np.ndarray:
-        """An unvisited state's initial values (a fresh array; the draw is cached per key)."""
+        """An unvisited state's initial values (a fresh array): with ``unseen`` "nearest", the
+        values of the nearest learned state (``nearest``) where there is one; else tiny seeded random
+        values (Alg. 1; the draw is cached per key)."""
+        if self.unseen == "nearest" and self._q:
+            near = self.nearest(key)
+            if near is not None:
+                return self._q[near].copy()
         row = self._inits.get(key)
         if row is None:
             rng = np.random.default_rng([self.seed & 0xFFFFFFFF, zlib.crc32(key.encode("utf-8"))])
             row = self._inits[key] = rng.uniform(-INIT_SCALE, INIT_SCALE, len(self.actions))
         return row.copy()
+
+    def nearest(self, key: str) -> str | None:
+        """The learned state most like ``key``: the same network bins (the first four of Table 1),
+        then the fewest steps apart over the runtime bins (co-runner CPU and memory use, the two
+        signals; each bin's steps in ``BINS`` order), then the most visited, then the first key;
+        None when no learned state has the network's bins (or ``key`` is not a state key)."""
+        parts = key.split("|") if isinstance(key, str) else []
+        if len(parts) != len(STATE_FEATURES) or not _valid_key(key):
+            return None
+        best: tuple[int, int, str] | None = None
+        for k in self._q:
+            other = k.split("|")
+            if other[:4] != parts[:4]:
+                continue
+            steps = sum(abs(BINS[f].index(a) - BINS[f].index(b))
+                        for f, a, b in zip(STATE_FEATURES[4:], parts[4:], other[4:]))
+            visits = self._visits.get(k)
+            cand = (steps, -int(visits.sum()) if visits is not None else 0, k)
+            if best is None or cand < best:
+                best = cand
+        return None if best is None else best[2]
 
     def values(self, key: str) -> np.ndarray:
         """The Q-values of a state (a copy; an unvisited state's tiny seeded random values)."""
@@ -512,15 +542,27 @@ class QTable:
         vals = np.where(mask, self.values(key), -np.inf)
         return int(np.argmax(vals))
 
+    def explorable(self, key: str, allowed: np.ndarray | None = None, within: float = math.inf) -> np.ndarray:
+        """The indices of the allowed actions an exploring step may draw: all of them (``within``
+        infinite, Alg. 1), or those whose Q-value is within ``within`` of the state's best (what
+        the table already knows to be far worse, such as an offload at a weak signal that cost
+        dozens of local inferences' energy, is not tried again at random)."""
+        mask = self._mask(allowed)
+        if math.isinf(within):
+            return np.flatnonzero(mask)
+        vals = np.where(mask, self.values(key), -np.inf)
+        return np.flatnonzero(mask & (vals >= vals.max() - within))
+
     def choose(self, key: str, rng: np.random.Generator, allowed: np.ndarray | None = None,
-               explore: bool = True, hyper: Hyper | None = None) -> int:
+               explore: bool = True, hyper: Hyper | None = None, within: float = math.inf) -> int:
         """Epsilon-greedy (Alg. 1): with probability ``hyper.epsilon`` (when ``explore``) a uniformly
-        random allowed action, else the allowed action with the largest Q-value. ``hyper``
-        overrides the table's own for this call (a run's options; the file keeps its values)."""
+        random allowed action (within ``within`` of the best: ``explorable``), else the allowed
+        action with the largest Q-value. ``hyper`` overrides the table's own for this call (a run's
+        options; the file keeps its values)."""
         mask = self._mask(allowed)
         eps = (hyper or self.hyper).epsilon
         if explore and eps > 0 and rng.random() < eps:
-            idx = np.flatnonzero(mask)
+            idx = self.explorable(key, mask, within)
             return int(idx[rng.integers(len(idx))])
         row = self._q.get(key)
         if row is None:

@@ -7,7 +7,12 @@ Per inference (AutoScale Alg. 1):
    model's Table 1 features come from the policy file) — after the first inference this is the
    S' observed at the end of the previous one;
 2. choose a variant: epsilon-greedy over the policy's actions whose accuracy meets the policy's
-   ``min_accuracy``;
+   ``min_accuracy``; two departures from Alg. 1, each an option: a state met for the first time
+   starts from the values of the nearest learned state of the same model (``unseen``; Alg. 1
+   starts it at random, so greedy choice would try every variant there once, an offload at a weak
+   signal included), and an exploring step draws only among the variants whose Q-value is within
+   ``explore_within`` reference energies of the best (what is known to be far worse is not tried
+   again at random);
 3. run it (``Executor.run(feeds, variant=...)``) and measure its latency (wall clock);
 4. estimate its energy (Eq. 1-4 from the action table at the observed signal, with the offload's
    measured transfer times when the executor reports them), or measure it with a readable power
@@ -87,6 +92,12 @@ class PolicyOptions:
         "doc": "count co-runner memory from what others used at the start (1) instead of in all (0)"})
     meter: bool = field(default=True, metadata={"doc": "use a readable power meter when there is one"})
     trace: str | None = field(default=None, metadata={"doc": "the signal trace CSV t,wifi_dbm,p2p_dbm (--trace)"})
+    unseen: str = field(default="nearest", metadata={
+        "doc": "where a state met for the first time starts: the values of the nearest learned state of the "
+               "model ('nearest') or Alg. 1's random values ('random')"})
+    explore_within: float = field(default=1.0, metadata={
+        "doc": "explore only the variants whose Q-value is within this many reference energies of the state's "
+               "best ('all': any variant, as Alg. 1)"})
 
     def hyper_overrides(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in ("learning_rate", "discount", "epsilon", "alpha", "beta")
@@ -123,13 +134,22 @@ def parse_policy_options(items: Sequence[str], base: PolicyOptions | None = None
                 if raw not in ("inference", "time"):
                     raise ValueError
                 v = raw
+            elif f.name == "unseen":
+                if raw not in ("nearest", "random"):
+                    raise ValueError
+                v = raw
+            elif f.name == "explore_within":
+                v = math.inf if raw.lower() in ("all", "inf") else float(raw)
+                if not v > 0:       # also NaN
+                    raise ValueError
             else:
                 v = float(raw)
                 if not math.isfinite(v):
                     raise ValueError
         except ValueError:
             what = {"seed": "an integer >= 0", "persist": "an integer >= 0", "learn": "0 or 1",
-                    "mem_baseline": "0 or 1", "meter": "0 or 1", "trace_by": "'inference' or 'time'"}
+                    "mem_baseline": "0 or 1", "meter": "0 or 1", "trace_by": "'inference' or 'time'",
+                    "unseen": "'nearest' or 'random'", "explore_within": "a number > 0 or 'all'"}
             raise PolicyError(f"--policy-option {item!r}: {key} takes {what.get(f.name, 'a finite number')}") from None
         values[key] = v
     opts = dataclasses.replace(base or PolicyOptions(), **values)
@@ -233,6 +253,7 @@ class PolicyRunner:
                               f"({', '.join(manifest.variants)}); recompile")
         self._cleanup()
         self.hyper = self.policy.qtable.hyper.replace(**options.hyper_overrides())
+        self.policy.qtable.unseen = options.unseen
         self.allowed = self.policy.allowed()
         if not self.allowed.any():
             raise PolicyError(f"{self.policy_path}: no variant meets min_accuracy {self.policy.min_accuracy}; "
@@ -388,7 +409,7 @@ class PolicyRunner:
         draw = self.rng.random() if self.options.learn else 1.0
         explored = draw < hyper.epsilon
         if explored:
-            idx = np.flatnonzero(self.allowed)
+            idx = q.explorable(key, self.allowed, self.options.explore_within)
             a = int(idx[self.rng.integers(len(idx))])
         else:
             a = q.choose(key, self.rng, self.allowed, explore=False)

@@ -185,6 +185,46 @@ def test_choose_greedy_epsilon_and_mask():
         qt.choose(s, rng, allowed=np.zeros(4, dtype=bool))
 
 
+def test_unseen_state_starts_from_the_nearest_learned_one():
+    qt = QTable(["local", "edge"], Hyper(learning_rate=1.0, discount=0.0))
+    quiet_weak, cpu_weak = "S|S|S|M|N|N|W|W", "S|S|S|M|S|N|W|W"
+    quiet_strong = "S|S|S|M|N|N|R|R"
+    qt.update(quiet_strong, 1, -0.2, quiet_strong)       # strong signal: the edge is cheap
+    qt.update(quiet_strong, 0, -0.3, quiet_strong)
+    qt.update(quiet_weak, 1, -17.0, quiet_weak)           # weak signal: the edge is ruinous
+    qt.update(quiet_weak, 0, -0.3, quiet_weak)
+    # Alg. 1's random start: the new state looks near 0 everywhere, so greedy would try the edge
+    assert np.all(np.abs(qt.values(cpu_weak)) <= 1e-6)
+    qt.unseen = "nearest"
+    # one co-runner bin away from quiet_weak, two signal bins from quiet_strong
+    assert qt.nearest(cpu_weak) == quiet_weak
+    assert qt.values(cpu_weak).tolist() == [-0.3, -17.0]
+    assert qt.choose(cpu_weak, np.random.default_rng(0), explore=False) == 0
+    qt.update(cpu_weak, 0, -0.4, cpu_weak)                # learning there starts from the copy
+    assert qt.values(cpu_weak).tolist() == [-0.4, -17.0] and qt.visits(cpu_weak).tolist() == [1, 0]
+    assert qt.values(quiet_weak).tolist() == [-0.3, -17.0]      # the neighbour is untouched
+    # another network's states are not neighbours: random start
+    other = "L|S|S|L|N|N|W|W"
+    assert qt.nearest(other) is None and np.all(np.abs(qt.values(other)) <= 1e-6)
+    # ties in steps: the most visited wins
+    qt.update(quiet_strong, 0, -0.3, quiet_strong)
+    assert qt.nearest("S|S|S|M|N|N|R|W") == quiet_strong     # one step from quiet_strong and quiet_weak
+
+
+def test_exploration_within_a_margin_of_the_best():
+    qt = QTable(["a", "b", "c"], Hyper(learning_rate=1.0, discount=0.0, epsilon=1.0))
+    s = "S|S|S|S|N|N|W|W"
+    for a, r in enumerate((-0.3, -0.5, -17.0)):
+        qt.update(s, a, r, s)
+    assert qt.explorable(s).tolist() == [0, 1, 2]                  # Alg. 1: any
+    assert qt.explorable(s, within=1.0).tolist() == [0, 1]         # the ruinous one is left out
+    assert qt.explorable(s, within=0.1).tolist() == [0]
+    assert qt.explorable(s, np.array([False, True, True]), within=1.0).tolist() == [1]
+    rng = np.random.default_rng(0)
+    assert {qt.choose(s, rng, within=1.0) for _ in range(100)} == {0, 1}
+    assert {qt.choose(s, rng) for _ in range(100)} == {0, 1, 2}
+
+
 def test_qtable_round_trip(tmp_path):
     qt = QTable(["cpu@1000:fp32", "cpu@2000:fp32"], Hyper(epsilon=0.2), target="host", trained={"runs": 3})
     qt.update("S|S|S|S|N|N|R|R", 0, 3.5, "S|S|S|S|S|N|R|R")

@@ -90,6 +90,22 @@ def test_failure_is_penalised_with_a_reported_fallback(art):
     run.close()
 
 
+def test_exploration_leaves_out_what_failed(art):
+    """Alg. 1's uniform exploration keeps retrying a failing variant; ``explore_within`` (default)
+    draws only among the variants within a margin of the best, so once penalised it is left."""
+    def edge_tries(**opts):
+        ex = Executor(art)
+        run = PolicyRunner(ex, PolicyOptions(epsilon=1.0, seed=1, persist=0, **opts),
+                           observer=FixedObserver([QUIET]))
+        feeds = feeds_for(ex)
+        for _ in range(24):
+            run.run(feeds)
+        run.close(save=False)
+        return sum(d.variant == "edge" for d in run.decisions)
+    assert edge_tries() == 1
+    assert edge_tries(explore_within=float("inf")) > 1
+
+
 def test_min_accuracy_and_seeded_choices(art):
     def choices(seed):
         ex = Executor(art)
@@ -165,8 +181,14 @@ def test_parse_policy_options():
                               "trace_by=time", "mem_baseline=1", "penalty=-50"])
     assert (o.learning_rate, o.discount, o.epsilon, o.seed, o.learn, o.persist, o.trace_by, o.mem_baseline,
             o.penalty) == (0.5, 0.2, 0.0, 4, False, 10, "time", True, -50.0)
+    assert (o.unseen, o.explore_within) == ("nearest", 1.0)        # the defaults
+    o = parse_policy_options(["unseen=random", "explore_within=all"])
+    assert (o.unseen, o.explore_within) == ("random", float("inf"))
+    assert parse_policy_options(["explore_within=0.5"]).explore_within == 0.5
     for bad, match in (("lr", "KEY=VALUE"), ("speed=1", "KEY=VALUE"), ("lr=fast", "finite number"),
-                       ("lr=2", "learning_rate"), ("persist=-1", "integer"), ("trace_by=x", "inference")):
+                       ("lr=2", "learning_rate"), ("persist=-1", "integer"), ("trace_by=x", "inference"),
+                       ("unseen=zero", "'nearest' or 'random'"), ("explore_within=0", "> 0 or 'all'"),
+                       ("explore_within=nan", "> 0 or 'all'")):
         with pytest.raises(PolicyError, match=match):
             parse_policy_options([bad])
 
