@@ -122,8 +122,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         "--policy-option trace_by=time: by time); default /proc/net/wireless")
     parser.add_argument("--policy-option", action="append", metavar="KEY=VALUE",
                         help="with --policy (repeatable): lr, discount, epsilon, alpha, beta (override the policy "
-                        "file's), seed, learn=0|1, persist=N, penalty, trace_by, mem_baseline=0|1, meter=0|1, unseen=nearest|random, "
-                        "explore_within=X|all")
+                        "file's), seed, learn=0|1, persist=N, penalty, trace_by, mem_baseline=0|1, meter=0|1, "
+                        "unseen=nearest|random, explore_within=X|all")
     return parser
 
 
