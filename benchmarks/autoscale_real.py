@@ -27,7 +27,10 @@ phases with the learned table; a third run starts from a table trained in simula
 (``--model auto``: one for which offloading pays at a strong signal and not at a weak one), the
 passes after the first choose greedily on the learned table (``--later-epsilon``), the run from an
 untrained table is repeated with other seeds (``--repeats``), and every offload is checked against
-the server's request log.
+the server's request log. The runner starts a new state from its nearest learned neighbour and
+explores only near the best (its defaults, ``unseen`` and ``explore_within``); ``--alg1-baseline``
+(default yes) runs each seed a second time with both off (Alg. 1 as written), interleaved, for the
+comparison.
 Writes benchmarks/results/autoscale_real[-quick].json.
 """
 from __future__ import annotations
@@ -376,7 +379,8 @@ def _terminate(signum: int, _frame: Any) -> None:
 
 
 def replay(doc: dict, energy_ref_mj: float, sweeps: int = 3, seed: int = 0) -> dict:
-    """Q-learning replayed over a run's recorded steps (each step's recorded state and every
+    """Q-learning (Alg. 1 as written: random starts, uniform exploration with epsilon 0.1 in every
+    sweep) replayed over a run's recorded steps (each step's recorded state and every
     variant's oracle measurement), once per reward: the current Eq. 5 (energy in reference energies,
     a QoS miss penalised) and Eq. 5 with the energy in mJ and no miss penalty (the reward before the
     units were made explicit). Same data, same states: what the reward alone changes."""
@@ -423,11 +427,17 @@ def replay(doc: dict, energy_ref_mj: float, sweeps: int = 3, seed: int = 0) -> d
     return {"sweeps": sweeps, "seed": seed, "energy_ref_mj": round(energy_ref_mj, 4), "rewards": out}
 
 
+#: the runner's departures from Alg. 1 switched off (``--alg1-baseline``): random starts, uniform exploration
+ALG1 = {"unseen": "random", "explore_within": float("inf")}
+
+
 def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, settle: float, seed: int,
-               qtable: Path | None = None, name: str = "as", later_epsilon: float | None = None) -> dict:
+               qtable: Path | None = None, name: str = "as", later_epsilon: float | None = None,
+               options: dict | None = None) -> dict:
     """Compile the policy artifact (shipping ``qtable`` when given), serve it, and run ``passes``
     passes over the phases under the policy with the oracle after every inference; the passes after
-    the first explore with ``later_epsilon`` (None: the table's own, Alg. 1's 0.1)."""
+    the first explore with ``later_epsilon`` (None: the table's own, Alg. 1's 0.1); ``options``:
+    PolicyOptions fields (the runner's defaults otherwise)."""
     from hetcc.runtime import Executor, random_inputs
     from hetcc.runtime.observe import Observer
     from hetcc.runtime.policy_run import PolicyOptions, PolicyRunner
@@ -449,7 +459,7 @@ def experiment(work: Path, model: Path, env: dict, passes: int, per_phase: int, 
                 lines += [f"{len(lines) - 1},{dbm},{dbm}" for _ in range(per_phase)]
         trace.write_text("\n".join(lines) + "\n")
         ex = Executor(art, endpoints={"edge": url} if url else None, token=TOKEN, timeout=10.0)
-        runner = PolicyRunner(ex, PolicyOptions(seed=seed, persist=0),
+        runner = PolicyRunner(ex, PolicyOptions(seed=seed, persist=0, **(options or {})),
                               observer=Observer(trace, "inference", mem_baseline=True))
         feeds = random_inputs(ex.inputs, seed=seed)
         for v in runner.policy.variants:                 # warm every variant (sessions, caches)
@@ -554,6 +564,9 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--repeats", type=int, default=None,
                     help="runs from an untrained table, seeds SEED, SEED+1, ... (default 3; --quick 1): the first "
                     "in full, the others as their per-pass summaries (a run's outcome varies with the noise)")
+    ap.add_argument("--alg1-baseline", choices=("yes", "no"), default=None,
+                    help="also run each run from an untrained table with the runner's departures from Alg. 1 off "
+                    "(unseen=random, explore_within=all), same seed, interleaved (default yes, --quick no)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models-dir", type=Path, default=None, help="exported zoo models (reused)")
     ap.add_argument("--out", type=Path, default=None)
@@ -570,6 +583,7 @@ def _main(argv: list[str] | None) -> int:
     per_phase = args.per_phase or (3 if args.quick else 40)
     passes = args.passes or (1 if args.quick else 2)
     simulated = (args.simulated_start or ("no" if args.quick else "yes")) == "yes"
+    alg1 = (args.alg1_baseline or ("no" if args.quick else "yes")) == "yes"
     settle = 0.3 if args.quick else 1.5
     started, machine = utc_now(), machine_info()
     os.environ["HETCC_SERVE_TOKEN"] = TOKEN
@@ -588,10 +602,14 @@ def _main(argv: list[str] | None) -> int:
             if not model.exists():
                 _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
         (work / "board.toml").write_text(BOARD)
-        fresh = experiment(work, model, env, passes, per_phase, settle, args.seed, later_epsilon=args.later_epsilon)
-        repeats = [fresh] + [experiment(work, model, env, passes, per_phase, settle, args.seed + k,
-                                        later_epsilon=args.later_epsilon, name=f"as-{k}")
-                             for k in range(1, args.repeats or (1 if args.quick else 3))]
+        repeats, baseline = [], []
+        for k in range(args.repeats or (1 if args.quick else 3)):    # interleaved: the same machine for both
+            repeats.append(experiment(work, model, env, passes, per_phase, settle, args.seed + k,
+                                      later_epsilon=args.later_epsilon, name=f"as-{k}"))
+            if alg1:
+                baseline.append(experiment(work, model, env, passes, per_phase, settle, args.seed + k,
+                                           later_epsilon=args.later_epsilon, name=f"alg1-{k}", options=ALG1))
+        fresh = repeats[0]
         if simulated:
             t0 = time.perf_counter()
             _hetcc("train", "autoscale", "--target", str(work / "board.toml"), "--models", str(model), "--runs", "20",
@@ -602,10 +620,8 @@ def _main(argv: list[str] | None) -> int:
             sim.update(train_s=train_s, trained_states=trained_states)
     variants, allowed, policy, summary = fresh["variants"], fresh["allowed"], fresh["policy"], fresh["summary"]
     rows_by_pass, url, why = fresh["rows_by_pass"], fresh["url"], fresh["why"]
-    # each run's summary per pass, once (the first run is the one detailed)
-    summaries = [[summarise(rows, rep["variants"], rep["allowed"], policy.qos_ms) for rows in rep["rows_by_pass"]]
-                 for rep in repeats]
-    results = summaries[0]
+    # the first run is the one detailed
+    results = [summarise(rows, variants, allowed, policy.qos_ms) for rows in rows_by_pass]
     per_phase_rows = phase_rows(rows_by_pass, variants, allowed, policy.qos_ms)
     console = make_console()
     print_phases(console, f"AutoScale on this machine: {model_name}, {len(PHASES)} phases x {per_phase} inferences, "
@@ -615,17 +631,24 @@ def _main(argv: list[str] | None) -> int:
     console.print(f"decision overhead: observe+choose p50 {o['decide']['p50']:.1f} us (CPU {o['decide_cpu']['p50']:.1f}), "
                   f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f}); {summary['fallbacks']} "
                   "fallback(s)" + (f"; {why}" if why else ""))
-    runs = []
-    for k, (rep, res) in enumerate(zip(repeats, summaries)):
-        runs.append({"seed": args.seed + k, "passes": [{key: r[key] for key in (
-            "policy_efficiency_vs_opt", "choice_efficiency_vs_opt", "policy_efficiency_vs_best_fixed", "best_fixed",
-            "policy_matches_opt", "policy_choices", "opt_choices")} | {"qos_violations": r["policy"]["qos_violations"]}
-            for r in res], "served": rep["served"], "fallbacks": rep["summary"]["fallbacks"]})
-        console.print(f"run {k + 1} (seed {args.seed + k}): efficiency vs Opt by pass "
-                      + ", ".join(f"{r['policy_efficiency_vs_opt']:.1%}" for r in res)
-                      + f"; offloads {rep['served']['offloads']}, in the server's log "
-                        f"{rep['served']['server_runs_ok']}",
-                      highlight=False)
+    def run_rows(reps: list[dict], label: str) -> list[dict]:
+        out = []
+        for k, rep in enumerate(reps):
+            res = [summarise(rows, rep["variants"], rep["allowed"], policy.qos_ms) for rows in rep["rows_by_pass"]]
+            out.append({"seed": args.seed + k, "passes": [{key: r[key] for key in (
+                "policy_efficiency_vs_opt", "choice_efficiency_vs_opt", "policy_efficiency_vs_best_fixed",
+                "best_fixed", "policy_matches_opt", "policy_choices", "opt_choices")}
+                | {"qos_violations": r["policy"]["qos_violations"]} for r in res],
+                "served": rep["served"], "fallbacks": rep["summary"]["fallbacks"]})
+            console.print(f"{label} run {k + 1} (seed {args.seed + k}): efficiency vs Opt by pass "
+                          + ", ".join(f"{r['policy_efficiency_vs_opt']:.1%}" for r in res)
+                          + f"; offloads {rep['served']['offloads']}, in the server's log "
+                            f"{rep['served']['server_runs_ok']}",
+                          highlight=False)
+        return out
+
+    runs = run_rows(repeats, "runner defaults:")
+    baseline_runs = run_rows(baseline, "Alg. 1 (unseen=random, explore_within=all):")
     served = fresh["served"]
     console.print(f"offloads: {served['offloads']} made and answered by the client, "
                   f"{served['server_runs_ok']} answered runs in the server's request log"
@@ -648,14 +671,18 @@ def _main(argv: list[str] | None) -> int:
             "oracle": {o["variant"]: (None if not o["ok"] else [round(o["latency_ms"], 3), round(o["energy_mj"], 3)])
                        for o in r["oracle"]}} for rows in rows_by_pass for r in rows]
 
+    from hetcc.runtime.policy_run import PolicyOptions
+
+    defaults = PolicyOptions()
     doc = {"script": "autoscale_real", "started": started, "machine": machine,
            "args": {"quick": args.quick, "model": model_name, "per_phase": per_phase, "passes": passes,
-                    "repeats": len(repeats),
+                    "repeats": len(repeats), "alg1_baseline": alg1,
                     "later_epsilon": args.later_epsilon,
                     "seed": args.seed, "simulated_start": "yes" if simulated else "no"},
            "model_choice": choice,
            "qos_ms": policy.qos_ms, "compile_s": round(fresh["compile_s"], 2), "server": url is not None,
-           "served": served, "runs": runs,
+           "served": served, "runs": runs, "alg1_runs": baseline_runs,
+           "policy_options": {"unseen": defaults.unseen, "explore_within": defaults.explore_within},
            "server_note": why, "variants": list(variants), "allowed": allowed,
            "actions": [{k: a[k] for k in ("variant", "compute_ms", "busy_power_mw", "accuracy")} for a in policy.actions],
            "phases": [{"name": n, "cpu_corunners": c, "mem_corunners": m, "wifi_dbm": d} for n, c, m, d in PHASES],

@@ -1333,6 +1333,11 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
         later = ("choose greedily on the learned table (epsilon 0) and keep updating it, as the simulated evaluation "
                  "does" if a.get("later_epsilon") == 0 else f"explore with epsilon {short(a.get('later_epsilon'))}")
         note += f"The first pass explores with Alg. 1's epsilon of 0.1; the later passes {later}.\n\n"
+    popts = doc.get("policy_options")
+    if isinstance(popts, dict):
+        note += (f"The runner's options that depart from Alg. 1 ([the runtime](../autoscale-runtime.md)): "
+                 f"`unseen={esc(str(popts.get('unseen')))}`, "
+                 f"`explore_within={esc(str(short(popts.get('explore_within'))))}`.\n\n")
     text = note + (f"Model `{cell(a.get('model'))}`, {cell(a.get('per_phase'))} inferences per phase, "
             f"{cell(a.get('passes'))} pass(es), QoS {short(doc.get('qos_ms'))} ms; energy per inference in mJ "
             f"({esc(str(doc.get('energy_source')))}); Opt = the best variant of each inference in hindsight "
@@ -1366,26 +1371,45 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
         pairs.append(("offloads the client made and saw answered / runs answered in the server's request log",
                       f"{cell(served.get('offloads'))} / {cell(served.get('server_runs_ok'))}"))
     runs = [r for r in doc.get("runs") or [] if isinstance(r, dict)]
-    if len(runs) > 1:
-        effs = [[p.get("policy_efficiency_vs_opt") for p in r.get("passes") or [] if isinstance(p, dict)]
-                for r in runs]
-        npass = max(map(len, effs))
-        body_runs = [[str(k), cell(r.get("seed"))] + [pct(e[i] if i < len(e) else None, 1) for i in range(npass)]
-                     + [f"{cell((r.get('served') or {}).get('offloads'))} / "
-                        f"{cell((r.get('served') or {}).get('server_runs_ok'))}"]
-                     for k, (r, e) in enumerate(zip(runs, effs), 1)]
-        last = sorted(float(e[-1]) for e in effs if e and is_num(e[-1]))
-        pairs.append((f"last pass, policy / Opt efficiency over the {len(runs)} runs (median, min, max)",
+    alg1 = [r for r in doc.get("alg1_runs") or [] if isinstance(r, dict)]
+
+    def effs_of(rs: list[dict]) -> list[list[Any]]:
+        return [[p.get("policy_efficiency_vs_opt") for p in r.get("passes") or [] if isinstance(p, dict)] for r in rs]
+
+    def spread(rs: list[dict], what: str) -> None:
+        last = sorted(float(e[-1]) for e in effs_of(rs) if e and is_num(e[-1]))
+        pairs.append((f"last pass, policy / Opt efficiency over the {len(rs)} runs{what} (median, min, max)",
                       f"{pct(statistics.median(last), 1)}, {pct(last[0], 1)}, {pct(last[-1], 1)}" if last else DASH))
+
+    def logged(r: dict) -> str:
+        served = r.get("served") or {}
+        return f"{cell(served.get('offloads'))} / {cell(served.get('server_runs_ok'))}"
+
+    if len(runs) > 1 or alg1:
+        effs, effs1 = effs_of(runs), effs_of(alg1)
+        npass = max(map(len, effs + effs1))
+        body_runs = []
+        for k, (r, e) in enumerate(zip(runs, effs), 1):
+            row = [str(k), cell(r.get("seed"))] + [pct(e[i] if i < len(e) else None, 1) for i in range(npass)]
+            if alg1:
+                e1 = effs1[k - 1] if k - 1 < len(effs1) else []
+                row += [pct(e1[i] if i < len(e1) else None, 1) for i in range(npass)]
+            body_runs.append(row + [logged(r) + (f"; {logged(alg1[k - 1])}" if alg1 and k - 1 < len(alg1) else "")])
+        spread(runs, "")
+        if alg1:
+            spread(alg1, " with Alg. 1's random starts and uniform exploration")
     out.append(("Whole passes", table(["pass", "policy mJ", "Opt mJ", "policy / Opt efficiency", "its choices / Opt",
                                        "policy / best fixed", "matches Opt", "QoS misses policy / Opt"], body)
                 + "\n\nEach variant held fixed (last pass):\n\n"
                 + table(["variant", "mJ / inference", "p50 ms", "QoS misses", "failed"], body_fixed)
                 + "\n\n" + kv_table(pairs)
                 + ("\n\nEvery run from an untrained table (the first is the one detailed above), its policy / Opt "
-                   "efficiency by pass and its offloads against the server's request log:\n\n"
+                   "efficiency by pass and its offloads against the server's request log"
+                   + (", beside the same seed run with Alg. 1's random starts and uniform exploration "
+                      "(`unseen=random`, `explore_within=all`), interleaved with it" if alg1 else "") + ":\n\n"
                    + table(["run", "seed", *[f"pass {i + 1}" for i in range(npass)],
-                            "offloads / in the server's log"], body_runs) if len(runs) > 1 else "")))
+                            *[f"Alg. 1, pass {i + 1}" for i in range(npass) if alg1],
+                            "offloads / in the server's log"], body_runs) if len(runs) > 1 or alg1 else "")))
     sim = doc.get("simulated_start")
     if isinstance(sim, dict):
         rows = [r for r in sim.get("per_phase") or [] if isinstance(r, dict)]
@@ -1412,7 +1436,8 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
                  f"{cell(r.get('same_as_opt'))} / {cell(r.get('steps'))}"]
                 for name, rows in rep["rewards"].items() for i, r in enumerate(rows or [], 1) if isinstance(r, dict)]
         out.append(("Replay: the reward alone", (
-            f"Q-learning replayed over this run's recorded steps ({cell(rep.get('sweeps'))} sweeps, seed "
+            f"Q-learning as Alg. 1 writes it (random starts, uniform exploration with epsilon 0.1) replayed over "
+            f"this run's recorded steps ({cell(rep.get('sweeps'))} sweeps, seed "
             f"{cell(rep.get('seed'))}): each step's recorded state and every variant's oracle measurement, once "
             "with the current reward (energy in reference energies of "
             f"{fix(rep.get('energy_ref_mj'), 1)} mJ, a QoS miss penalised) and once with Eq. 5 in mJ without the "

@@ -18,7 +18,7 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
     pytest.importorskip("rich")
     bench = load("autoscale_real")
     out = tmp_path / "autoscale_real-quick.json"
-    assert bench.main(["--quick", "--out", str(out)]) == 0
+    assert bench.main(["--quick", "--alg1-baseline", "yes", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["script"] == "autoscale_real" and doc["args"]["quick"] is True
     phases = {p["name"] for p in doc["phases"]}
@@ -36,8 +36,15 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
         assert doc["served"]["offloads"] == doc["served"]["server_runs_ok"] > 0
     (run,) = doc["runs"]   # --quick: one run from an untrained table, the one detailed
     assert run["served"] == doc["served"] and run["passes"][0]["policy_matches_opt"] == res["policy_matches_opt"]
+    # the runner's departures from Alg. 1 are recorded, and the same seed ran without them beside
+    assert doc["policy_options"] == {"unseen": "nearest", "explore_within": 1.0}
+    (alg1,) = doc["alg1_runs"]
+    assert alg1["seed"] == run["seed"] and len(alg1["passes"]) == len(run["passes"])
+    if doc["server"]:
+        assert alg1["served"]["offloads"] == alg1["served"]["server_runs_ok"] > 0
     tables = load("tables")
     sections = tables.r_autoscale_real(doc)
+    assert "Alg. 1, pass 1" in sections[1][1] and "`unseen=nearest`" in sections[0][1]
     assert [s[0] for s in sections] == ["Per phase", "Whole passes", "Replay: the reward alone"]
     assert "policy / Opt" in sections[0][1]
     assert set(doc["replay"]["rewards"]) == {"current", "mJ, no miss penalty"}
