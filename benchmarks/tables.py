@@ -1723,11 +1723,15 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
                 f"decision {fix(dec['trained_us'], 1)} µs")
 
     def autoscale_real(d: dict[str, Any]) -> str:
-        last = d["passes"][-1]
-        first = d["passes"][0]
-        return (f"{d['args']['model']} here, real co-runners and offload: inferences/J "
-                f"{pct(first['policy_efficiency_vs_opt'], 1)} of Opt's untrained, "
-                f"{pct(last['policy_efficiency_vs_opt'], 1)} on pass {len(d['passes'])}")
+        def last_median(runs: Any) -> float | None:
+            last = [r["passes"][-1].get("policy_efficiency_vs_opt") for r in runs or [] if r.get("passes")]
+            last = [float(x) for x in last if is_num(x)]
+            return statistics.median(last) if last else None
+        runs = d.get("runs") or [{"passes": d["passes"]}]
+        alg1 = last_median(d.get("alg1_runs"))
+        return (f"{d['args']['model']} here, real co-runners and offload: pass {len(d['passes'])} at "
+                f"{pct(last_median(runs), 1)} of Opt's inferences/J (median of {len(runs)}"
+                + (f"; Alg. 1 as written {pct(alg1, 0)})" if alg1 is not None else ")"))
 
     def shaping(d: dict[str, Any]) -> str:
         return (f"worst error against the link tables: bandwidth {pct(d['worst_bandwidth_error'], 1)}, round trip "
