@@ -676,7 +676,7 @@ def _main(argv: list[str] | None) -> int:
     defaults = PolicyOptions()
     doc = {"script": "autoscale_real", "started": started, "machine": machine,
            "args": {"quick": args.quick, "model": model_name, "per_phase": per_phase, "passes": passes,
-                    "repeats": len(repeats), "alg1_baseline": alg1,
+                    "repeats": len(repeats), "alg1_baseline": "yes" if alg1 else "no",
                     "later_epsilon": args.later_epsilon,
                     "seed": args.seed, "simulated_start": "yes" if simulated else "no"},
            "model_choice": choice,
