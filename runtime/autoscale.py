@@ -445,8 +445,6 @@ class QTable:
         self._q: dict[str, np.ndarray] = {}
         self._visits: dict[str, np.ndarray] = {}
         self._inits: dict[str, np.ndarray] = {}
-        #: where an unvisited state starts (``_init``): "random" (Alg. 1's random values) or
-        #: "nearest" (the nearest learned state's values; a run's choice, not kept in the file)
         self.unseen = "random"
         self._all = np.ones(len(self.actions), dtype=bool)
         self._all.flags.writeable = False
@@ -463,6 +461,18 @@ class QTable:
             if arr.shape != (n,):
                 raise PolicyError(f"visits.{k}: expected {n} counts (one per action), got {arr.size}")
             self._visits[str(k)] = arr
+
+    @property
+    def unseen(self) -> str:
+        """Where an unvisited state starts (``_init``): "random" (Alg. 1's random values) or
+        "nearest" (the nearest learned state's values); a run's choice, not kept in the file."""
+        return self._unseen
+
+    @unseen.setter
+    def unseen(self, value: str) -> None:
+        if value not in ("random", "nearest"):
+            raise PolicyError(f"unseen {value!r}: expected 'random' or 'nearest'")
+        self._unseen = value
 
     # -- values and choices
     def _init(self, key: str) -> np.ndarray:
@@ -484,9 +494,9 @@ class QTable:
         then the fewest steps apart over the runtime bins (co-runner CPU and memory use, the two
         signals; each bin's steps in ``BINS`` order), then the most visited, then the first key;
         None when no learned state has the network's bins (or ``key`` is not a state key)."""
-        parts = key.split("|") if isinstance(key, str) else []
-        if len(parts) != len(STATE_FEATURES) or not _valid_key(key):
+        if not _valid_key(key):
             return None
+        parts = key.split("|")
         best: tuple[int, int, str] | None = None
         for k in self._q:
             other = k.split("|")
@@ -501,7 +511,7 @@ class QTable:
         return None if best is None else best[2]
 
     def values(self, key: str) -> np.ndarray:
-        """The Q-values of a state (a copy; an unvisited state's tiny seeded random values)."""
+        """The Q-values of a state (a copy; an unvisited state's starting values, ``_init``)."""
         row = self._q.get(key)
         return row.copy() if row is not None else self._init(key)
 

@@ -577,6 +577,8 @@ class PolicyRunner:
             "explored": sum(d.explored for d in ds),
             "variants_run": chosen,
             "hyper": self.hyper.to_json(),
+            "unseen": self.options.unseen,
+            "explore_within": "all" if math.isinf(self.options.explore_within) else self.options.explore_within,
             "penalty": self.penalty,
             "energy_source": f"meter: {self.meter_name}" if self.meter_name else "model (Eq. 1-4, policy file)",
             "latency_ms": stats([d.latency_ms for d in ds]),

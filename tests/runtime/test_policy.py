@@ -209,6 +209,9 @@ def test_unseen_state_starts_from_the_nearest_learned_one():
     # ties in steps: the most visited wins
     qt.update(quiet_strong, 0, -0.3, quiet_strong)
     assert qt.nearest("S|S|S|M|N|N|R|W") == quiet_strong     # one step from quiet_strong and quiet_weak
+    assert qt.nearest("bogus") is None
+    with pytest.raises(PolicyError, match="unseen 'zero'"):
+        qt.unseen = "zero"
 
 
 def test_exploration_within_a_margin_of_the_best():

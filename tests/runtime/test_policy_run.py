@@ -205,6 +205,7 @@ def test_cli_run_policy_json(art, capsys, tmp_path):
     assert doc["decisions"][1]["observation"]["rssi_p"] == -85 and doc["decisions"][1]["state"].endswith("|R|W")
     assert s["overhead_us"]["decide"]["p50"] > 0 and s["overhead_us"]["update"]["p50"] > 0
     assert s["hyper"]["epsilon"] == 0.0
+    assert (s["unseen"], s["explore_within"]) == ("nearest", 1.0)
     pol, _ = current_policy(art)
     assert pol.qtable.hyper.epsilon == 0.1        # a run's option does not change the file's value
 
