@@ -4,7 +4,8 @@
     python benchmarks/autoscale_real.py --quick          # a tiny conv net, 5 phases x 3 inferences (a test runs it)
 
 The variants are what ``hetcc compile --planner autoscale`` writes for a benchmark board of this
-machine (written here, ``host-autoscale``): the CPU with one pinned thread (core 0) and with two
+machine (written here, ``host-autoscale``, its devices' rates scaled to the one-thread time measured
+here: ``calibrated_board``): the CPU with one pinned thread (core 0) and with two
 (cores 0-1), each FP32 and INT8, and a remote ``edge`` served by ``hetcc serve`` on loopback,
 its traffic shaped client side at the board's Wi-Fi table for the signal of the moment. The
 environment changes in phases (AutoScale Sec. 3.2's variances, made real): quiet; a CPU-bound
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -216,6 +218,37 @@ def pick_model(models_dir: Path, env: dict, console: Any) -> tuple[str, Path, di
                                                                       "chosen": chosen["model"]}
 
 
+#: the board's lines whose numbers ``calibrated_board`` scales: every device's peak rates and memory bandwidth
+_RATE_LINE = re.compile(r"^(?:peak_gflops|mem_bandwidth_gbps) = .*$", re.M)
+
+
+def calibrated_board(work: Path, model: Path, env: dict, measured_ms: float) -> tuple[str, dict]:
+    """``BOARD`` with its devices' speed scaled to this machine: a compile of ``BOARD`` narrowed to
+    one FP32 thread predicts that variant's time, and every device's peak rates and memory
+    bandwidth are multiplied by predicted / ``measured_ms`` (the one-thread time measured here).
+    The simulation (``hetcc train autoscale``) then sees this machine's speed, and so does the
+    reward's reference energy; INT8's factor, the two-thread speed-up and every power stay the
+    board's assumptions. Returns (the board's text, the record of the scaling)."""
+    assumed = work / "board-assumed.toml"
+    assumed.write_text(BOARD)
+    art = work / "as-assumed"
+    _hetcc("compile", str(model), "--target", str(assumed), "--planner", "autoscale", "--planner-option",
+           "actions=cpu1:fp32", "--deadline", f"{QOS_MS:g}ms", "-o", str(art), "-q", env=env)
+    manifest = json.loads((art / "manifest.json").read_text())
+    policy = json.loads((art / manifest["policy"]["file"]).read_text())
+    predicted = float(next(a["compute_ms"] for a in policy["actions"] if a["variant"] == "cpu1:fp32"))
+    scale = predicted / measured_ms
+
+    def scaled(m: re.Match) -> str:
+        return re.sub(r"(?<![\w.])\d+(?:\.\d+)?", lambda n: f"{float(n.group()) * scale:.4g}", m.group())
+
+    text = _RATE_LINE.sub(scaled, BOARD).replace(
+        'kind = "modelled"', f'kind = "modelled"                          # rates scaled x{scale:.4g} to this '
+        f'machine: one FP32 thread measured {measured_ms:.2f} ms, the assumed rates predicted {predicted:.2f} ms', 1)
+    return text, {"measured_ms": round(measured_ms, 3), "predicted_ms": round(predicted, 3),
+                  "scale": round(scale, 4)}
+
+
 def tiny_model(path: Path) -> Path:
     """A small conv net (1x3x32x32 -> 10), built with onnx.helper: --quick needs no zoo export."""
     import numpy as np
@@ -360,7 +393,7 @@ def replay_only(path: Path, out: Path, models_dir: Path | None) -> int:
                 model = tiny_model(work / "tiny.onnx")
             elif not model.exists():
                 _hetcc("zoo", "export", name, "-o", str(model), env=env)
-            (work / "board.toml").write_text(BOARD)
+            (work / "board.toml").write_text(doc.get("board_toml") or BOARD)
             _hetcc("compile", str(model), "--target", str(work / "board.toml"), "--planner", "autoscale",
                    "--deadline", f"{doc['qos_ms']:g}ms", "-o", str(work / "as"), "-q", env=env)
             manifest = json.loads((work / "as" / "manifest.json").read_text())
@@ -601,7 +634,10 @@ def _main(argv: list[str] | None) -> int:
             model = (args.models_dir / f"{args.model}.onnx") if args.models_dir else work / f"{args.model}.onnx"
             if not model.exists():
                 _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
-        (work / "board.toml").write_text(BOARD)
+        measured = next((c["local_ms"] for c in choice["candidates"] if c["model"] == model_name), None) \
+            if choice else None
+        board, calibration = calibrated_board(work, model, env, measured or _local_ms(model))
+        (work / "board.toml").write_text(board)
         repeats, baseline = [], []
         for k in range(args.repeats or (1 if args.quick else 3)):    # interleaved: the same machine for both
             repeats.append(experiment(work, model, env, passes, per_phase, settle, args.seed + k,
@@ -679,7 +715,7 @@ def _main(argv: list[str] | None) -> int:
                     "repeats": len(repeats), "alg1_baseline": "yes" if alg1 else "no",
                     "later_epsilon": args.later_epsilon,
                     "seed": args.seed, "simulated_start": "yes" if simulated else "no"},
-           "model_choice": choice,
+           "model_choice": choice, "board_calibration": calibration, "board_toml": board,
            "qos_ms": policy.qos_ms, "compile_s": round(fresh["compile_s"], 2), "server": url is not None,
            "served": served, "runs": runs, "alg1_runs": baseline_runs,
            "policy_options": {"unseen": defaults.unseen, "explore_within": defaults.explore_within},

@@ -1333,6 +1333,12 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
         later = ("choose greedily on the learned table (epsilon 0) and keep updating it, as the simulated evaluation "
                  "does" if a.get("later_epsilon") == 0 else f"explore with epsilon {short(a.get('later_epsilon'))}")
         note += f"The first pass explores with Alg. 1's epsilon of 0.1; the later passes {later}.\n\n"
+    cal = doc.get("board_calibration")
+    if isinstance(cal, dict):
+        note += (f"The benchmark board's rates are scaled x{short(cal.get('scale'))} to this machine: one FP32 thread "
+                 f"measured {fix(cal.get('measured_ms'), 2)} ms, the board's assumed rates predicted "
+                 f"{fix(cal.get('predicted_ms'), 2)} ms (the powers, INT8's factor and the two-thread speed-up stay "
+                 "assumed).\n\n")
     popts = doc.get("policy_options")
     if isinstance(popts, dict):
         note += (f"The runner's options that depart from Alg. 1 ([the runtime](../autoscale-runtime.md)): "

@@ -36,6 +36,10 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
         assert doc["served"]["offloads"] == doc["served"]["server_runs_ok"] > 0
     (run,) = doc["runs"]   # --quick: one run from an untrained table, the one detailed
     assert run["served"] == doc["served"] and run["passes"][0]["policy_matches_opt"] == res["policy_matches_opt"]
+    # the board's rates were scaled to this machine's measured one-thread time, and the board says so
+    cal = doc["board_calibration"]
+    assert cal["scale"] == pytest.approx(cal["predicted_ms"] / cal["measured_ms"], rel=1e-2)
+    assert "rates scaled" in doc["board_toml"] and doc["board_toml"] != load("autoscale_real").BOARD
     # the runner's departures from Alg. 1 are recorded, and the same seed ran without them beside
     assert doc["policy_options"] == {"unseen": "nearest", "explore_within": 1.0}
     (alg1,) = doc["alg1_runs"]
@@ -45,6 +49,7 @@ def test_quick_run_measures_policy_and_opt(tmp_path, capsys):
     tables = load("tables")
     sections = tables.r_autoscale_real(doc)
     assert "Alg. 1, pass 1" in sections[1][1] and "`unseen=nearest`" in sections[0][1]
+    assert "rates are scaled" in sections[0][1]
     assert [s[0] for s in sections] == ["Per phase", "Whole passes", "Replay: the reward alone"]
     assert "policy / Opt" in sections[0][1]
     assert set(doc["replay"]["rewards"]) == {"current", "mJ, no miss penalty"}
