@@ -332,6 +332,11 @@ def run_pass(ex: Any, runner: Any, feeds: dict, phases: list, per_phase: int, se
     return rows
 
 
+def summarise_passes(run: dict, qos_ms: float) -> list[dict]:
+    """``summarise`` of each pass of an ``experiment``."""
+    return [summarise(rows, run["variants"], run["allowed"], qos_ms) for rows in run["rows_by_pass"]]
+
+
 def summarise(rows: list, variants: tuple, allowed: list, qos_ms: float) -> dict:
     """Energy, QoS and efficiency of the policy, Opt and each fixed variant over ``rows``."""
     def agg(picks: list[dict]) -> dict:
@@ -634,9 +639,9 @@ def _main(argv: list[str] | None) -> int:
             model = (args.models_dir / f"{args.model}.onnx") if args.models_dir else work / f"{args.model}.onnx"
             if not model.exists():
                 _hetcc("zoo", "export", args.model, "-o", str(model), env=env)
-        measured = next((c["local_ms"] for c in choice["candidates"] if c["model"] == model_name), None) \
-            if choice else None
-        board, calibration = calibrated_board(work, model, env, measured or _local_ms(model))
+        measured = (next(c["local_ms"] for c in choice["candidates"] if c["model"] == model_name) if choice
+                    else _local_ms(model))
+        board, calibration = calibrated_board(work, model, env, measured)
         (work / "board.toml").write_text(board)
         repeats, baseline = [], []
         for k in range(args.repeats or (1 if args.quick else 3)):    # interleaved: the same machine for both
@@ -656,8 +661,10 @@ def _main(argv: list[str] | None) -> int:
             sim.update(train_s=train_s, trained_states=trained_states)
     variants, allowed, policy, summary = fresh["variants"], fresh["allowed"], fresh["policy"], fresh["summary"]
     rows_by_pass, url, why = fresh["rows_by_pass"], fresh["url"], fresh["why"]
-    # the first run is the one detailed
-    results = [summarise(rows, variants, allowed, policy.qos_ms) for rows in rows_by_pass]
+    # each run's summary per pass, once (the first run is the one detailed)
+    summaries = [summarise_passes(rep, policy.qos_ms) for rep in repeats]
+    baseline_summaries = [summarise_passes(rep, policy.qos_ms) for rep in baseline]
+    results = summaries[0]
     per_phase_rows = phase_rows(rows_by_pass, variants, allowed, policy.qos_ms)
     console = make_console()
     print_phases(console, f"AutoScale on this machine: {model_name}, {len(PHASES)} phases x {per_phase} inferences, "
@@ -667,10 +674,9 @@ def _main(argv: list[str] | None) -> int:
     console.print(f"decision overhead: observe+choose p50 {o['decide']['p50']:.1f} us (CPU {o['decide_cpu']['p50']:.1f}), "
                   f"update p50 {o['update']['p50']:.1f} us (CPU {o['update_cpu']['p50']:.1f}); {summary['fallbacks']} "
                   "fallback(s)" + (f"; {why}" if why else ""))
-    def run_rows(reps: list[dict], label: str) -> list[dict]:
+    def run_rows(reps: list[dict], sums: list[list[dict]], label: str) -> list[dict]:
         out = []
-        for k, rep in enumerate(reps):
-            res = [summarise(rows, rep["variants"], rep["allowed"], policy.qos_ms) for rows in rep["rows_by_pass"]]
+        for k, (rep, res) in enumerate(zip(reps, sums)):
             out.append({"seed": args.seed + k, "passes": [{key: r[key] for key in (
                 "policy_efficiency_vs_opt", "choice_efficiency_vs_opt", "policy_efficiency_vs_best_fixed",
                 "best_fixed", "policy_matches_opt", "policy_choices", "opt_choices")}
@@ -683,15 +689,15 @@ def _main(argv: list[str] | None) -> int:
                           highlight=False)
         return out
 
-    runs = run_rows(repeats, "runner defaults:")
-    baseline_runs = run_rows(baseline, "Alg. 1 (unseen=random, explore_within=all):")
+    runs = run_rows(repeats, summaries, "runner defaults:")
+    baseline_runs = run_rows(baseline, baseline_summaries, "Alg. 1 (unseen=random, explore_within=all):")
     served = fresh["served"]
     console.print(f"offloads: {served['offloads']} made and answered by the client, "
                   f"{served['server_runs_ok']} answered runs in the server's request log"
                   + ("" if served["offloads"] == served["server_runs_ok"] else " (MISMATCH)"), highlight=False)
     sim_doc = None
     if sim is not None:
-        sim_results = [summarise(rows, sim["variants"], sim["allowed"], policy.qos_ms) for rows in sim["rows_by_pass"]]
+        sim_results = summarise_passes(sim, policy.qos_ms)
         sim_rows = phase_rows(sim["rows_by_pass"], sim["variants"], sim["allowed"], policy.qos_ms)
         print_phases(console, "the same, one pass from a table trained in simulation (hetcc train autoscale)",
                      sim_rows, sim_results)

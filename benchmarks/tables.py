@@ -1307,6 +1307,13 @@ STEM_RENDERERS: dict[str, Callable[[dict[str, Any]], list[Section]]] = {"herti-a
 RENDERERS["fairboost"] = r_fairboost
 
 
+def _last_pass_efficiencies(runs: Any) -> list[float]:
+    """The policy / Opt efficiency of each run's last pass (autoscale_real's ``runs``), sorted."""
+    last = [r["passes"][-1].get("policy_efficiency_vs_opt") for r in runs or []
+            if isinstance(r, dict) and r.get("passes") and isinstance(r["passes"][-1], dict)]
+    return sorted(float(x) for x in last if is_num(x))
+
+
 def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
     """benchmarks/autoscale_real.py: energy per inference of the policy and Opt, per phase and pass."""
     a = doc.get("args") or {}
@@ -1383,7 +1390,7 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
         return [[p.get("policy_efficiency_vs_opt") for p in r.get("passes") or [] if isinstance(p, dict)] for r in rs]
 
     def spread(rs: list[dict], what: str) -> None:
-        last = sorted(float(e[-1]) for e in effs_of(rs) if e and is_num(e[-1]))
+        last = _last_pass_efficiencies(rs)
         pairs.append((f"last pass, policy / Opt efficiency over the {len(rs)} runs{what} (median, min, max)",
                       f"{pct(statistics.median(last), 1)}, {pct(last[0], 1)}, {pct(last[-1], 1)}" if last else DASH))
 
@@ -1394,13 +1401,15 @@ def r_autoscale_real(doc: dict[str, Any]) -> list[Section]:
     if len(runs) > 1 or alg1:
         effs, effs1 = effs_of(runs), effs_of(alg1)
         npass = max(map(len, effs + effs1))
+        def by_pass(e: list[Any]) -> list[str]:
+            return [pct(e[i] if i < len(e) else None, 1) for i in range(npass)]
+
         body_runs = []
-        for k, (r, e) in enumerate(zip(runs, effs), 1):
-            row = [str(k), cell(r.get("seed"))] + [pct(e[i] if i < len(e) else None, 1) for i in range(npass)]
+        for k, (r, e) in enumerate(zip(runs, effs)):
+            row = [str(k + 1), cell(r.get("seed")), *by_pass(e)]
             if alg1:
-                e1 = effs1[k - 1] if k - 1 < len(effs1) else []
-                row += [pct(e1[i] if i < len(e1) else None, 1) for i in range(npass)]
-            body_runs.append(row + [logged(r) + (f"; {logged(alg1[k - 1])}" if alg1 and k - 1 < len(alg1) else "")])
+                row += by_pass(effs1[k] if k < len(effs1) else [])
+            body_runs.append(row + [logged(r) + (f"; {logged(alg1[k])}" if k < len(alg1) else "")])
         spread(runs, "")
         if alg1:
             spread(alg1, " with Alg. 1's random starts and uniform exploration")
@@ -1730,8 +1739,7 @@ def headline_rows(docs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]
 
     def autoscale_real(d: dict[str, Any]) -> str:
         def last_median(runs: Any) -> float | None:
-            last = [r["passes"][-1].get("policy_efficiency_vs_opt") for r in runs or [] if r.get("passes")]
-            last = [float(x) for x in last if is_num(x)]
+            last = _last_pass_efficiencies(runs)
             return statistics.median(last) if last else None
         runs = d.get("runs") or [{"passes": d["passes"]}]
         alg1 = last_median(d.get("alg1_runs"))

@@ -497,13 +497,13 @@ class QTable:
         if not _valid_key(key):
             return None
         parts = key.split("|")
+        runtime = tuple(zip(STATE_FEATURES[4:], (BINS[f].index(p) for f, p in zip(STATE_FEATURES[4:], parts[4:]))))
         best: tuple[int, int, str] | None = None
         for k in self._q:
             other = k.split("|")
             if other[:4] != parts[:4]:
                 continue
-            steps = sum(abs(BINS[f].index(a) - BINS[f].index(b))
-                        for f, a, b in zip(STATE_FEATURES[4:], parts[4:], other[4:]))
+            steps = sum(abs(i - BINS[f].index(b)) for (f, i), b in zip(runtime, other[4:]))
             visits = self._visits.get(k)
             cand = (steps, -int(visits.sum()) if visits is not None else 0, k)
             if best is None or cand < best:
